@@ -1,0 +1,61 @@
+# kubectl crdversion — build, test and demo. Needs only Go (see go.mod);
+# everything else, the Kubernetes API server included, is built from the
+# Go module proxy.
+
+MODULE   := github.com/crdversion/kubectl-crdversion
+BIN      := $(CURDIR)/bin
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X $(MODULE)/internal/version.version=$(VERSION) -X $(MODULE)/internal/version.commit=$(COMMIT)
+DEMO_DIR ?= $(CURDIR)/bin/demo
+# Integration tests share one in-process kube-apiserver per package.
+E2E_TIMEOUT ?= 30m
+
+.PHONY: all build sandbox demo test unit integration check fmt tidy clean
+
+all: build
+
+## build: the plugin binary, bin/kubectl-crdversion
+build:
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-crdversion ./cmd/kubectl-crdversion
+
+## sandbox: bin/crdversion-sandbox, a kube-apiserver + etcd in one process
+sandbox:
+	cd cmd/crdversion-sandbox && go build -o $(BIN)/crdversion-sandbox .
+
+## demo: start the sandbox, install Gateway API v0.6.2 with example objects, run the walk-through
+demo: build sandbox
+	PATH="$(BIN):$$PATH" $(BIN)/crdversion-sandbox --kubeconfig $(DEMO_DIR)/kubeconfig \
+		--apply testdata/crds/gateway-api/v0.6.2 \
+		--apply testdata/crds/gateway-api/v0.6.2/examples \
+		-- sh cmd/crdversion-sandbox/demo.sh
+
+## test: every test — unit tests, then integration tests on a real kube-apiserver
+test: unit integration
+
+unit:
+	go vet ./...
+	go test -count=1 ./...
+
+integration:
+	cd internal/e2e && go vet ./... && go test -count=1 -timeout $(E2E_TIMEOUT) ./...
+	cd cmd/crdversion-sandbox && go vet ./...
+
+## check: formatting and go.mod tidiness of all three modules
+check:
+	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed"; exit 1; }
+	@for m in . internal/e2e cmd/crdversion-sandbox; do \
+		(cd $$m && cp go.mod /tmp/crdversion-go.mod && cp go.sum /tmp/crdversion-go.sum && go mod tidy && \
+		 if ! cmp -s go.mod /tmp/crdversion-go.mod || ! cmp -s go.sum /tmp/crdversion-go.sum; then \
+		   cp /tmp/crdversion-go.mod go.mod; cp /tmp/crdversion-go.sum go.sum; echo "go mod tidy changes $$m"; exit 1; fi) || exit 1; \
+	done
+	@grep -q '^replace' go.mod && { echo "the root go.mod must have no replace lines"; exit 1; } || true
+
+fmt:
+	gofmt -w cmd internal
+
+tidy:
+	for m in . internal/e2e cmd/crdversion-sandbox; do (cd $$m && go mod tidy); done
+
+clean:
+	rm -rf $(BIN) dist

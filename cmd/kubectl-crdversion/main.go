@@ -1,0 +1,21 @@
+// Command kubectl-crdversion is the kubectl plugin `kubectl crdversion`: it
+// takes a CustomResourceDefinition safely through the life of its API
+// versions. See README.md.
+package main
+
+import (
+	"os"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cli"
+)
+
+func main() {
+	cmd := cli.NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	// CheckErr prints API errors in kubectl's form ("Error from server
+	// (NotFound): …", "error: …") and exits 1, or with the code of an
+	// exec.CodeExitError.
+	cmdutil.CheckErr(cmd.Execute())
+}

@@ -1,0 +1,105 @@
+// Package cli holds the cobra commands of kubectl crdversion: kubectl-style
+// glue (Options with Complete, Validate and Run) over the lifecycle core and
+// the cluster layer.
+package cli
+
+import (
+	goflag "flag"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
+
+	// Link client-go's credential plugins (exec, OIDC, …) so every kubeconfig
+	// that works with kubectl works here.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+)
+
+// FieldManager is the field manager name every write of this plugin uses
+// unless --field-manager says otherwise.
+const FieldManager = "kubectl-crdversion"
+
+var rootLong = templates.LongDesc(`
+	Take a CustomResourceDefinition safely through the life of its API versions.
+
+	Adding a version, switching the storage version, rewriting stored objects,
+	trimming status.storedVersions and removing an old version must happen in
+	the order of the Kubernetes task page "Versions in CustomResourceDefinitions".
+	Each command reads the live CRD, checks that its step is safe (the
+	preflight), and changes nothing when it is not.`)
+
+var rootExample = templates.Examples(`
+	# Show where the versions of a CRD stand and what to run next
+	kubectl crdversion status crontabs.stable.example.com
+
+	# The same for a CRD named by short name or kind, as JSON
+	kubectl crdversion status ct -o json`)
+
+// NewRootCommand returns the `kubectl crdversion` command tree writing to
+// streams. Connection flags are kubectl's (--kubeconfig, --context, -n, --as,
+// …); of klog's flags only -v is exposed. Server warnings, such as those for
+// a deprecated version, go to streams.ErrOut once each.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "kubectl-crdversion",
+		Short:         "Manage the API versions of CustomResourceDefinitions safely",
+		Long:          rootLong,
+		Example:       rootExample,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl crdversion"},
+		Run:           runHelp,
+	}
+
+	configFlags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
+	warnings := rest.NewWarningWriter(streams.ErrOut, rest.WarningWriterOptions{
+		Deduplicate: true,
+		Color:       term.AllowsColorOutput(streams.ErrOut),
+	})
+	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+		c.WarningHandler = warnings
+		return c
+	}
+	configFlags.AddFlags(cmd.PersistentFlags())
+	klogFlags := addKlogVerbosity(cmd)
+	cmd.PersistentPreRun = func(cmd *cobra.Command, _ []string) { quietClientLogs(cmd, klogFlags) }
+
+	f := cmdutil.NewFactory(configFlags)
+	cmd.AddCommand(
+		NewCmdStatus(f, streams),
+		NewCmdVersion(streams),
+	)
+	return cmd
+}
+
+func runHelp(cmd *cobra.Command, _ []string) { _ = cmd.Help() }
+
+// quietClientLogs keeps client-go's own log lines (discovery retries and the
+// like) off stderr unless -v was given, so that a failure is reported as the
+// one error line the command returns.
+func quietClientLogs(cmd *cobra.Command, klogFlags *goflag.FlagSet) {
+	if f := cmd.Flags().Lookup("v"); f != nil && f.Changed {
+		return
+	}
+	// Errors would still reach stderr through klog's stderr threshold.
+	_ = klogFlags.Set("logtostderr", "false")
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+}
+
+// addKlogVerbosity exposes klog's -v (log level) and nothing else of klog.
+// It returns klog's whole flag set for internal use.
+func addKlogVerbosity(cmd *cobra.Command) *goflag.FlagSet {
+	fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(fs)
+	v := fs.Lookup("v")
+	v.Usage = "number for the log level verbosity (klog)"
+	cmd.PersistentFlags().AddGoFlag(v)
+	return fs
+}

@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/completion"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+var statusLong = templates.LongDesc(`
+	Show where the API versions of a CustomResourceDefinition stand.
+
+	The versions table lists, for each version in spec.versions and each one
+	only left in status.storedVersions: served, storage, deprecated, whether it
+	is in status.storedVersions, its rank in kubectl's version priority (the
+	default version is marked), and whether its schema is identical to the
+	storage version's. Below it: the conversion strategy, the number of objects
+	(listed metadata only, page by page), the lifecycle state S0-S6, findings
+	(errors, warnings, notes) and the next command to run.
+
+	CRD is a CRD name (crontabs.stable.example.com) or a resource, short name or
+	kind as kubectl resolves them (crontabs, ct, CronTab).`)
+
+var statusExample = templates.Examples(`
+	# Show the versions, state and next step of a CRD
+	kubectl crdversion status crontabs.stable.example.com
+
+	# The same, by short name, without counting objects
+	kubectl crdversion status ct --count=false
+
+	# Machine-readable output; the schema is in docs/output.md
+	kubectl crdversion status crontabs.stable.example.com -o json
+
+	# Only the lifecycle state
+	kubectl crdversion status crontabs.stable.example.com -o jsonpath='{.state}'`)
+
+// StatusOptions are the inputs of `kubectl crdversion status`.
+type StatusOptions struct {
+	PrintFlags *genericclioptions.PrintFlags
+	// Count lists the CRD's objects (metadata only) to count them.
+	Count bool
+	// ChunkSize is the page size of that list.
+	ChunkSize int64
+
+	// CRD is the argument naming the CRD.
+	CRD     string
+	client  *cluster.Client
+	printer printers.ResourcePrinter // nil for the human-readable view
+
+	genericiooptions.IOStreams
+}
+
+// NewStatusOptions returns options with the defaults of the flags.
+func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
+	return &StatusOptions{
+		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
+		Count:      true,
+		ChunkSize:  500,
+		IOStreams:  streams,
+	}
+}
+
+// NewCmdStatus returns the status command.
+func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewStatusOptions(streams)
+	cmd := &cobra.Command{
+		Use:                   "status CRD [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show the versions, lifecycle state, findings and next step of a CRD",
+		Long:                  statusLong,
+		Example:               statusExample,
+		ValidArgsFunction:     crdNameCompletion(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.PrintFlags.AddFlags(cmd)
+	cmd.Flags().BoolVar(&o.Count, "count", o.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
+	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Objects per page when counting.")
+	return cmd
+}
+
+// Complete resolves the arguments and builds the printer and client.
+func (o *StatusOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return cmdutil.UsageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
+	}
+	o.CRD = args[0]
+	if *o.PrintFlags.OutputFormat != "" {
+		p, err := o.PrintFlags.ToPrinter()
+		if err != nil {
+			return err
+		}
+		o.printer = p
+	}
+	c, err := cluster.New(f)
+	if err != nil {
+		return err
+	}
+	o.client = c
+	return nil
+}
+
+// Validate checks the options without contacting the server.
+func (o *StatusOptions) Validate() error {
+	if o.ChunkSize <= 0 {
+		return fmt.Errorf("--chunk-size must be positive, got %d", o.ChunkSize)
+	}
+	return nil
+}
+
+// Run reads the CRD, analyses it, counts its objects and prints the result.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	crd, err := o.client.ResolveCRD(ctx, o.CRD)
+	if err != nil {
+		return err
+	}
+	r := &report.Status{Analysis: lifecycle.Analyze(crd)}
+	if o.Count {
+		r.Objects = &report.ObjectCount{Version: cluster.ListVersion(crd)}
+		switch {
+		case r.Objects.Version == "":
+			r.Objects.Error = "no version is served"
+		default:
+			n, err := o.client.CountObjects(ctx, crd, r.Objects.Version, o.ChunkSize)
+			if _, answered := err.(apierrors.APIStatus); err != nil && !answered {
+				return err
+			}
+			r.Objects.Count = n
+			if err != nil {
+				r.Objects.Error = err.Error()
+				r.Findings = append(r.Findings, lifecycle.UnreadableObjects(r.Analysis, r.Objects.Version, err.Error()))
+			}
+		}
+	}
+	if o.printer != nil {
+		return o.printer.PrintObj(r, o.Out)
+	}
+	return printStatus(o.Out, r)
+}
+
+// printStatus writes the human-readable view of r.
+func printStatus(out io.Writer, r *report.Status) error {
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintf(w, "CRD:\t%s (kind %s, %s)\n", r.CRD.Name, r.CRD.Kind, strings.ToLower(r.CRD.Scope))
+	transition := ""
+	switch {
+	case r.OldVersion != "" && r.NewVersion != "":
+		transition = fmt.Sprintf(" [%s -> %s]", r.OldVersion, r.NewVersion)
+	case r.OldVersion != "":
+		transition = fmt.Sprintf(" [%s]", r.OldVersion)
+	}
+	fmt.Fprintf(w, "State:\t%s, %s%s\n", r.State, r.StateDescription, transition)
+	fmt.Fprintf(w, "Storage version:\t%s\n", dash(r.StorageVersion))
+	fmt.Fprintf(w, "Stored versions:\t[%s]\n", strings.Join(r.StoredVersions, ", "))
+	fmt.Fprintf(w, "Default version:\t%s\n", dash(r.DefaultVersion))
+	fmt.Fprintf(w, "Conversion:\t%s\n", conversionText(r.Conversion))
+	if r.Objects != nil {
+		switch {
+		case r.Objects.Error != "":
+			fmt.Fprintf(w, "Objects:\tunknown (listing failed, see findings)\n")
+		default:
+			fmt.Fprintf(w, "Objects:\t%d (listed at %s)\n", r.Objects.Count, r.Objects.Version)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	w = printers.GetNewTabWriter(out)
+	fmt.Fprintln(w, "VERSION\tSERVED\tSTORAGE\tDEPRECATED\tSTORED\tPRIORITY\tSCHEMA")
+	for _, v := range r.Versions {
+		if !v.InSpec {
+			fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t-\tnot in spec.versions\n", v.Name, yesNo(v.InStoredVersions))
+			continue
+		}
+		prio := fmt.Sprint(v.Priority)
+		if v.Default {
+			prio += " (default)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, yesNo(v.Served), yesNo(v.Storage), yesNo(v.Deprecated), yesNo(v.InStoredVersions), prio, v.Schema)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "Findings:")
+		for _, f := range r.Findings {
+			fmt.Fprintf(out, "  %s: %s\n", strings.ToUpper(string(f.Severity)), f.Message)
+			if f.Fix != "" {
+				fmt.Fprintf(out, "    fix: %s\n", f.Fix)
+			}
+		}
+	}
+	fmt.Fprintln(out)
+	if r.Next == nil {
+		fmt.Fprintln(out, "Next: nothing to do")
+		return nil
+	}
+	fmt.Fprintf(out, "Next: %s\n  %s\n", r.Next.Command, r.Next.Reason)
+	return nil
+}
+
+func conversionText(c lifecycle.Conversion) string {
+	if c.Webhook == nil {
+		return c.Strategy
+	}
+	target := c.Webhook.URL
+	if target == "" {
+		target = "service " + c.Webhook.Service
+	}
+	return fmt.Sprintf("%s (%s, conversionReviewVersions [%s])", c.Strategy, target, strings.Join(c.Webhook.ConversionReviewVersions, ", "))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// crdNameCompletion completes the first argument with the names of the
+// cluster's CRDs.
+func crdNameCompletion(f cmdutil.Factory) cobra.CompletionFunc {
+	names := completion.ResourceNameCompletionFunc(f, "customresourcedefinitions.apiextensions.k8s.io")
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return names(cmd, args, toComplete)
+	}
+}

@@ -1,0 +1,181 @@
+// Package cluster is the one layer of kubectl crdversion that talks to the
+// API server: it resolves a CRD from what the user typed, reads it, and counts
+// its objects. Commands use it; the lifecycle package never does.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/pager"
+)
+
+// Client reads CRDs and their objects. Build it with New.
+type Client struct {
+	CRDs     apiextensionsclient.CustomResourceDefinitionInterface
+	Metadata metadata.Interface
+	getter   genericclioptions.RESTClientGetter
+}
+
+// New builds a Client from kubectl-style connection flags. It does not
+// contact the server.
+func New(getter genericclioptions.RESTClientGetter) (*Client, error) {
+	cfg, err := getter.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	ext, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{CRDs: ext.CustomResourceDefinitions(), Metadata: md, getter: getter}, nil
+}
+
+// NotACRDError is returned by ResolveCRD when arg names nothing, or names a
+// resource that is not defined by a CustomResourceDefinition (a built-in or
+// aggregated API).
+type NotACRDError struct {
+	Arg string
+	// Resource is the resource arg resolved to, when it resolved at all.
+	Resource *schema.GroupResource
+}
+
+func (e *NotACRDError) Error() string {
+	if e.Resource == nil {
+		return fmt.Sprintf("no CustomResourceDefinition matches %q (tried a CRD name, a resource, a short name and a kind)", e.Arg)
+	}
+	group := e.Resource.Group
+	if group == "" {
+		group = "core"
+	}
+	return fmt.Sprintf("%q is the resource %s in API group %q, which is not defined by a CustomResourceDefinition", e.Arg, e.Resource.Resource, group)
+}
+
+// ResolveCRD finds the CRD that arg names, the way kubectl resolves a
+// resource argument: a CRD name (crontabs.stable.example.com), or a resource,
+// short name or kind, optionally qualified by version and group
+// (crontabs, ct, CronTab, crontab.stable.example.com, crontabs.v1.stable.example.com).
+// Errors from the server are returned unwrapped so that kubectl's error
+// formatting applies; an argument that names no CRD gives *NotACRDError.
+func (c *Client) ResolveCRD(ctx context.Context, arg string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if arg == "" {
+		return nil, fmt.Errorf("a CustomResourceDefinition name is required")
+	}
+	if strings.Contains(arg, ".") {
+		crd, err := c.CRDs.Get(ctx, arg, metav1.GetOptions{})
+		if err == nil {
+			return crd, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	gr, err := c.resourceFor(arg)
+	if err != nil {
+		return nil, err
+	}
+	if gr == nil {
+		return nil, &NotACRDError{Arg: arg}
+	}
+	crd, err := c.CRDs.Get(ctx, gr.Resource+"."+gr.Group, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && gr.Group == "") {
+		return nil, &NotACRDError{Arg: arg, Resource: gr}
+	}
+	return crd, err
+}
+
+// resourceFor maps arg to a group/resource through discovery (with short
+// names), first as a resource and then as a kind. It returns nil when
+// nothing matches.
+func (c *Client) resourceFor(arg string) (*schema.GroupResource, error) {
+	mapper, err := c.getter.ToRESTMapper()
+	if err != nil {
+		return nil, err
+	}
+	gvr, gr := schema.ParseResourceArg(strings.ToLower(arg))
+	if gvr != nil {
+		if found, err := mapper.ResourceFor(*gvr); err == nil {
+			g := found.GroupResource()
+			return &g, nil
+		}
+	}
+	found, err := mapper.ResourceFor(gr.WithVersion(""))
+	if err == nil {
+		g := found.GroupResource()
+		return &g, nil
+	}
+	if !meta.IsNoMatchError(err) {
+		if _, ambiguous := err.(*meta.AmbiguousResourceError); !ambiguous {
+			return nil, err
+		}
+	}
+	gvk, gk := schema.ParseKindArg(arg)
+	if gvk != nil {
+		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			g := m.Resource.GroupResource()
+			return &g, nil
+		}
+	}
+	if m, err := mapper.RESTMapping(gk); err == nil {
+		g := m.Resource.GroupResource()
+		return &g, nil
+	}
+	return nil, nil
+}
+
+// ListVersion returns the version through which objects of crd are listed:
+// the storage version when it is served, else kubectl's default version.
+// It is empty when no version is served.
+func ListVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	var def string
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Storage {
+			return v.Name
+		}
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Served && (def == "" || higher(v.Name, def)) {
+			def = v.Name
+		}
+	}
+	return def
+}
+
+// GVR is the resource of crd at version.
+func GVR(crd *apiextensionsv1.CustomResourceDefinition, version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
+}
+
+// CountObjects counts the objects of crd in all namespaces through version,
+// listing metadata only, pageSize objects per request (continue tokens; the
+// client-go pager falls back to a full list if a continue token expires).
+func (c *Client) CountObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) (int, error) {
+	res := c.Metadata.Resource(GVR(crd, version))
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return res.List(ctx, opts)
+	})
+	p.PageSize = pageSize
+	n := 0
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(runtime.Object) error {
+		n++
+		return nil
+	})
+	return n, err
+}
+
+func higher(a, b string) bool { return version.CompareKubeAwareVersionStrings(a, b) > 0 }

@@ -1,0 +1,342 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cli"
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// clients of the test server.
+type clients struct {
+	ext  apiextensionsclient.Interface
+	dyn  dynamic.Interface
+	kube kubernetes.Interface
+}
+
+func newClients(t testing.TB) clients {
+	t.Helper()
+	return clients{
+		ext:  apiextensionsclient.NewForConfigOrDie(srv.Config),
+		dyn:  dynamic.NewForConfigOrDie(srv.Config),
+		kube: kubernetes.NewForConfigOrDie(srv.Config),
+	}
+}
+
+// result of one plugin invocation.
+type result struct {
+	stdout, stderr string
+	err            error // in-process: the error Execute returned
+	code           int   // binary: the exit code
+}
+
+// plugin runs the command tree in-process against the test server.
+func plugin(t testing.TB, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append(args, "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir()))
+	err := cmd.ExecuteContext(context.Background())
+	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+}
+
+// binary runs the built plugin binary with args (no kubeconfig added) and
+// the given extra environment.
+func binary(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	return execute(t, filepath.Join(pluginDir, "kubectl-crdversion"), env, args...)
+}
+
+func execute(t testing.TB, path string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), env...)
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errOut.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		r.code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("running %s: %v", path, err)
+	}
+	return r
+}
+
+// crontab returns a CronTab CRD (the example of the Kubernetes docs) named
+// crontabs.<group>, with one served version v1 that is the storage version.
+func crontab(group string, scope apiextensionsv1.ResourceScope) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "crontabs." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Scope: scope,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural: "crontabs", Singular: "crontab", Kind: "CronTab", ListKind: "CronTabList", ShortNames: []string{"ct"},
+			},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{crontabVersion("v1", true, true)},
+		},
+	}
+}
+
+func crontabVersion(name string, served, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+	return apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: name, Served: served, Storage: storage,
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"cronSpec": {Type: "string"},
+					"image":    {Type: "string"},
+					"replicas": {Type: "integer"},
+				}},
+			},
+		}},
+	}
+}
+
+// createCRD creates crd, waits until it is established and deletes it (with
+// its objects) when the test ends.
+func createCRD(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	ctx := context.Background()
+	created, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating CRD %s: %v", crd.Name, err)
+	}
+	t.Cleanup(func() {
+		_ = c.ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
+	})
+	if err := fixture.WaitEstablished(ctx, c.ext, crd.Name); err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// updateCRD applies edit to the live CRD (retrying on conflicts) and waits
+// until its served versions are in discovery.
+func updateCRD(t testing.TB, c clients, name string, edit func(*apiextensionsv1.CustomResourceDefinition)) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	ctx := context.Background()
+	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+	var out *apiextensionsv1.CustomResourceDefinition
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		edit(crd)
+		out, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating CRD %s: %v", name, err)
+	}
+	if err := fixture.WaitEstablished(ctx, c.ext, name); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// setStoredVersions writes status.storedVersions through the status
+// subresource, the only way the API server accepts it.
+func setStoredVersions(t testing.TB, c clients, name string, stored ...string) {
+	t.Helper()
+	ctx := context.Background()
+	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		crd.Status.StoredVersions = stored
+		_, err = crds.UpdateStatus(ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("setting storedVersions of %s: %v", name, err)
+	}
+}
+
+func gvr(crd *apiextensionsv1.CustomResourceDefinition, version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
+}
+
+func resource(c clients, crd *apiextensionsv1.CustomResourceDefinition, version, namespace string) dynamic.ResourceInterface {
+	r := c.dyn.Resource(gvr(crd, version))
+	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
+		return r.Namespace(namespace)
+	}
+	return r
+}
+
+// createCronTabs creates n CronTabs at version, spread over the given
+// namespaces (created when missing; ignored for a cluster-scoped CRD).
+func createCronTabs(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string, n int, namespaces ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if len(namespaces) == 0 {
+		namespaces = []string{"default"}
+	}
+	for _, ns := range namespaces {
+		ensureNamespace(t, c, ns)
+	}
+	for i := 0; i < n; i++ {
+		ns := namespaces[i%len(namespaces)]
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": crd.Spec.Group + "/" + version,
+			"kind":       crd.Spec.Names.Kind,
+			"metadata":   map[string]any{"name": "crontab-" + itoa(i)},
+			"spec":       map[string]any{"cronSpec": "* * * * */5", "image": "example/cron:" + itoa(i), "replicas": int64(1)},
+		}}
+		if _, err := resource(c, crd, version, ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating CronTab %d: %v", i, err)
+		}
+	}
+}
+
+func ensureNamespace(t testing.TB, c clients, name string) {
+	t.Helper()
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	_, err := c.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// rewriteAll reads every object at version and writes it back unchanged,
+// which re-encodes it at the current storage version.
+func rewriteAll(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := c.dyn.Resource(gvr(crd, version)).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		item := &list.Items[i]
+		if _, err := resource(c, crd, version, item.GetNamespace()).Update(ctx, item, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("rewriting %s/%s: %v", item.GetNamespace(), item.GetName(), err)
+		}
+	}
+}
+
+// advance builds a CronTab CRD of the given group and scope with objects, and
+// takes it through the real API server's operations to lifecycle state
+// want: S0 v1 only; S1 v2 added; S2 v2 storage; S3 objects rewritten and
+// storedVersions trimmed; S4 v1 deprecated; S5 v1 unserved; S6 v1 removed.
+func advance(t testing.TB, c clients, group string, scope apiextensionsv1.ResourceScope, objects int, want lifecycle.State) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := createCRD(t, c, crontab(group, scope))
+	createCronTabs(t, c, crd, "v1", objects, "team-a", "team-b")
+	steps := []func(){
+		func() { // S1
+			crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+			})
+		},
+		func() { // S2
+			crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+				for i := range crd.Spec.Versions {
+					crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v2"
+				}
+			})
+		},
+		func() { // S3
+			rewriteAll(t, c, crd, "v2")
+			setStoredVersions(t, c, crd.Name, "v2")
+		},
+		func() { // S4
+			crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Spec.Versions[0].Deprecated = true
+				crd.Spec.Versions[0].DeprecationWarning = ptr.To("example.com/v1 CronTab is deprecated; use v2")
+			})
+		},
+		func() { // S5
+			crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Spec.Versions[0].Served = false
+			})
+		},
+		func() { // S6
+			crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Spec.Versions = crd.Spec.Versions[1:]
+				if crd.Annotations == nil {
+					crd.Annotations = map[string]string{}
+				}
+				crd.Annotations[lifecycle.RetiredVersionsAnnotation] = "v1"
+			})
+		},
+	}
+	n := int(want[1] - '0')
+	for _, step := range steps[:n] {
+		step()
+	}
+	got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// golden compares got with testdata/golden/<name>, or rewrites the file when
+// the test runs with -update.
+func golden(t testing.TB, name, got string) {
+	t.Helper()
+	path := filepath.Join(repoRoot, "testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run the test with -update to create it): %v", err)
+	}
+	if string(want) != got {
+		t.Errorf("output differs from %s (run with -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}
+
+// waitFor polls cond every 50 ms for up to 30 s.
+func waitFor(t testing.TB, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return cond()
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}

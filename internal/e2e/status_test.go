@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+// statusJSON runs status -o json and decodes it.
+func statusJSON(t *testing.T, arg string, extra ...string) report.Status {
+	t.Helper()
+	r := plugin(t, append([]string{"status", arg, "-o", "json"}, extra...)...)
+	if r.err != nil {
+		t.Fatalf("status %s: %v\nstderr: %s", arg, r.err, r.stderr)
+	}
+	var s report.Status
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("decoding status -o json: %v\n%s", err, r.stdout)
+	}
+	return s
+}
+
+// TestStatusStates takes a CronTab CRD through every lifecycle state with
+// the API server's own operations and checks what status reports in each,
+// against golden files for the table and the JSON.
+func TestStatusStates(t *testing.T) {
+	c := newClients(t)
+	cases := []struct {
+		state    lifecycle.State
+		next     string
+		findings []string
+	}{
+		{lifecycle.StateS0, "add-version", nil},
+		{lifecycle.StateS1, "promote-storage", nil},
+		{lifecycle.StateS2, "migrate", []string{lifecycle.CodeMigrationPending}},
+		{lifecycle.StateS3, "deprecate", nil},
+		{lifecycle.StateS4, "unserve", []string{lifecycle.CodeDeprecatedServed}},
+		{lifecycle.StateS5, "retire", nil},
+		{lifecycle.StateS6, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.state), func(t *testing.T) {
+			group := strings.ToLower(string(tc.state)) + ".states.example.com"
+			crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 4, tc.state)
+
+			s := statusJSON(t, crd.Name)
+			if s.State != tc.state {
+				t.Errorf("state = %s, want %s", s.State, tc.state)
+			}
+			if s.Objects == nil || s.Objects.Count != 4 || s.Objects.Error != "" {
+				t.Errorf("objects = %+v, want 4 counted", s.Objects)
+			}
+			var codes []string
+			for _, f := range s.Findings {
+				codes = append(codes, f.Code)
+			}
+			if strings.Join(codes, ",") != strings.Join(tc.findings, ",") {
+				t.Errorf("findings = %v, want %v", codes, tc.findings)
+			}
+			switch {
+			case tc.next == "" && s.Next != nil:
+				t.Errorf("next = %q, want none", s.Next.Command)
+			case tc.next != "" && (s.Next == nil || !strings.HasPrefix(s.Next.Command, "kubectl crdversion "+tc.next+" "+crd.Name)):
+				t.Errorf("next = %+v, want kubectl crdversion %s %s …", s.Next, tc.next, crd.Name)
+			}
+
+			table := plugin(t, "status", crd.Name)
+			if table.err != nil {
+				t.Fatal(table.err)
+			}
+			golden(t, "status/"+string(tc.state)+".txt", table.stdout)
+			golden(t, "status/"+string(tc.state)+".json", plugin(t, "status", crd.Name, "-o", "json").stdout)
+		})
+	}
+}
+
+// TestStatusClusterScoped checks a cluster-scoped CRD mid-migration.
+func TestStatusClusterScoped(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "cluster.example.com", apiextensionsv1.ClusterScoped, 3, lifecycle.StateS2)
+	s := statusJSON(t, crd.Name)
+	if s.CRD.Scope != "Cluster" || s.State != lifecycle.StateS2 || s.Objects.Count != 3 {
+		t.Errorf("scope %s, state %s, objects %+v; want Cluster, S2, 3", s.CRD.Scope, s.State, s.Objects)
+	}
+	r := plugin(t, "status", crd.Name)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	golden(t, "status/cluster-scoped-S2.txt", r.stdout)
+}
+
+// TestStatusStoredVersionMissingFromSpec builds what older API servers and
+// hand edits of etcd left behind: objects stored at v1 while v1 is gone from
+// spec.versions but still in status.storedVersions. The API server refuses
+// to create this state, so the test edits the stored CRD in etcd.
+func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "orphan.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
+	editStoredCRD(t, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = crd.Spec.Versions[1:] // drop v1
+	})
+	waitFor(t, "the API server to see v1 removed", func() (bool, error) {
+		got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), crd.Name, metav1.GetOptions{})
+		return err == nil && len(got.Spec.Versions) == 1, err
+	})
+
+	s := statusJSON(t, crd.Name)
+	codes := map[string]lifecycle.Finding{}
+	for _, f := range s.Findings {
+		codes[f.Code] = f
+	}
+	missing, ok := codes[lifecycle.CodeStoredVersionNotInSpec]
+	if !ok || missing.Version != "v1" || missing.Severity != lifecycle.SeverityError {
+		t.Errorf("want an error finding %s for v1, got %+v", lifecycle.CodeStoredVersionNotInSpec, s.Findings)
+	}
+	unreadable, ok := codes[lifecycle.CodeObjectsUnreadable]
+	if !ok || !strings.Contains(unreadable.Message, "v1") {
+		t.Errorf("want finding %s naming v1, got %+v", lifecycle.CodeObjectsUnreadable, s.Findings)
+	}
+	if s.Objects == nil || s.Objects.Error == "" {
+		t.Errorf("objects = %+v, want the list error", s.Objects)
+	}
+	var row *lifecycle.VersionStatus
+	for i := range s.Versions {
+		if s.Versions[i].Name == "v1" {
+			row = &s.Versions[i]
+		}
+	}
+	if row == nil || row.InSpec || !row.InStoredVersions {
+		t.Errorf("versions table row for v1 = %+v, want inStoredVersions and not inSpec", row)
+	}
+	if s.Next == nil || !strings.HasPrefix(s.Next.Command, "kubectl crdversion add-version "+crd.Name+" v1 ") {
+		t.Errorf("next = %+v, want the add-version that restores v1", s.Next)
+	}
+
+	// The finding says every update of the CRD is rejected; check that.
+	_, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Update(context.Background(), crdWithLabel(t, c, crd.Name), metav1.UpdateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "missing from spec.versions") {
+		t.Errorf("updating the CRD: err = %v, want the storedVersions validation error", err)
+	}
+
+	r := plugin(t, "status", crd.Name)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	out := strings.ReplaceAll(r.stdout, srv.EtcdPrefix, "<etcd-prefix>")
+	out = regexp.MustCompile(`revision=\d+`).ReplaceAllString(out, "revision=<n>")
+	golden(t, "status/storedversion-not-in-spec.txt", out)
+}
+
+// TestStatusResolvesNamesLikeKubectl names one CRD every way kubectl accepts.
+func TestStatusResolvesNamesLikeKubectl(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "names.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS1)
+	for _, arg := range []string{
+		"crontabs.names.example.com", // CRD name
+		"crontabs",                   // resource
+		"ct",                         // short name
+		"CronTab",                    // kind
+		"crontab",                    // singular
+		"crontab.names.example.com",  // singular.group
+		"CronTab.names.example.com",  // Kind.group
+		"crontabs.v2.names.example.com",
+	} {
+		t.Run(arg, func(t *testing.T) {
+			// Other tests create crontabs in other groups at the same time;
+			// an ambiguous name must be an error, never another CRD.
+			r := plugin(t, "status", arg, "-o", "jsonpath={.crd.name}", "--count=false")
+			if r.err != nil {
+				if strings.Contains(arg, ".") {
+					t.Fatalf("status %s: %v", arg, r.err)
+				}
+				t.Logf("status %s: %v (another test's CRD shares the name)", arg, r.err)
+				return
+			}
+			if r.stdout != crd.Name {
+				t.Errorf("status %s resolved to %q, want %s", arg, r.stdout, crd.Name)
+			}
+		})
+	}
+}
+
+// TestStatusGatewayAPI installs the real Gateway API v0.6.2 CRDs and example
+// objects and checks the states they arrive in.
+func TestStatusGatewayAPI(t *testing.T) {
+	c := newClients(t)
+	installTestdata(t, c, "crds/gateway-api/v0.6.2", "crds/gateway-api/v0.6.2/examples")
+	for name, want := range map[string]lifecycle.State{
+		// v1alpha2 served and deprecated, v1beta1 storage.
+		"httproutes.gateway.networking.k8s.io": lifecycle.StateS4,
+		// v1alpha2 storage, v1beta1 served: a new version waits for promotion.
+		"referencegrants.gateway.networking.k8s.io": lifecycle.StateS1,
+	} {
+		s := statusJSON(t, name)
+		if s.State != want {
+			t.Errorf("%s: state %s, want %s", name, s.State, want)
+		}
+		if s.Objects == nil || s.Objects.Count != 1 {
+			t.Errorf("%s: objects %+v, want 1", name, s.Objects)
+		}
+		r := plugin(t, "status", name)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		golden(t, "status/gateway-api-"+strings.Split(name, ".")[0]+".txt", r.stdout)
+	}
+}
+
+func crdWithLabel(t *testing.T, c clients, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crd.Labels == nil {
+		crd.Labels = map[string]string{}
+	}
+	crd.Labels["touched"] = "yes"
+	return crd
+}

@@ -1,0 +1,38 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
+)
+
+// installTestdata creates the CRDs and objects of the given paths under
+// testdata/ and deletes the CRDs when the test ends.
+func installTestdata(t *testing.T, c clients, paths ...string) *fixture.Result {
+	t.Helper()
+	var abs []string
+	for _, p := range paths {
+		abs = append(abs, filepath.Join(repoRoot, "testdata", p))
+	}
+	objs, err := fixture.Read(abs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := fixture.Apply(context.Background(), srv.Config, objs)
+	if res != nil {
+		for _, crd := range res.CRDs {
+			name := crd.Name
+			t.Cleanup(func() {
+				_ = c.ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

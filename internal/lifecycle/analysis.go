@@ -1,0 +1,410 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
+)
+
+// State is a step of the version lifecycle, OLD → NEW, from
+// docs/lifecycle.md:
+//
+//	S0 one version          OLD served+storage                    storedVersions [OLD]
+//	S1 NEW added            OLD served+storage, NEW served        [OLD]
+//	S2 NEW is storage       OLD served, NEW served+storage        [OLD, NEW]
+//	S3 migrated             same                                  [NEW]
+//	S4 OLD deprecated       OLD served+deprecated                 [NEW]
+//	S5 OLD unserved         OLD served: false                     [NEW]
+//	S6 OLD retired          NEW only                              [NEW]
+type State string
+
+// The lifecycle states. StateUnknown is used when the CRD has no single
+// storage version (only possible in a manifest).
+const (
+	StateS0      State = "S0"
+	StateS1      State = "S1"
+	StateS2      State = "S2"
+	StateS3      State = "S3"
+	StateS4      State = "S4"
+	StateS5      State = "S5"
+	StateS6      State = "S6"
+	StateUnknown State = "Unknown"
+)
+
+// Description is a short human name for the state.
+func (s State) Description() string {
+	switch s {
+	case StateS0:
+		return "one version"
+	case StateS1:
+		return "new version added"
+	case StateS2:
+		return "new version is storage, migration pending"
+	case StateS3:
+		return "migrated"
+	case StateS4:
+		return "old version deprecated"
+	case StateS5:
+		return "old version unserved"
+	case StateS6:
+		return "old version retired"
+	}
+	return "no single storage version"
+}
+
+// RetiredVersionsAnnotation records, comma-separated, the versions that
+// `kubectl crdversion retire` removed from spec.versions. It is what tells
+// S6 (a version was retired) from S0 (the CRD only ever had one version).
+const RetiredVersionsAnnotation = "crdversion.kubectl.io/retired-versions"
+
+// Severity of a Finding.
+type Severity string
+
+// Severities, most severe first.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Finding is one problem or notice about a CRD. Code is a stable
+// machine-readable identifier (see docs/status-output.md); Fix, when set, is a
+// command or instruction that resolves it.
+type Finding struct {
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	Version  string   `json:"version,omitempty"`
+	Message  string   `json:"message"`
+	Fix      string   `json:"fix,omitempty"`
+}
+
+// Finding codes reported by Analyze.
+const (
+	CodeStoredVersionNotInSpec   = "StoredVersionNotInSpec"
+	CodeMigrationPending         = "MigrationPending"
+	CodeDeprecatedServed         = "DeprecatedVersionServed"
+	CodeNoneConversionPrunes     = "NoneConversionPrunesFields"
+	CodeNoneConversionSchemas    = "NoneConversionSchemasDiffer"
+	CodePreserveUnknownFields    = "PreserveUnknownFields"
+	CodeWebhookConfigIncomplete  = "WebhookConfigIncomplete"
+	CodeWebhookNoCABundle        = "WebhookNoCABundle"
+	CodeStorageVersionCount      = "StorageVersionCount"
+	CodeNoServedVersion          = "NoServedVersion"
+	CodeStorageVersionNotServed  = "StorageVersionNotServed"
+	CodeStorageNotHighestVersion = "StorageNotHighestPriority"
+)
+
+// SchemaComparison says how a version's schema compares with the storage
+// version's.
+type SchemaComparison string
+
+// Values of SchemaComparison.
+const (
+	SchemaIsStorage SchemaComparison = "storage"   // this is the storage version
+	SchemaIdentical SchemaComparison = "identical" // same validation, defaulting and pruning
+	SchemaDifferent SchemaComparison = "different"
+	SchemaUnknown   SchemaComparison = "unknown" // no single storage version to compare with, or not in spec
+)
+
+// VersionStatus is one row of the versions table: a version in
+// spec.versions, or one only listed in status.storedVersions (InSpec false).
+type VersionStatus struct {
+	Name               string `json:"name"`
+	InSpec             bool   `json:"inSpec"`
+	Served             bool   `json:"served"`
+	Storage            bool   `json:"storage"`
+	Deprecated         bool   `json:"deprecated"`
+	DeprecationWarning string `json:"deprecationWarning,omitempty"`
+	InStoredVersions   bool   `json:"inStoredVersions"`
+	// Priority is the 1-based rank in kubectl's version priority among the
+	// versions in spec.versions (1 sorts first); 0 when not in spec.
+	Priority int `json:"priority"`
+	// Default is true for the version kubectl uses when none is given.
+	Default bool             `json:"default"`
+	Schema  SchemaComparison `json:"schema"`
+}
+
+// Webhook is where a Webhook conversion strategy sends ConversionReviews.
+type Webhook struct {
+	// URL is set for url-style client configs.
+	URL string `json:"url,omitempty"`
+	// Service is "namespace/name:port/path" for service-style configs.
+	Service string `json:"service,omitempty"`
+	// CABundle tells whether a caBundle is set (its contents are not shown).
+	CABundle                 bool     `json:"caBundle"`
+	ConversionReviewVersions []string `json:"conversionReviewVersions,omitempty"`
+}
+
+// Conversion is the CRD's conversion strategy.
+type Conversion struct {
+	Strategy string   `json:"strategy"`
+	Webhook  *Webhook `json:"webhook,omitempty"`
+}
+
+// NextStep is the command that moves the CRD to the next lifecycle state.
+type NextStep struct {
+	Command string `json:"command"`
+	Reason  string `json:"reason"`
+}
+
+// CRDRef identifies the CRD and the resource it defines.
+type CRDRef struct {
+	Name   string `json:"name"`
+	Group  string `json:"group"`
+	Kind   string `json:"kind"`
+	Plural string `json:"plural"`
+	// Scope is Namespaced or Cluster.
+	Scope string `json:"scope"`
+}
+
+// Analysis is everything Analyze derives from a CRD.
+type Analysis struct {
+	CRD                   CRDRef          `json:"crd"`
+	State                 State           `json:"state"`
+	StateDescription      string          `json:"stateDescription"`
+	OldVersion            string          `json:"oldVersion,omitempty"`
+	NewVersion            string          `json:"newVersion,omitempty"`
+	StorageVersion        string          `json:"storageVersion"`
+	DefaultVersion        string          `json:"defaultVersion"`
+	StoredVersions        []string        `json:"storedVersions"`
+	Conversion            Conversion      `json:"conversion"`
+	PreserveUnknownFields bool            `json:"preserveUnknownFields"`
+	Versions              []VersionStatus `json:"versions"`
+	Findings              []Finding       `json:"findings"`
+	Next                  *NextStep       `json:"next,omitempty"`
+}
+
+// Analyze derives the lifecycle state, the versions table, the findings and
+// the next command for crd. It is pure and never modifies crd.
+func Analyze(crd *apiextensionsv1.CustomResourceDefinition) Analysis {
+	a := Analysis{
+		CRD: CRDRef{
+			Name:   crd.Name,
+			Group:  crd.Spec.Group,
+			Kind:   crd.Spec.Names.Kind,
+			Plural: crd.Spec.Names.Plural,
+			Scope:  string(crd.Spec.Scope),
+		},
+		StorageVersion:        StorageVersion(crd),
+		DefaultVersion:        DefaultVersion(crd),
+		StoredVersions:        append([]string{}, crd.Status.StoredVersions...),
+		Conversion:            conversionOf(crd),
+		PreserveUnknownFields: crd.Spec.PreserveUnknownFields,
+		Findings:              []Finding{},
+	}
+	a.Versions = versionRows(crd, a.StorageVersion, a.DefaultVersion)
+	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion)
+	a.StateDescription = a.State.Description()
+	a.Findings = findings(crd, a)
+	a.Next = repairStep(a)
+	if a.Next == nil {
+		a.Next = nextStep(crd.Name, a)
+	}
+	return a
+}
+
+func conversionOf(crd *apiextensionsv1.CustomResourceDefinition) Conversion {
+	c := Conversion{Strategy: string(apiextensionsv1.NoneConverter)}
+	conv := crd.Spec.Conversion
+	if conv == nil {
+		return c
+	}
+	if conv.Strategy != "" {
+		c.Strategy = string(conv.Strategy)
+	}
+	if conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil {
+		return c
+	}
+	w := &Webhook{ConversionReviewVersions: conv.Webhook.ConversionReviewVersions}
+	if cc := conv.Webhook.ClientConfig; cc != nil {
+		w.CABundle = len(cc.CABundle) > 0
+		if cc.URL != nil {
+			w.URL = *cc.URL
+		}
+		if svc := cc.Service; svc != nil {
+			w.Service = svc.Namespace + "/" + svc.Name
+			if svc.Port != nil {
+				w.Service += fmt.Sprintf(":%d", *svc.Port)
+			}
+			if svc.Path != nil {
+				w.Service += *svc.Path
+			}
+		}
+	}
+	c.Webhook = w
+	return c
+}
+
+func versionRows(crd *apiextensionsv1.CustomResourceDefinition, storage, def string) []VersionStatus {
+	names := make([]string, 0, len(crd.Spec.Versions))
+	for _, v := range crd.Spec.Versions {
+		names = append(names, v.Name)
+	}
+	rank := map[string]int{}
+	for i, n := range ByPriority(names) {
+		rank[n] = i + 1
+	}
+	storageSchema := schema.Of(FindVersion(crd, storage))
+	rows := make([]VersionStatus, 0, len(names))
+	for _, n := range ByPriority(names) {
+		v := FindVersion(crd, n)
+		row := VersionStatus{
+			Name:             n,
+			InSpec:           true,
+			Served:           v.Served,
+			Storage:          v.Storage,
+			Deprecated:       v.Deprecated,
+			InStoredVersions: contains(crd.Status.StoredVersions, n),
+			Priority:         rank[n],
+			Default:          n == def,
+			Schema:           SchemaUnknown,
+		}
+		if v.DeprecationWarning != nil {
+			row.DeprecationWarning = *v.DeprecationWarning
+		}
+		switch {
+		case v.Storage && n == storage:
+			row.Schema = SchemaIsStorage
+		case storage == "":
+		case schema.Equal(schema.Of(v), storageSchema):
+			row.Schema = SchemaIdentical
+		default:
+			row.Schema = SchemaDifferent
+		}
+		rows = append(rows, row)
+	}
+	for _, s := range crd.Status.StoredVersions {
+		if FindVersion(crd, s) == nil {
+			rows = append(rows, VersionStatus{Name: s, InStoredVersions: true, Schema: SchemaUnknown})
+		}
+	}
+	return rows
+}
+
+// stateOf places the CRD in the lifecycle. NEW is the storage version, or the
+// highest-priority version above it when one was added but not promoted yet.
+// OLD is the version on its way out that the next step acts on: the
+// lowest-priority one when several are.
+func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (state State, old, new string) {
+	if storage == "" {
+		return StateUnknown, "", ""
+	}
+	var higher, lower []string
+	for _, v := range crd.Spec.Versions {
+		switch {
+		case v.Name == storage:
+		case HigherPriority(v.Name, storage):
+			higher = append(higher, v.Name)
+		default:
+			lower = append(lower, v.Name)
+		}
+	}
+	if len(higher) > 0 {
+		return StateS1, storage, ByPriority(higher)[0]
+	}
+	var pending []string
+	for _, s := range crd.Status.StoredVersions {
+		if s != storage {
+			pending = append(pending, s)
+		}
+	}
+	if len(pending) > 0 {
+		return StateS2, lowest(pending), storage
+	}
+	if len(lower) == 0 {
+		if retired := retiredVersions(crd); len(retired) > 0 {
+			return StateS6, retired[len(retired)-1], storage
+		}
+		return StateS0, storage, ""
+	}
+	var servedPlain, servedDeprecated []string
+	for _, n := range lower {
+		v := FindVersion(crd, n)
+		switch {
+		case v.Served && !v.Deprecated:
+			servedPlain = append(servedPlain, n)
+		case v.Served:
+			servedDeprecated = append(servedDeprecated, n)
+		}
+	}
+	switch {
+	case len(servedPlain) > 0:
+		return StateS3, lowest(servedPlain), storage
+	case len(servedDeprecated) > 0:
+		return StateS4, lowest(servedDeprecated), storage
+	default:
+		return StateS5, lowest(lower), storage
+	}
+}
+
+func lowest(names []string) string {
+	sorted := ByPriority(names)
+	return sorted[len(sorted)-1]
+}
+
+func retiredVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
+	for _, s := range strings.Split(crd.Annotations[RetiredVersionsAnnotation], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// repairStep is the next step when the CRD is broken in a way that blocks
+// the lifecycle: a storedVersions entry missing from spec.versions must be
+// restored before anything else, because objects may still be stored at it.
+func repairStep(a Analysis) *NextStep {
+	for _, f := range a.Findings {
+		if f.Code == CodeStoredVersionNotInSpec {
+			return &NextStep{
+				Command: f.Fix,
+				Reason:  fmt.Sprintf("objects stored at %s are unreadable until %s is back in spec.versions; then kubectl crdversion migrate %s rewrites them and trims storedVersions", f.Version, f.Version, a.CRD.Name),
+			}
+		}
+	}
+	return nil
+}
+
+func nextStep(name string, a Analysis) *NextStep {
+	cmd := func(format string, args ...any) string {
+		return "kubectl crdversion " + fmt.Sprintf(format, args...)
+	}
+	switch a.State {
+	case StateS0:
+		return &NextStep{
+			Command: cmd("add-version %s <new-version> --from %s", name, a.StorageVersion),
+			Reason:  "add a new version when the API changes; schemas are copied from the storage version",
+		}
+	case StateS1:
+		return &NextStep{
+			Command: cmd("promote-storage %s %s", name, a.NewVersion),
+			Reason:  fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion),
+		}
+	case StateS2:
+		return &NextStep{
+			Command: cmd("migrate %s", name),
+			Reason:  fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion),
+		}
+	case StateS3:
+		return &NextStep{
+			Command: cmd("deprecate %s %s", name, a.OldVersion),
+			Reason:  fmt.Sprintf("warn clients that still request %s", a.OldVersion),
+		}
+	case StateS4:
+		return &NextStep{
+			Command: cmd("unserve %s %s", name, a.OldVersion),
+			Reason:  fmt.Sprintf("stop serving %s once no client requests it", a.OldVersion),
+		}
+	case StateS5:
+		return &NextStep{
+			Command: cmd("retire %s %s", name, a.OldVersion),
+			Reason:  fmt.Sprintf("remove %s from spec.versions", a.OldVersion),
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+// Package lifecycle is the pure core of kubectl crdversion: it reads a
+// CustomResourceDefinition and tells where its API versions stand in the
+// lifecycle of the Kubernetes task page "Versions in CustomResourceDefinitions"
+// (states S0–S6, see docs/lifecycle.md), which findings apply, and which
+// command moves it on. Nothing here performs I/O or modifies its input.
+package lifecycle
+
+import (
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// ByPriority sorts version names the way the API server orders a CRD's
+// versions in discovery and kubectl picks its default: GA before beta before
+// alpha, higher numbers first, names not in Kubernetes version form last in
+// alphabetical order (k8s.io/apimachinery/pkg/version.CompareKubeAwareVersionStrings).
+// It returns a new slice.
+func ByPriority(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return version.CompareKubeAwareVersionStrings(out[i], out[j]) > 0
+	})
+	return out
+}
+
+// HigherPriority reports whether version a sorts before b in kubectl's
+// version priority.
+func HigherPriority(a, b string) bool {
+	return version.CompareKubeAwareVersionStrings(a, b) > 0
+}
+
+// IsKubeVersion reports whether name has the Kubernetes version form
+// v<major>[(alpha|beta)<minor>], such as v1, v2beta1 or v1alpha3.
+func IsKubeVersion(name string) bool {
+	// A conforming name sorts above every non-conforming one; two
+	// non-conforming names compare in reverse alphabetical order, which puts
+	// any non-empty name below "". So only conforming names beat "".
+	return name != "" && version.CompareKubeAwareVersionStrings(name, "") > 0
+}
+
+// DefaultVersion returns the version kubectl uses when none is given: the
+// served version of highest priority. It is empty when no version is served.
+func DefaultVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	var served []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			served = append(served, v.Name)
+		}
+	}
+	if len(served) == 0 {
+		return ""
+	}
+	return ByPriority(served)[0]
+}
+
+// StorageVersions returns the names of the versions with storage: true, in
+// spec order. A CRD accepted by the API server has exactly one.
+func StorageVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// StorageVersion returns the single storage version, or "" when the CRD has
+// none or several (only possible in a manifest the API server would reject).
+func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	if s := StorageVersions(crd); len(s) == 1 {
+		return s[0]
+	}
+	return ""
+}
+
+// FindVersion returns the spec.versions entry named name, or nil.
+func FindVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *apiextensionsv1.CustomResourceDefinitionVersion {
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == name {
+			return &crd.Spec.Versions[i]
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

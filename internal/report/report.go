@@ -1,0 +1,82 @@
+// Package report defines the machine-readable output of kubectl crdversion
+// (-o json|yaml). Each report is a Kubernetes-style object of API group
+// crdversion.kubectl.io, version v1alpha1, so cli-runtime's printers
+// (json, yaml, jsonpath, go-template) work on it. The fields are documented in
+// docs/output.md; new fields may be added, existing ones keep their meaning.
+package report
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/version"
+)
+
+// SchemeGroupVersion is the API group and version of every report.
+var SchemeGroupVersion = schema.GroupVersion{Group: "crdversion.kubectl.io", Version: "v1alpha1"}
+
+// Scheme knows the report kinds, for printers.NewTypeSetter.
+var Scheme = newScheme()
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("CRDStatus"), &Status{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("PluginVersion"), &Version{})
+	return s
+}
+
+// Status (kind CRDStatus) is the output of `kubectl crdversion status`: the lifecycle
+// analysis of one CRD plus its object count.
+type Status struct {
+	metav1.TypeMeta    `json:",inline"`
+	lifecycle.Analysis `json:",inline"`
+	// Objects is nil when counting was skipped (--count=false).
+	Objects *ObjectCount `json:"objects,omitempty"`
+}
+
+// ObjectCount is the number of objects of a CRD in all namespaces.
+type ObjectCount struct {
+	// Count is the number of objects listed; meaningful only when Error is empty.
+	Count int `json:"count"`
+	// Version is the version through which the objects were listed.
+	Version string `json:"version,omitempty"`
+	// Error is the API server's message when the list failed (for example
+	// objects stored at a version missing from spec.versions).
+	Error string `json:"error,omitempty"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (s *Status) DeepCopyObject() runtime.Object {
+	out := *s
+	out.StoredVersions = append([]string(nil), s.StoredVersions...)
+	out.Versions = append([]lifecycle.VersionStatus(nil), s.Versions...)
+	out.Findings = append([]lifecycle.Finding(nil), s.Findings...)
+	if s.Conversion.Webhook != nil {
+		w := *s.Conversion.Webhook
+		w.ConversionReviewVersions = append([]string(nil), w.ConversionReviewVersions...)
+		out.Conversion.Webhook = &w
+	}
+	if s.Next != nil {
+		n := *s.Next
+		out.Next = &n
+	}
+	if s.Objects != nil {
+		o := *s.Objects
+		out.Objects = &o
+	}
+	return &out
+}
+
+// Version (kind PluginVersion) is the output of `kubectl crdversion version -o json|yaml`.
+type Version struct {
+	metav1.TypeMeta `json:",inline"`
+	version.Info    `json:",inline"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (v *Version) DeepCopyObject() runtime.Object {
+	out := *v
+	return &out
+}

@@ -1,0 +1,159 @@
+// Package schema compares the OpenAPI v3 schemas of CustomResourceDefinition
+// versions the way the API server uses them: for structural equality and for
+// pruning (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#field-pruning).
+//
+// All functions are pure: they never modify their arguments.
+package schema
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// Of returns the OpenAPI v3 schema of a CRD version, or nil when it has none.
+func Of(v *apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.JSONSchemaProps {
+	if v == nil || v.Schema == nil {
+		return nil
+	}
+	return v.Schema.OpenAPIV3Schema
+}
+
+// Equal reports whether two schemas validate, default and prune objects the
+// same way. Documentation fields (description, title, example, externalDocs)
+// do not count, nor does the key order of JSON values such as defaults and
+// enums. Two nil schemas are equal; nil and non-nil are not.
+func Equal(a, b *apiextensionsv1.JSONSchemaProps) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+// normalize returns the schema as generic JSON with documentation keys
+// removed from every schema node. Property names are map keys under
+// "properties" and are never removed.
+func normalize(s *apiextensionsv1.JSONSchemaProps) any {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		// JSONSchemaProps always marshals; keep the comparison total anyway.
+		return err.Error()
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err.Error()
+	}
+	stripDocs(v)
+	return v
+}
+
+// schemaValuedKeys are the JSONSchemaProps keys whose value is one schema;
+// schemaListKeys hold a list of schemas; schemaMapKeys a map of schemas.
+var (
+	schemaValuedKeys = []string{"items", "additionalProperties", "additionalItems", "not"}
+	schemaListKeys   = []string{"allOf", "anyOf", "oneOf", "items"}
+	schemaMapKeys    = []string{"properties", "patternProperties", "definitions", "dependencies"}
+	docKeys          = []string{"description", "title", "example", "externalDocs"}
+)
+
+func stripDocs(node any) {
+	m, ok := node.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range docKeys {
+		delete(m, k)
+	}
+	for _, k := range schemaValuedKeys {
+		stripDocs(m[k])
+	}
+	for _, k := range schemaListKeys {
+		if list, ok := m[k].([]any); ok {
+			for _, item := range list {
+				stripDocs(item)
+			}
+		}
+	}
+	for _, k := range schemaMapKeys {
+		if children, ok := m[k].(map[string]any); ok {
+			for _, child := range children {
+				stripDocs(child)
+			}
+		}
+	}
+}
+
+// PrunedFields returns the fields that an object valid under from keeps but
+// that the API server would prune when the object is converted to the
+// version whose schema is to (for example with conversion strategy None).
+//
+// Paths are in kubectl's JSONPath style without braces: ".spec.url",
+// ".spec.items[*].name", ".spec.labels.*" for map values. The result is sorted.
+// A field is kept when to declares it in properties, when to has an
+// additionalProperties schema at that level, or when to sets
+// x-kubernetes-preserve-unknown-fields there; apiVersion, kind and metadata
+// at the root are never pruned. A nil to prunes nothing (no schema, no
+// pruning); a nil from yields nothing (nothing is known about the data).
+func PrunedFields(from, to *apiextensionsv1.JSONSchemaProps) []string {
+	if from == nil || to == nil {
+		return nil
+	}
+	var out []string
+	prune(from, to, "", true, &out)
+	sort.Strings(out)
+	return out
+}
+
+func prune(from, to *apiextensionsv1.JSONSchemaProps, path string, root bool, out *[]string) {
+	if from == nil || to == nil {
+		return
+	}
+	keepsUnknown := to.XPreserveUnknownFields != nil && *to.XPreserveUnknownFields
+	for _, name := range sortedKeys(from.Properties) {
+		if root && (name == "apiVersion" || name == "kind" || name == "metadata") {
+			continue
+		}
+		child := from.Properties[name]
+		childPath := path + "." + name
+		if strings.ContainsAny(name, ".[]* ") {
+			childPath = path + "['" + name + "']"
+		}
+		switch target, declared := to.Properties[name]; {
+		case declared:
+			prune(&child, &target, childPath, false, out)
+		case to.AdditionalProperties != nil && to.AdditionalProperties.Schema != nil:
+			prune(&child, to.AdditionalProperties.Schema, childPath, false, out)
+		case to.AdditionalProperties != nil && to.AdditionalProperties.Allows:
+			// additionalProperties: true keeps any value.
+		case keepsUnknown:
+			// x-kubernetes-preserve-unknown-fields keeps the whole subtree.
+		default:
+			*out = append(*out, childPath)
+		}
+	}
+	if from.AdditionalProperties != nil && from.AdditionalProperties.Schema != nil {
+		mapPath := path + ".*"
+		switch {
+		case to.AdditionalProperties != nil && to.AdditionalProperties.Schema != nil:
+			prune(from.AdditionalProperties.Schema, to.AdditionalProperties.Schema, mapPath, false, out)
+		case to.AdditionalProperties != nil && to.AdditionalProperties.Allows, keepsUnknown:
+		case len(to.Properties) == 0 && to.Type == "object":
+			*out = append(*out, mapPath)
+		}
+	}
+	if from.Items != nil && from.Items.Schema != nil && to.Items != nil && to.Items.Schema != nil {
+		prune(from.Items.Schema, to.Items.Schema, path+"[*]", false, out)
+	}
+}
+
+func sortedKeys(m map[string]apiextensionsv1.JSONSchemaProps) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

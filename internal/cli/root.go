@@ -57,7 +57,11 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Run:           runHelp,
 	}
 
-	configFlags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+
+	configFlags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
 	warnings := rest.NewWarningWriter(streams.ErrOut, rest.WarningWriterOptions{
 		Deduplicate: true,
 		Color:       term.AllowsColorOutput(streams.ErrOut),

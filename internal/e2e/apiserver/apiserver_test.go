@@ -1,0 +1,60 @@
+package apiserver
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestStartStop starts the control plane, uses it through the written
+// kubeconfig, stops it and checks that the port and the files are released.
+func TestStartStop(t *testing.T) {
+	s, err := Start(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+		t.Fatalf("reading through the kubeconfig: %v", err)
+	}
+	groups, err := client.Discovery().ServerGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"apiextensions.k8s.io": false, "rbac.authorization.k8s.io": false, "storagemigration.k8s.io": false}
+	for _, g := range groups.Groups {
+		if _, ok := want[g.Name]; ok {
+			want[g.Name] = true
+		}
+	}
+	for g, found := range want {
+		if !found {
+			t.Errorf("API group %s is not served", g)
+		}
+	}
+
+	u, err := url.Parse(s.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	if _, err := os.Stat(s.Kubeconfig); !os.IsNotExist(err) {
+		t.Errorf("kubeconfig %s left behind after Stop (err %v)", s.Kubeconfig, err)
+	}
+	if conn, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+		conn.Close()
+		t.Errorf("the API server still accepts connections on %s after Stop", u.Host)
+	}
+	s.Stop() // a second Stop is harmless
+}

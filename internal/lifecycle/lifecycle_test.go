@@ -1,0 +1,261 @@
+package lifecycle
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// crdBuilder builds test CRDs fluently: newCRD().version("v1", served, storage)…
+type crdBuilder struct{ crd *apiextensionsv1.CustomResourceDefinition }
+
+func newCRD() *crdBuilder {
+	return &crdBuilder{crd: &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+		},
+	}}
+}
+
+func props(fields ...string) *apiextensionsv1.CustomResourceValidation {
+	spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	for _, f := range fields {
+		spec.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	}
+	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
+	}}
+}
+
+func (b *crdBuilder) version(name string, served, storage bool, fields ...string) *crdBuilder {
+	if len(fields) == 0 {
+		fields = []string{"size"}
+	}
+	b.crd.Spec.Versions = append(b.crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: name, Served: served, Storage: storage, Schema: props(fields...),
+	})
+	return b
+}
+
+func (b *crdBuilder) deprecated(name string) *crdBuilder {
+	FindVersion(b.crd, name).Deprecated = true
+	return b
+}
+
+func (b *crdBuilder) stored(versions ...string) *crdBuilder {
+	b.crd.Status.StoredVersions = versions
+	return b
+}
+
+func (b *crdBuilder) annotate(k, v string) *crdBuilder {
+	b.crd.Annotations = map[string]string{k: v}
+	return b
+}
+
+func (b *crdBuilder) webhook(conv *apiextensionsv1.WebhookConversion) *crdBuilder {
+	b.crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: conv}
+	return b
+}
+
+func (b *crdBuilder) v() *apiextensionsv1.CustomResourceDefinition { return b.crd }
+
+func codes(fs []Finding) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Code)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestAnalyzeStates(t *testing.T) {
+	cases := []struct {
+		name     string
+		crd      *apiextensionsv1.CustomResourceDefinition
+		state    State
+		old, new string
+		next     string
+		findings string
+	}{
+		{"S0 one version", newCRD().version("v1", true, true).stored("v1").v(),
+			StateS0, "v1", "", "add-version widgets.example.com <new-version> --from v1", ""},
+		{"S1 new version added", newCRD().version("v1", true, true).version("v2", true, false).stored("v1").v(),
+			StateS1, "v1", "v2", "promote-storage widgets.example.com v2", ""},
+		{"S1 picks the highest new version", newCRD().version("v1alpha1", true, true).version("v1beta1", true, false).version("v1", true, false).stored("v1alpha1").v(),
+			StateS1, "v1alpha1", "v1", "promote-storage widgets.example.com v1", ""},
+		{"S2 storage flipped", newCRD().version("v1", true, false).version("v2", true, true).stored("v1", "v2").v(),
+			StateS2, "v1", "v2", "migrate widgets.example.com", CodeMigrationPending},
+		{"S3 migrated", newCRD().version("v1", true, false).version("v2", true, true).stored("v2").v(),
+			StateS3, "v1", "v2", "deprecate widgets.example.com v1", ""},
+		{"S3 names the oldest of several", newCRD().version("v1alpha1", true, false).version("v1beta1", true, false).version("v1", true, true).stored("v1").v(),
+			StateS3, "v1alpha1", "v1", "deprecate widgets.example.com v1alpha1", ""},
+		{"S4 deprecated", newCRD().version("v1", true, false).deprecated("v1").version("v2", true, true).stored("v2").v(),
+			StateS4, "v1", "v2", "unserve widgets.example.com v1", CodeDeprecatedServed},
+		{"S5 unserved", newCRD().version("v1", false, false).version("v2", true, true).stored("v2").v(),
+			StateS5, "v1", "v2", "retire widgets.example.com v1", ""},
+		{"S6 retired", newCRD().version("v2", true, true).stored("v2").annotate(RetiredVersionsAnnotation, "v1alpha1, v1").v(),
+			StateS6, "v1", "v2", "", ""},
+		{"no storage version", newCRD().version("v1", true, false).version("v2", true, false).v(),
+			StateUnknown, "", "", "", CodeStorageVersionCount},
+		{"two storage versions", newCRD().version("v1", true, true).version("v2", true, true).v(),
+			StateUnknown, "", "", "", CodeStorageVersionCount},
+		{"stored version missing from spec", newCRD().version("v2", true, true).stored("v1", "v2").v(),
+			StateS2, "v1", "v2", "add-version widgets.example.com v1 --from v2 --served=false", CodeStoredVersionNotInSpec},
+		{"storage below a served newer version after migration", newCRD().version("v1", true, true).version("v2", false, false).stored("v1").v(),
+			StateS1, "v1", "v2", "promote-storage widgets.example.com v2", ""},
+		{"non-conforming names sort last", newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(),
+			StateS3, "next", "v1", "deprecate widgets.example.com next", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.crd.DeepCopy()
+			a := Analyze(tc.crd)
+			if a.State != tc.state || a.OldVersion != tc.old || a.NewVersion != tc.new {
+				t.Errorf("state %s [%s -> %s], want %s [%s -> %s]", a.State, a.OldVersion, a.NewVersion, tc.state, tc.old, tc.new)
+			}
+			next := ""
+			if a.Next != nil {
+				next = strings.TrimPrefix(a.Next.Command, "kubectl crdversion ")
+			}
+			if next != tc.next {
+				t.Errorf("next = %q, want %q", next, tc.next)
+			}
+			if got := codes(a.Findings); got != tc.findings {
+				t.Errorf("findings = %s, want %s", got, tc.findings)
+			}
+			if a.StateDescription == "" {
+				t.Error("no state description")
+			}
+			if !equalCRD(before, tc.crd) {
+				t.Error("Analyze modified its input")
+			}
+		})
+	}
+}
+
+func equalCRD(a, b *apiextensionsv1.CustomResourceDefinition) bool {
+	return a.String() == b.String()
+}
+
+func TestVersionRows(t *testing.T) {
+	crd := newCRD().
+		version("v1alpha1", false, false, "size").
+		version("v1", true, true, "size").
+		version("v1beta1", true, false, "size", "colour").
+		stored("v1", "v0").v()
+	a := Analyze(crd)
+	var got []string
+	for _, r := range a.Versions {
+		got = append(got, strings.Join([]string{r.Name, itoa(r.Priority), string(r.Schema), yes(r.Default), yes(r.InStoredVersions), yes(r.InSpec)}, " "))
+	}
+	want := []string{
+		"v1 1 storage y y y",
+		"v1beta1 2 different n n y",
+		"v1alpha1 3 identical n n y",
+		"v0 0 unknown n y n",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if a.DefaultVersion != "v1" {
+		t.Errorf("default version %s, want v1", a.DefaultVersion)
+	}
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+func yes(b bool) string {
+	if b {
+		return "y"
+	}
+	return "n"
+}
+
+func TestFindings(t *testing.T) {
+	url := "https://conv.example.com/convert"
+	cases := []struct {
+		name    string
+		crd     *apiextensionsv1.CustomResourceDefinition
+		want    string
+		message string // substring of the first finding's message
+	}{
+		{"None conversion prunes fields both ways",
+			newCRD().version("v1", true, false, "size", "legacy").version("v2", true, true, "size", "colour").stored("v2").v(),
+			CodeNoneConversionPrunes, "reading at v1 drops .spec.colour; writing at v1 drops .spec.legacy"},
+		{"None conversion, different validation only",
+			func() *apiextensionsv1.CustomResourceDefinition {
+				crd := newCRD().version("v1", true, false).version("v2", true, true).stored("v2").v()
+				p := crd.Spec.Versions[1].Schema.OpenAPIV3Schema.Properties["spec"]
+				s := p.Properties["size"]
+				s.MaxLength = ptr.To[int64](3)
+				p.Properties["size"] = s
+				crd.Spec.Versions[1].Schema.OpenAPIV3Schema.Properties["spec"] = p
+				return crd
+			}(),
+			CodeNoneConversionSchemas, "no field is pruned"},
+		{"unserved version with another schema is not a None-pruning risk",
+			newCRD().version("v1", false, false, "legacy").version("v2", true, true).stored("v2").v(), "", ""},
+		{"webhook without client config",
+			newCRD().version("v1", true, false).version("v2", true, true).stored("v2").webhook(&apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}).v(),
+			CodeWebhookConfigIncomplete, "clientConfig"},
+		{"webhook without review versions",
+			newCRD().version("v1", true, true).stored("v1").webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: []byte("x")}}).v(),
+			CodeWebhookConfigIncomplete, "conversionReviewVersions"},
+		{"webhook without caBundle",
+			newCRD().version("v1", true, true).stored("v1").webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url}, ConversionReviewVersions: []string{"v1"}}).v(),
+			CodeWebhookNoCABundle, "trust roots"},
+		{"preserveUnknownFields",
+			func() *apiextensionsv1.CustomResourceDefinition {
+				crd := newCRD().version("v1", true, true).stored("v1").v()
+				crd.Spec.PreserveUnknownFields = true
+				return crd
+			}(),
+			CodePreserveUnknownFields, "preserveUnknownFields"},
+		{"no version served",
+			newCRD().version("v1", false, true).stored("v1").v(),
+			CodeStorageVersionNotServed + "," + CodeNoServedVersion, "not served"},
+		{"invalid caBundle keeps the CRD from being established",
+			func() *apiextensionsv1.CustomResourceDefinition {
+				crd := newCRD().version("v1", true, true).stored("v1").v()
+				crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{
+					Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "InvalidCABundle", Message: "The conversion webhook CABundle is invalid",
+				}}
+				return crd
+			}(),
+			CodeNotEstablished, "InvalidCABundle"},
+		{"still installing is not a finding",
+			func() *apiextensionsv1.CustomResourceDefinition {
+				crd := newCRD().version("v1", true, true).stored("v1").v()
+				crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "Installing"}}
+				return crd
+			}(), "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Analyze(tc.crd)
+			if got := codes(a.Findings); got != tc.want {
+				t.Fatalf("findings = %q, want %q (%+v)", got, tc.want, a.Findings)
+			}
+			if tc.message != "" && !strings.Contains(a.Findings[0].Message, tc.message) {
+				t.Errorf("message %q does not contain %q", a.Findings[0].Message, tc.message)
+			}
+		})
+	}
+}
+
+func TestPriority(t *testing.T) {
+	got := ByPriority([]string{"v1alpha1", "foo", "v2", "v1beta2", "v1", "bar", "v10", "v1beta10"})
+	want := "v10 v2 v1 v1beta10 v1beta2 v1alpha1 bar foo"
+	if strings.Join(got, " ") != want {
+		t.Errorf("ByPriority = %v, want %s", got, want)
+	}
+	for name, want := range map[string]bool{"v1": true, "v2beta3": true, "v1alpha1": true, "v1gamma1": false, "1": false, "": false, "version1": false} {
+		if IsKubeVersion(name) != want {
+			t.Errorf("IsKubeVersion(%q) = %v, want %v", name, !want, want)
+		}
+	}
+}

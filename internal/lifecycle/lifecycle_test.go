@@ -10,7 +10,9 @@ import (
 )
 
 // crdBuilder builds test CRDs fluently: newCRD().version("v1", served, storage)…
-type crdBuilder struct{ crd *apiextensionsv1.CustomResourceDefinition }
+type crdBuilder struct {
+	crd *apiextensionsv1.CustomResourceDefinition
+}
 
 func newCRD() *crdBuilder {
 	return &crdBuilder{crd: &apiextensionsv1.CustomResourceDefinition{

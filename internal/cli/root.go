@@ -77,6 +77,11 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	f := cmdutil.NewFactory(configFlags)
 	cmd.AddCommand(
 		NewCmdStatus(f, streams),
+		NewCmdAddVersion(f, streams),
+		NewCmdPromoteStorage(f, streams),
+		NewCmdDeprecate(f, streams),
+		NewCmdServe(f, streams),
+		NewCmdUnserve(f, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

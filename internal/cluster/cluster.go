@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 )
 
@@ -25,7 +27,9 @@ import (
 type Client struct {
 	CRDs     apiextensionsclient.CustomResourceDefinitionInterface
 	Metadata metadata.Interface
+	Dynamic  dynamic.Interface
 	getter   genericclioptions.RESTClientGetter
+	config   *rest.Config
 }
 
 // New builds a Client from kubectl-style connection flags. It does not
@@ -43,7 +47,11 @@ func New(getter genericclioptions.RESTClientGetter) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{CRDs: ext.CustomResourceDefinitions(), Metadata: md, getter: getter}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{CRDs: ext.CustomResourceDefinitions(), Metadata: md, Dynamic: dyn, getter: getter, config: cfg}, nil
 }
 
 // NotACRDError is returned by ResolveCRD when arg names nothing, or names a

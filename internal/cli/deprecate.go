@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
+)
+
+var deprecateLong = templates.LongDesc(`
+	Mark a version of a CustomResourceDefinition deprecated.
+
+	Every request to a deprecated version gets a Warning header — the text of
+	--warning, or the API server's default "<group>/<version> <Kind> is
+	deprecated; use <group>/<version> <Kind>" — which kubectl and client-go
+	print, and the API server counts it in apiserver_requested_deprecated_apis.
+	--undo removes the deprecation.`)
+
+var deprecateExample = templates.Examples(`
+	# Deprecate v1beta1 with the API server's default warning
+	kubectl crdversion deprecate crontabs.stable.example.com v1beta1
+
+	# With a custom warning
+	kubectl crdversion deprecate crontabs.stable.example.com v1beta1 --warning "stable.example.com/v1beta1 CronTab is deprecated; use v1"
+
+	# Undo it
+	kubectl crdversion deprecate crontabs.stable.example.com v1beta1 --undo`)
+
+// NewCmdDeprecate returns the deprecate command.
+func NewCmdDeprecate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := newEditOptions("deprecate", streams)
+	var warning string
+	var undo bool
+	cmd := &cobra.Command{
+		Use:                   "deprecate CRD VERSION [--warning TEXT | --undo] [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Mark a version of a CRD deprecated, with an optional warning",
+		Long:                  deprecateLong,
+		Example:               deprecateExample,
+		ValidArgsFunction:     versionCompletion(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			var text *string
+			if cmd.Flags().Changed("warning") {
+				if undo {
+					return fmt.Errorf("--warning and --undo cannot be combined")
+				}
+				text = &warning
+			}
+			crd, err := o.client.ResolveCRD(cmd.Context(), o.CRD)
+			if err != nil {
+				return err
+			}
+			return o.apply(cmd.Context(), edit.Deprecate(crd, o.Version, text, undo))
+		},
+	}
+	o.addFlags(cmd)
+	cmd.Flags().StringVar(&warning, "warning", "", "The deprecationWarning clients get instead of the API server's default text.")
+	cmd.Flags().BoolVar(&undo, "undo", false, "Remove the deprecation (deprecated: false, no deprecationWarning).")
+	return cmd
+}

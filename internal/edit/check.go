@@ -1,0 +1,87 @@
+// Package edit holds the spec.versions edits of kubectl crdversion
+// (add-version, promote-storage, deprecate, serve, unserve) as pure
+// functions: each takes the CRD as read, returns an edited copy and the
+// preflight checks that decide whether the edit may be written. Checks that
+// need the cluster (objects, webhooks) are added by the commands; the rules
+// here need only the CRD.
+package edit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Outcome of one preflight check.
+type Outcome string
+
+// Outcomes, from blocking to informative.
+const (
+	// Fail blocks the edit: nothing is written.
+	Fail Outcome = "fail"
+	// Warn lets the edit proceed but deserves attention.
+	Warn Outcome = "warn"
+	// Pass is a check that held.
+	Pass Outcome = "pass"
+	// Skip is a check that could not run (for example the webhook is not
+	// reachable from this client); the edit proceeds.
+	Skip Outcome = "skip"
+)
+
+// Check is the result of one preflight check.
+type Check struct {
+	// Name is a stable identifier, e.g. "VersionName".
+	Name    string  `json:"name"`
+	Outcome Outcome `json:"outcome"`
+	Message string  `json:"message"`
+	// Details lists items behind the message: pruned fields, objects that
+	// fail validation, …
+	Details []string `json:"details,omitempty"`
+}
+
+// Checks is the preflight of one edit.
+type Checks []Check
+
+func (cs *Checks) add(name string, o Outcome, format string, args ...any) *Check {
+	*cs = append(*cs, Check{Name: name, Outcome: o, Message: fmt.Sprintf(format, args...)})
+	return &(*cs)[len(*cs)-1]
+}
+
+// Failed returns the checks whose outcome is Fail.
+func (cs Checks) Failed() Checks {
+	var out Checks
+	for _, c := range cs {
+		if c.Outcome == Fail {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RefusedError is returned when a preflight check failed: nothing was
+// written. Its message is one line naming every failed check.
+type RefusedError struct {
+	Operation string
+	CRD       string
+	Failed    Checks
+}
+
+func (e *RefusedError) Error() string {
+	var msgs []string
+	for _, c := range e.Failed {
+		msgs = append(msgs, c.withDetails(5))
+	}
+	return fmt.Sprintf("refusing to %s on %s, nothing was changed: %s", e.Operation, e.CRD, strings.Join(msgs, "; "))
+}
+
+// withDetails is the message followed by up to max details.
+func (c Check) withDetails(max int) string {
+	if len(c.Details) == 0 {
+		return c.Message
+	}
+	shown := c.Details
+	more := ""
+	if len(shown) > max {
+		shown, more = shown[:max], fmt.Sprintf("; and %d more", len(c.Details)-max)
+	}
+	return c.Message + ": " + strings.Join(shown, "; ") + more
+}

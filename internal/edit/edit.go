@@ -1,0 +1,357 @@
+package edit
+
+import (
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
+)
+
+// Result of an edit: the edited copy of the CRD and its preflight. When
+// NoOp is true the CRD already is as the edit would make it ("already
+// done"); Edited then equals the input.
+type Result struct {
+	Edited *apiextensionsv1.CustomResourceDefinition
+	Checks Checks
+	NoOp   bool
+	// Summary says in one line what the edit does (or did).
+	Summary string
+}
+
+// Refused returns a *RefusedError when a check failed, else nil.
+func (r *Result) Refused(operation string) error {
+	if failed := r.Checks.Failed(); len(failed) > 0 {
+		return &RefusedError{Operation: operation, CRD: r.Edited.Name, Failed: failed}
+	}
+	return nil
+}
+
+// defaultVersionCheck reports how kubectl's default version changes.
+func defaultVersionCheck(cs *Checks, before, after *apiextensionsv1.CustomResourceDefinition) {
+	b, a := lifecycle.DefaultVersion(before), lifecycle.DefaultVersion(after)
+	if a == b {
+		cs.add("DefaultVersion", Pass, "kubectl's default version stays %s", orNone(a))
+		return
+	}
+	cs.add("DefaultVersion", Warn, "kubectl's default version changes from %s to %s: `kubectl get %s` and clients that use the preferred version will read %s", orNone(b), orNone(a), after.Spec.Names.Plural, orNone(a))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none served)"
+	}
+	return s
+}
+
+// noneConversionCheck fails when, under conversion strategy None, the served
+// versions of crd have schemas that prune each other's fields. allowPruning
+// turns the failure into a warning that still lists what will be lost.
+func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, allowPruning bool) {
+	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+		return
+	}
+	v := lifecycle.FindVersion(crd, subject)
+	if v == nil {
+		return
+	}
+	var lost []string
+	for _, other := range crd.Spec.Versions {
+		if other.Name == subject || (!other.Served && !other.Storage) {
+			continue
+		}
+		for _, p := range schema.PrunedFields(schema.Of(&other), schema.Of(v)) {
+			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, other.Name, subject))
+		}
+		for _, p := range schema.PrunedFields(schema.Of(v), schema.Of(&other)) {
+			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, subject, other.Name))
+		}
+	}
+	if len(lost) == 0 {
+		cs.add("NoneConversionPruning", Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
+		return
+	}
+	if allowPruning {
+		c := cs.add("NoneConversionPruning", Warn, "conversion strategy None: %d field(s) WILL BE LOST when objects move between %s and other versions (--allow-pruning)", len(lost), subject)
+		c.Details = lost
+		return
+	}
+	c := cs.add("NoneConversionPruning", Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned (use Webhook conversion, make the schemas agree, or pass --allow-pruning to accept the loss)", len(lost))
+	c.Details = lost
+}
+
+// AddVersionSpec is what add-version adds.
+type AddVersionSpec struct {
+	Name string
+	// From is the version whose schema, subresources, printer columns and
+	// selectable fields are copied. Empty means the storage version, unless
+	// Schema is set.
+	From string
+	// Schema, when set, is the new version's schema instead of From's.
+	Schema *apiextensionsv1.CustomResourceValidation
+	Served bool
+	// Deprecated and DeprecationWarning set the new version's deprecation.
+	Deprecated         bool
+	DeprecationWarning *string
+	// Conversion, when set, replaces spec.conversion.
+	Conversion *apiextensionsv1.CustomResourceConversion
+	// AllowPruning accepts a None conversion between differing schemas.
+	AllowPruning bool
+}
+
+// AddVersion appends a version to spec.versions. It is never the storage
+// version; promote-storage does that.
+func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSpec) *Result {
+	out := crd.DeepCopy()
+	r := &Result{Edited: out}
+	cs := &r.Checks
+
+	if errs := validation.IsDNS1035Label(spec.Name); len(errs) > 0 {
+		cs.add("VersionName", Fail, "%q is not a valid version name (a DNS-1035 label): %s", spec.Name, strings.Join(errs, "; "))
+	} else if !lifecycle.IsKubeVersion(spec.Name) {
+		cs.add("VersionName", Warn, "%q is not in Kubernetes version form (v1, v2beta1, v1alpha3): it sorts below every such version in kubectl's priority", spec.Name)
+	} else {
+		cs.add("VersionName", Pass, "%s is a valid version name", spec.Name)
+	}
+
+	from := spec.From
+	if from == "" && spec.Schema == nil {
+		from = lifecycle.StorageVersion(crd)
+	}
+	var source *apiextensionsv1.CustomResourceDefinitionVersion
+	if from != "" {
+		source = lifecycle.FindVersion(crd, from)
+		if source == nil {
+			cs.add("FromVersion", Fail, "--from %s: no such version in spec.versions", from)
+		}
+	}
+	newVersion := apiextensionsv1.CustomResourceDefinitionVersion{Name: spec.Name}
+	if source != nil {
+		newVersion = *source.DeepCopy()
+		newVersion.Name = spec.Name
+	}
+	newVersion.Served = spec.Served
+	newVersion.Storage = false
+	newVersion.Deprecated = spec.Deprecated
+	newVersion.DeprecationWarning = spec.DeprecationWarning
+	if spec.Schema != nil {
+		newVersion.Schema = spec.Schema.DeepCopy()
+	}
+
+	if existing := lifecycle.FindVersion(crd, spec.Name); existing != nil {
+		if existing.Served == newVersion.Served && schema.Equal(schema.Of(existing), schema.Of(&newVersion)) {
+			r.NoOp = true
+			r.Edited = crd.DeepCopy()
+			r.Summary = fmt.Sprintf("version %s already exists with this schema (served: %t); nothing to do", spec.Name, existing.Served)
+			cs.add("VersionAbsent", Pass, "%s is already in spec.versions", spec.Name)
+			return r
+		}
+		cs.add("VersionAbsent", Fail, "version %s already exists in spec.versions with a different schema or served flag; edit it with serve/unserve/deprecate, or choose another name", spec.Name)
+		return r
+	}
+	cs.add("VersionAbsent", Pass, "%s is not in spec.versions yet", spec.Name)
+
+	out.Spec.Versions = append(out.Spec.Versions, newVersion)
+	if spec.Conversion != nil {
+		out.Spec.Conversion = spec.Conversion.DeepCopy()
+	}
+	if out.Spec.Conversion != nil && out.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+		webhookConfigCheck(cs, out)
+	}
+	noneConversionCheck(cs, out, spec.Name, spec.AllowPruning)
+	defaultVersionCheck(cs, crd, out)
+
+	how := "served"
+	if !spec.Served {
+		how = "not served"
+	}
+	origin := "the schema of " + from
+	if spec.Schema != nil {
+		origin = "the given schema"
+	}
+	r.Summary = fmt.Sprintf("add version %s (%s) with %s", spec.Name, how, origin)
+	return r
+}
+
+// webhookConfigCheck checks that Webhook conversion is configured
+// completely and allowed (spec.preserveUnknownFields must be false).
+func webhookConfigCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition) {
+	w := crd.Spec.Conversion.Webhook
+	var missing []string
+	switch {
+	case w == nil || w.ClientConfig == nil:
+		missing = append(missing, "a webhook URL or Service (--webhook-url or --webhook-service)")
+	case w.ClientConfig.URL == nil && w.ClientConfig.Service == nil:
+		missing = append(missing, "a webhook URL or Service (--webhook-url or --webhook-service)")
+	}
+	if w == nil || len(w.ConversionReviewVersions) == 0 {
+		missing = append(missing, "conversionReviewVersions")
+	}
+	if len(missing) > 0 {
+		cs.add("WebhookConfig", Fail, "conversion strategy Webhook needs %s", strings.Join(missing, " and "))
+	} else if len(w.ClientConfig.CABundle) == 0 {
+		cs.add("WebhookConfig", Warn, "the conversion webhook has no caBundle: the API server will verify its certificate against the system trust roots")
+	} else {
+		cs.add("WebhookConfig", Pass, "the conversion webhook configuration is complete")
+	}
+	if crd.Spec.PreserveUnknownFields {
+		cs.add("PreserveUnknownFields", Fail, "Webhook conversion is not allowed while spec.preserveUnknownFields is true; set it to false first (with x-kubernetes-preserve-unknown-fields where unknown fields must be kept)")
+	}
+}
+
+// PromoteStorage makes version the one storage version. Checks on objects
+// (readable and valid at version) are the command's.
+func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version string, allowPruning bool) *Result {
+	out := crd.DeepCopy()
+	r := &Result{Edited: out}
+	cs := &r.Checks
+	v := lifecycle.FindVersion(out, version)
+	switch {
+	case v == nil:
+		cs.add("VersionExists", Fail, "version %s is not in spec.versions; add it first: kubectl crdversion add-version %s %s", version, crd.Name, version)
+		return r
+	case !v.Served:
+		cs.add("VersionServed", Fail, "version %s is not served: objects could not be read or written through it; serve it first: kubectl crdversion serve %s %s", version, crd.Name, version)
+		return r
+	case v.Storage && len(lifecycle.StorageVersions(crd)) == 1:
+		r.NoOp = true
+		r.Summary = fmt.Sprintf("%s is already the storage version; nothing to do", version)
+		cs.add("VersionServed", Pass, "%s exists and is served", version)
+		return r
+	}
+	cs.add("VersionServed", Pass, "%s exists and is served", version)
+	old := lifecycle.StorageVersion(crd)
+	for i := range out.Spec.Versions {
+		out.Spec.Versions[i].Storage = out.Spec.Versions[i].Name == version
+	}
+	if v.Deprecated {
+		cs.add("NotDeprecated", Warn, "%s is deprecated: objects will be stored at a version clients are told to leave", version)
+	}
+	noneConversionCheck(cs, out, version, allowPruning)
+	if old != "" && !contains(crd.Status.StoredVersions, old) {
+		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, old)
+	}
+	r.Summary = fmt.Sprintf("make %s the storage version (was %s); storedVersions becomes [%s]", version, orNone(old), strings.Join(appendUnique(crd.Status.StoredVersions, version), ", "))
+	return r
+}
+
+// Deprecate sets or, with undo, clears deprecated and deprecationWarning.
+// A nil warning keeps the API server's default text.
+func Deprecate(crd *apiextensionsv1.CustomResourceDefinition, version string, warning *string, undo bool) *Result {
+	out := crd.DeepCopy()
+	r := &Result{Edited: out}
+	cs := &r.Checks
+	v := lifecycle.FindVersion(out, version)
+	if v == nil {
+		cs.add("VersionExists", Fail, "version %s is not in spec.versions", version)
+		return r
+	}
+	cs.add("VersionExists", Pass, "%s is in spec.versions", version)
+	if undo {
+		if !v.Deprecated && v.DeprecationWarning == nil {
+			r.NoOp = true
+			r.Summary = fmt.Sprintf("%s is not deprecated; nothing to do", version)
+			return r
+		}
+		v.Deprecated, v.DeprecationWarning = false, nil
+		r.Summary = fmt.Sprintf("mark %s as no longer deprecated", version)
+		return r
+	}
+	if v.Deprecated && equalPtr(v.DeprecationWarning, warning) {
+		r.NoOp = true
+		r.Summary = fmt.Sprintf("%s is already deprecated; nothing to do", version)
+		return r
+	}
+	if v.Storage {
+		cs.add("NotStorage", Warn, "%s is the storage version: promote another version before clients are told to leave this one", version)
+	}
+	if lifecycle.DefaultVersion(crd) == version {
+		cs.add("NotDefault", Warn, "%s is kubectl's default version: `kubectl get %s` will print the deprecation warning", version, crd.Spec.Names.Plural)
+	}
+	v.Deprecated, v.DeprecationWarning = true, warning
+	text := "the API server's default warning"
+	if warning != nil {
+		text = fmt.Sprintf("the warning %q", *warning)
+	}
+	r.Summary = fmt.Sprintf("mark %s deprecated; clients using it get %s", version, text)
+	return r
+}
+
+// SetServed serves or unserves a version. It refuses to unserve the storage
+// version or the last served version. (The check that clients have stopped
+// using the version belongs to the command, with access to the metrics.)
+func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, served bool) *Result {
+	out := crd.DeepCopy()
+	r := &Result{Edited: out}
+	cs := &r.Checks
+	v := lifecycle.FindVersion(out, version)
+	if v == nil {
+		cs.add("VersionExists", Fail, "version %s is not in spec.versions", version)
+		return r
+	}
+	cs.add("VersionExists", Pass, "%s is in spec.versions", version)
+	if v.Served == served {
+		r.NoOp = true
+		r.Summary = fmt.Sprintf("%s is already %s; nothing to do", version, servedWord(served))
+		return r
+	}
+	if !served {
+		if v.Storage {
+			cs.add("NotStorage", Fail, "%s is the storage version: promote another version first (kubectl crdversion promote-storage %s <version>)", version, crd.Name)
+		} else {
+			cs.add("NotStorage", Pass, "%s is not the storage version", version)
+		}
+		others := 0
+		for _, o := range crd.Spec.Versions {
+			if o.Served && o.Name != version {
+				others++
+			}
+		}
+		if others == 0 {
+			cs.add("AnotherServed", Fail, "%s is the last served version: the resource would disappear from the API", version)
+		} else {
+			cs.add("AnotherServed", Pass, "%d other version(s) stay served", others)
+		}
+		if contains(crd.Status.StoredVersions, version) {
+			cs.add("NotStored", Warn, "%s is still in status.storedVersions: objects stored at it stay readable through other versions, but run migrate before removing it", version)
+		}
+	}
+	v.Served = served
+	defaultVersionCheck(cs, crd, out)
+	r.Summary = fmt.Sprintf("%s %s", map[bool]string{true: "serve", false: "stop serving"}[served], version)
+	return r
+}
+
+func servedWord(served bool) string {
+	if served {
+		return "served"
+	}
+	return "not served"
+}
+
+func equalPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func appendUnique(list []string, s string) []string {
+	out := append([]string(nil), list...)
+	if !contains(out, s) {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+// Package webhook checks a CRD's conversion webhook from the client, the way
+// the API server calls it: it sends a ConversionReview (apiextensions.k8s.io/v1,
+// or v1beta1 when that is the only version the webhook accepts) for a sample
+// object and checks the answer
+// (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/#webhook-request-and-response).
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+// ErrNotReachable is returned for webhooks the client cannot call directly:
+// those behind a Service reference, which only the API server resolves.
+var ErrNotReachable = fmt.Errorf("the webhook is behind a Service reference, which only the API server can reach; not verified from the client")
+
+// Verify sends a ConversionReview converting sample to desiredAPIVersion
+// (group/version) to the webhook of conv and checks that it answers Success
+// with one object at desiredAPIVersion. It returns nil when the webhook
+// converts correctly, ErrNotReachable for Service references, and otherwise
+// an error that says what went wrong. timeout bounds the whole call.
+func Verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, sample *unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) error {
+	if conv == nil || conv.ClientConfig == nil {
+		return fmt.Errorf("no webhook client config")
+	}
+	cc := conv.ClientConfig
+	if cc.URL == nil {
+		return ErrNotReachable
+	}
+	reviewVersion := ""
+	for _, v := range conv.ConversionReviewVersions {
+		if v == "v1" || (v == "v1beta1" && reviewVersion == "") {
+			reviewVersion = v
+		}
+	}
+	if reviewVersion == "" {
+		return fmt.Errorf("conversionReviewVersions %v names no version this client speaks (v1, v1beta1)", conv.ConversionReviewVersions)
+	}
+
+	raw, err := json.Marshal(sample.Object)
+	if err != nil {
+		return err
+	}
+	uid := uuid.NewUUID()
+	review := apiextensionsv1.ConversionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/" + reviewVersion, Kind: "ConversionReview"},
+		Request: &apiextensionsv1.ConversionRequest{
+			UID:               uid,
+			DesiredAPIVersion: desiredAPIVersion,
+			Objects:           []runtime.RawExtension{{Raw: raw}},
+		},
+	}
+	body, err := json.Marshal(review)
+	if err != nil {
+		return err
+	}
+
+	client, err := httpClient(cc.CABundle, timeout)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *cc.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("calling the conversion webhook: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("reading the conversion webhook's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the conversion webhook answered HTTP %d: %s", resp.StatusCode, truncate(data))
+	}
+	return checkResponse(data, uid, desiredAPIVersion)
+}
+
+func checkResponse(data []byte, uid types.UID, desired string) error {
+	var got apiextensionsv1.ConversionReview
+	if err := json.Unmarshal(data, &got); err != nil {
+		return fmt.Errorf("the conversion webhook's answer is not a ConversionReview: %v", err)
+	}
+	r := got.Response
+	switch {
+	case r == nil:
+		return fmt.Errorf("the conversion webhook's ConversionReview has no response")
+	case r.UID != uid:
+		return fmt.Errorf("the conversion webhook answered uid %q, want %q", r.UID, uid)
+	case r.Result.Status != metav1.StatusSuccess:
+		return fmt.Errorf("the conversion webhook refused the conversion to %s: %s", desired, r.Result.Message)
+	case len(r.ConvertedObjects) != 1:
+		return fmt.Errorf("the conversion webhook returned %d objects for 1", len(r.ConvertedObjects))
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(r.ConvertedObjects[0].Raw, &obj); err != nil {
+		return fmt.Errorf("the converted object is not JSON: %v", err)
+	}
+	if av, _ := obj["apiVersion"].(string); av != desired {
+		return fmt.Errorf("the conversion webhook returned apiVersion %q, want %q", av, desired)
+	}
+	return nil
+}
+
+func httpClient(caBundle []byte, timeout time.Duration) (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(caBundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, fmt.Errorf("the caBundle holds no PEM certificate")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: tlsConfig}}, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}

@@ -315,7 +315,7 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		} else {
 			cs.add("AnotherServed", Pass, "%d other version(s) stay served", others)
 		}
-		if contains(crd.Status.StoredVersions, version) {
+		if !v.Storage && contains(crd.Status.StoredVersions, version) {
 			cs.add("NotStored", Warn, "%s is still in status.storedVersions: objects stored at it stay readable through other versions, but run migrate before removing it", version)
 		}
 	}

@@ -1,0 +1,215 @@
+package edit
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+func schemaWith(fields ...string) *apiextensionsv1.CustomResourceValidation {
+	spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	for _, f := range fields {
+		spec.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	}
+	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
+	}}
+}
+
+type version struct {
+	name            string
+	served, storage bool
+	fields          []string
+}
+
+func crd(stored []string, versions ...version) *apiextensionsv1.CustomResourceDefinition {
+	c := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", ResourceVersion: "7"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
+	}
+	for _, v := range versions {
+		fields := v.fields
+		if fields == nil {
+			fields = []string{"size"}
+		}
+		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: v.name, Served: v.served, Storage: v.storage, Schema: schemaWith(fields...),
+			Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Size", Type: "string", JSONPath: ".spec.size"}},
+		})
+	}
+	return c
+}
+
+// outcomes renders the checks as "Name=outcome" for comparison.
+func outcomes(cs Checks) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name+"="+string(c.Outcome))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestAddVersion(t *testing.T) {
+	one := func() *apiextensionsv1.CustomResourceDefinition {
+		return crd([]string{"v1"}, version{name: "v1", served: true, storage: true})
+	}
+	cases := []struct {
+		name   string
+		in     *apiextensionsv1.CustomResourceDefinition
+		spec   AddVersionSpec
+		checks string
+		noop   bool
+	}{
+		{"copy of the storage version", one(), AddVersionSpec{Name: "v2", Served: true},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"unserved: default unchanged", one(), AddVersionSpec{Name: "v2"},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=pass", false},
+		{"invalid name", one(), AddVersionSpec{Name: "V2", Served: true},
+			"VersionName=fail VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=pass", false},
+		{"name not in version form", one(), AddVersionSpec{Name: "next", Served: true},
+			"VersionName=warn VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=pass", false},
+		{"unknown --from", one(), AddVersionSpec{Name: "v2", From: "v0", Served: true},
+			"VersionName=pass FromVersion=fail VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"same version again", one(), AddVersionSpec{Name: "v1", Served: true},
+			"VersionName=pass VersionAbsent=pass", true},
+		{"existing name, other flags", one(), AddVersionSpec{Name: "v1", Served: false},
+			"VersionName=pass VersionAbsent=fail", false},
+		{"schema that prunes under None", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour")},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn", false},
+		{"--allow-pruning", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"), AllowPruning: true},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=warn", false},
+		{"webhook without client config", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}}},
+			"VersionName=pass VersionAbsent=pass WebhookConfig=fail DefaultVersion=warn", false},
+		{"webhook with URL and CA", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://x.example.com"), CABundle: []byte("pem")}, ConversionReviewVersions: []string{"v1"}}}},
+			"VersionName=pass VersionAbsent=pass WebhookConfig=pass DefaultVersion=warn", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.in.DeepCopy()
+			r := AddVersion(tc.in, tc.spec)
+			if got := outcomes(r.Checks); got != tc.checks {
+				t.Errorf("checks:\n got %s\nwant %s", got, tc.checks)
+			}
+			if r.NoOp != tc.noop {
+				t.Errorf("NoOp = %v, want %v", r.NoOp, tc.noop)
+			}
+			if tc.in.String() != before.String() {
+				t.Error("AddVersion modified its input")
+			}
+			if r.Edited.ResourceVersion != "7" {
+				t.Error("the edited copy lost the resourceVersion the write is pinned to")
+			}
+		})
+	}
+
+	r := AddVersion(one(), AddVersionSpec{Name: "v2", Served: true, Deprecated: true, DeprecationWarning: ptr.To("old")})
+	v2 := lifecycle.FindVersion(r.Edited, "v2")
+	if v2 == nil || v2.Storage || !v2.Served || !v2.Deprecated || *v2.DeprecationWarning != "old" ||
+		v2.Subresources == nil || len(v2.AdditionalPrinterColumns) != 1 {
+		t.Errorf("v2 = %+v", v2)
+	}
+}
+
+func TestPromoteStorage(t *testing.T) {
+	cases := []struct {
+		name   string
+		in     *apiextensionsv1.CustomResourceDefinition
+		to     string
+		checks string
+		noop   bool
+	}{
+		{"served version", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v2", served: true}), "v2",
+			"VersionServed=pass NoneConversionPruning=pass", false},
+		{"missing version", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v2",
+			"VersionExists=fail", false},
+		{"unserved version", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v2"}), "v2",
+			"VersionServed=fail", false},
+		{"already storage", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1",
+			"VersionServed=pass", true},
+		{"None conversion that prunes", crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b"}}, version{name: "v2", served: true, fields: []string{"a"}}), "v2",
+			"VersionServed=pass NoneConversionPruning=fail", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := PromoteStorage(tc.in, tc.to, false)
+			if got := outcomes(r.Checks); got != tc.checks {
+				t.Errorf("checks:\n got %s\nwant %s", got, tc.checks)
+			}
+			if r.NoOp != tc.noop {
+				t.Errorf("NoOp = %v", r.NoOp)
+			}
+			if len(r.Checks.Failed()) == 0 && !r.NoOp {
+				if s := lifecycle.StorageVersions(r.Edited); len(s) != 1 || s[0] != tc.to {
+					t.Errorf("storage versions after the edit: %v", s)
+				}
+			}
+		})
+	}
+}
+
+func TestSetServedAndDeprecate(t *testing.T) {
+	two := func() *apiextensionsv1.CustomResourceDefinition {
+		return crd([]string{"v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true})
+	}
+	cases := []struct {
+		name   string
+		result *Result
+		checks string
+		noop   bool
+	}{
+		{"unserve old", SetServed(two(), "v1", false), "VersionExists=pass NotStorage=pass AnotherServed=pass DefaultVersion=pass", false},
+		{"unserve storage", SetServed(two(), "v2", false), "VersionExists=pass NotStorage=fail AnotherServed=pass DefaultVersion=warn", false},
+		{"unserve the last served", SetServed(crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1", false),
+			"VersionExists=pass NotStorage=fail AnotherServed=fail DefaultVersion=warn", false},
+		{"unserve a stored version", SetServed(crd([]string{"v1", "v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true}), "v1", false),
+			"VersionExists=pass NotStorage=pass AnotherServed=pass NotStored=warn DefaultVersion=pass", false},
+		{"serve served", SetServed(two(), "v1", true), "VersionExists=pass", true},
+		{"serve unknown", SetServed(two(), "v9", true), "VersionExists=fail", false},
+		{"deprecate old", Deprecate(two(), "v1", nil, false), "VersionExists=pass", false},
+		{"deprecate storage and default", Deprecate(two(), "v2", ptr.To("x"), false), "VersionExists=pass NotStorage=warn NotDefault=warn", false},
+		{"undo when not deprecated", Deprecate(two(), "v1", nil, true), "VersionExists=pass", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := outcomes(tc.result.Checks); got != tc.checks {
+				t.Errorf("checks:\n got %s\nwant %s", got, tc.checks)
+			}
+			if tc.result.NoOp != tc.noop {
+				t.Errorf("NoOp = %v", tc.result.NoOp)
+			}
+		})
+	}
+	d := Deprecate(two(), "v1", ptr.To("use v2"), false)
+	again := Deprecate(d.Edited, "v1", ptr.To("use v2"), false)
+	if !again.NoOp {
+		t.Error("deprecating twice with the same warning is not a no-op")
+	}
+	undo := Deprecate(d.Edited, "v1", nil, true)
+	if v := lifecycle.FindVersion(undo.Edited, "v1"); v.Deprecated || v.DeprecationWarning != nil {
+		t.Errorf("undo left %+v", v)
+	}
+}
+
+func TestRefusedErrorIsOneLine(t *testing.T) {
+	r := PromoteStorage(crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b", "c", "d", "e", "f", "g"}}, version{name: "v2", served: true, fields: []string{"z"}}), "v2", false)
+	err := r.Refused("promote-storage")
+	if err == nil {
+		t.Fatal("no refusal")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "nothing was changed") || !strings.Contains(msg, "and 3 more") {
+		t.Errorf("refusal message: %q", msg)
+	}
+}

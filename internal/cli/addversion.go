@@ -241,7 +241,7 @@ func readSchemaFile(path string) (*apiextensionsv1.CustomResourceValidation, err
 
 // Run reads the CRD, runs the preflight (with the webhook check) and writes.
 func (o *AddVersionOptions) Run(ctx context.Context) error {
-	crd, err := o.client.ResolveCRD(ctx, o.CRD)
+	crd, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func (o *AddVersionOptions) webhookCheck(ctx context.Context, crd *apiextensions
 		"kind":       crd.Spec.Names.Kind,
 		"metadata":   map[string]any{"name": "crdversion-preflight-sample"},
 	}}
-	if from != "" {
+	if from != "" && o.client != nil && (o.file == nil || o.live != nil) {
 		list, err := o.client.Dynamic.Resource(cluster.GVR(crd, from)).List(ctx, metav1.ListOptions{Limit: 1})
 		if err == nil && len(list.Items) > 0 {
 			sample = &list.Items[0]

@@ -56,7 +56,7 @@ func NewCmdDeprecate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cob
 				}
 				text = &warning
 			}
-			crd, err := o.client.ResolveCRD(cmd.Context(), o.CRD)
+			crd, err := o.load(cmd.Context())
 			if err != nil {
 				return err
 			}

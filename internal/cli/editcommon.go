@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -19,6 +22,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 )
 
 // crdScheme types CRDs for the printers, so -o yaml keeps apiVersion/kind.
@@ -43,6 +47,18 @@ type EditOptions struct {
 	CRD     string
 	Version string
 
+	// Filename selects manifest mode: the edit is made to the CRD named CRD
+	// in this file instead of the cluster. InPlace writes the file back
+	// instead of printing it.
+	Filename string
+	InPlace  bool
+	file     *manifest.File
+	fileDoc  int
+	// live is the CRD as the cluster has it, in manifest mode when the
+	// cluster is reachable and has it; liveSkip says why not otherwise.
+	live     *apiextensionsv1.CustomResourceDefinition
+	liveSkip string
+
 	operation string
 	client    *cluster.Client
 	printer   printers.ResourcePrinter // nil: human-readable
@@ -63,6 +79,8 @@ func (o *EditOptions) addFlags(cmd *cobra.Command) {
 	cmdutil.AddDryRunFlag(cmd)
 	cmdutil.AddFieldManagerFlagVar(cmd, &o.FieldManager, FieldManager)
 	cmd.Flags().BoolVarP(&o.Interactive, "interactive", "i", false, "Show the preflight and ask for confirmation (y/N) before writing.")
+	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "Edit the CRD in this manifest file (multi-document YAML) instead of the cluster; the cluster, when reachable, still provides storedVersions and objects for the preflight.")
+	cmd.Flags().BoolVar(&o.InPlace, "in-place", false, "With -f, write the edited file back instead of printing it.")
 }
 
 // complete takes "CRD VERSION" and builds the client and printer.
@@ -84,8 +102,64 @@ func (o *EditOptions) complete(f cmdutil.Factory, cmd *cobra.Command, args []str
 	if o.Interactive && o.DryRun != cmdutil.DryRunNone {
 		return fmt.Errorf("--interactive cannot be used with --dry-run")
 	}
+	if o.InPlace && o.Filename == "" {
+		return fmt.Errorf("--in-place needs -f FILE")
+	}
+	if o.Filename != "" {
+		if o.printer != nil {
+			return fmt.Errorf("-o cannot be used with -f: the edited file is the output")
+		}
+		data, err := os.ReadFile(o.Filename)
+		if err != nil {
+			return err
+		}
+		o.file = manifest.Parse(data)
+		// The cluster is optional in manifest mode.
+		if c, err := cluster.New(f); err == nil {
+			o.client = c
+		} else {
+			o.liveSkip = "no cluster configured (" + err.Error() + ")"
+		}
+		return nil
+	}
 	o.client, err = cluster.New(f)
 	return err
+}
+
+// load returns the CRD to edit: the live one, or in manifest mode the one
+// in the file, with the live status (storedVersions) when the cluster has
+// the CRD.
+func (o *EditOptions) load(ctx context.Context) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if o.file == nil {
+		return o.client.ResolveCRD(ctx, o.CRD)
+	}
+	i, crd, err := o.file.FindCRD(o.CRD)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Filename, err)
+	}
+	o.fileDoc = i
+	if o.client != nil {
+		live, err := o.client.CRDs.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			o.live = live
+			crd.Status = live.Status
+		case apierrors.IsNotFound(err):
+			o.liveSkip = "the cluster has no CRD " + crd.Name
+		default:
+			o.liveSkip = "the cluster is not reachable (" + err.Error() + ")"
+		}
+	}
+	return crd, nil
+}
+
+// liveChecks says which checks manifest mode skipped for lack of live state.
+func (o *EditOptions) liveChecks() edit.Checks {
+	if o.file == nil || o.live != nil {
+		return nil
+	}
+	return edit.Checks{{Name: "LiveState", Outcome: edit.Skip,
+		Message: "checks of live state (status.storedVersions, objects) skipped: " + o.liveSkip}}
 }
 
 func (o *EditOptions) validate() error {
@@ -108,6 +182,9 @@ func (o *EditOptions) checksOut() io.Writer {
 // writes r.Edited (pinned to the resourceVersion that was read) unless it is
 // a no-op or a client dry run, then prints the outcome.
 func (o *EditOptions) apply(ctx context.Context, r *edit.Result) error {
+	if o.file != nil {
+		return o.applyToFile(r)
+	}
 	printChecks(o.checksOut(), r.Checks)
 	if err := r.Refused(o.operation); err != nil {
 		return err
@@ -159,6 +236,42 @@ func (o *EditOptions) apply(ctx context.Context, r *edit.Result) error {
 		}
 	}
 	return nil
+}
+
+// applyToFile is apply for manifest mode: the preflight goes to stderr, the
+// edited file to stdout or back to the file.
+func (o *EditOptions) applyToFile(r *edit.Result) error {
+	r.Checks = append(r.Checks, o.liveChecks()...)
+	printChecks(o.ErrOut, r.Checks)
+	if err := r.Refused(o.operation); err != nil {
+		return err
+	}
+	if !r.NoOp {
+		_, original, err := o.file.FindCRD(o.CRD)
+		if err != nil {
+			return err
+		}
+		res, err := o.file.Apply(o.fileDoc, original, r.Edited)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Filename, err)
+		}
+		if res.Normalized {
+			fmt.Fprintf(o.ErrOut, "Warning: %s: the CRD's versions are in flow style; its document was re-serialized\n", o.Filename)
+		}
+	}
+	fmt.Fprintf(o.ErrOut, "%s in %s: %s\n", crdRef(r.Edited.Name), o.Filename, r.Summary)
+	if o.InPlace {
+		if r.NoOp {
+			return nil
+		}
+		info, err := os.Stat(o.Filename)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(o.Filename, o.file.Bytes(), info.Mode().Perm())
+	}
+	_, err := o.Out.Write(o.file.Bytes())
+	return err
 }
 
 func crdRef(name string) string { return "customresourcedefinition.apiextensions.k8s.io/" + name }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 var promoteLong = templates.LongDesc(`
@@ -85,17 +86,26 @@ func (o *PromoteOptions) Validate() error {
 
 // Run reads the CRD, runs the preflight and writes the new storage version.
 func (o *PromoteOptions) Run(ctx context.Context) error {
-	crd, err := o.client.ResolveCRD(ctx, o.CRD)
+	crd, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
 	r := edit.PromoteStorage(crd, o.Version, o.AllowPruning)
-	if !r.NoOp && len(r.Checks.Failed()) == 0 {
-		found, err := o.client.CheckObjectsAt(ctx, crd, o.Version, o.Sample, o.ChunkSize)
-		if err != nil {
-			return err
+	if !r.NoOp && len(r.Checks.Failed()) == 0 && (o.file == nil || o.live != nil) {
+		target := crd
+		if o.live != nil {
+			target = o.live
 		}
-		r.Checks = append(r.Checks, objectChecks(found, o.Version)...)
+		if v := lifecycle.FindVersion(target, o.Version); v == nil || !v.Served {
+			r.Checks = append(r.Checks, edit.Check{Name: "ObjectsValid", Outcome: edit.Skip,
+				Message: fmt.Sprintf("objects not checked at %s: the cluster does not serve it yet", o.Version)})
+		} else {
+			found, err := o.client.CheckObjectsAt(ctx, target, o.Version, o.Sample, o.ChunkSize)
+			if err != nil {
+				return err
+			}
+			r.Checks = append(r.Checks, objectChecks(found, o.Version)...)
+		}
 	}
 	return o.apply(ctx, r)
 }

@@ -65,7 +65,7 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 }
 
 func runSetServed(ctx context.Context, o *EditOptions, served bool) error {
-	crd, err := o.client.ResolveCRD(ctx, o.CRD)
+	crd, err := o.load(ctx)
 	if err != nil {
 		return err
 	}

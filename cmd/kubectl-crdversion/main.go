@@ -4,7 +4,10 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -17,5 +20,10 @@ func main() {
 	// CheckErr prints API errors in kubectl's form ("Error from server
 	// (NotFound): …", "error: …") and exits 1, or with the code of an
 	// exec.CodeExitError.
-	cmdutil.CheckErr(cmd.Execute())
+	// SIGINT/SIGTERM cancel the context: a migration stops after the writes
+	// in flight and keeps its checkpoint.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cmd.ExecuteContext(ctx)
+	stop()
+	cmdutil.CheckErr(err)
 }

@@ -82,6 +82,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdDeprecate(f, streams),
 		NewCmdServe(f, streams),
 		NewCmdUnserve(f, streams),
+		NewCmdMigrate(f, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

@@ -32,12 +32,34 @@ type Client struct {
 	config   *rest.Config
 }
 
+// Option changes the client configuration New builds from.
+type Option func(*rest.Config)
+
+// WithRateLimit sets the client-side rate limit: qps requests per second
+// with bursts of burst. A qps of 0 or less disables client-side limiting
+// (the API server's priority and fairness still applies, and its 429
+// answers are retried after their Retry-After).
+func WithRateLimit(qps float32, burst int) Option {
+	return func(c *rest.Config) {
+		c.QPS, c.Burst = qps, burst
+		if qps <= 0 {
+			c.QPS = -1
+		}
+	}
+}
+
 // New builds a Client from kubectl-style connection flags. It does not
 // contact the server.
-func New(getter genericclioptions.RESTClientGetter) (*Client, error) {
+func New(getter genericclioptions.RESTClientGetter, opts ...Option) (*Client, error) {
 	cfg, err := getter.ToRESTConfig()
 	if err != nil {
 		return nil, err
+	}
+	if len(opts) > 0 {
+		cfg = rest.CopyConfig(cfg)
+		for _, o := range opts {
+			o(cfg)
+		}
 	}
 	ext, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {

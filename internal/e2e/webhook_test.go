@@ -23,6 +23,7 @@ import (
 type conversionWebhook struct {
 	*httptest.Server
 	failing atomic.Bool
+	failFor atomic.Value // an object name whose conversion fails
 	calls   atomic.Int64
 }
 
@@ -36,8 +37,11 @@ func newConversionWebhook(t *testing.T) *conversionWebhook {
 			return
 		}
 		resp := &apiextensionsv1.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
+		failFor, _ := w.failFor.Load().(string)
 		if w.failing.Load() {
 			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: "conversion disabled by the test"}
+		} else if failFor != "" && strings.Contains(string(review.Request.Objects[0].Raw), `"name":"`+failFor+`"`) {
+			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: "the test cannot convert " + failFor}
 		} else {
 			for _, raw := range review.Request.Objects {
 				var obj map[string]any

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
 )
 
@@ -24,6 +25,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("CRDStatus"), &Status{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("PluginVersion"), &Version{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("MigrationReport"), &Migration{})
 	return s
 }
 
@@ -78,5 +80,21 @@ type Version struct {
 // DeepCopyObject implements runtime.Object.
 func (v *Version) DeepCopyObject() runtime.Object {
 	out := *v
+	return &out
+}
+
+// Migration (kind MigrationReport) is the output of `kubectl crdversion
+// migrate -o json|yaml`.
+type Migration struct {
+	metav1.TypeMeta `json:",inline"`
+	migrate.Result  `json:",inline"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (m *Migration) DeepCopyObject() runtime.Object {
+	out := *m
+	out.Failures = append([]migrate.Failure(nil), m.Failures...)
+	out.Trim.Before = append([]string(nil), m.Trim.Before...)
+	out.Trim.After = append([]string(nil), m.Trim.After...)
 	return &out
 }

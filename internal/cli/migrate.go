@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+var migrateLong = templates.LongDesc(`
+	Rewrite every stored object of a CustomResourceDefinition at its storage
+	version, then trim status.storedVersions to that version.
+
+	Changing the storage version rewrites nothing: each object stays encoded
+	at the version it was last written at, and the old version cannot leave
+	spec.versions while status.storedVersions lists it. migrate lists the
+	objects (metadata only, --chunk-size per page) and sends each a no-op
+	merge patch pinned to its uid and resourceVersion, through the storage
+	version: the API server re-encodes the object when it was stored at
+	another version and skips the write when it was not. The patch can never
+	create an object or overwrite another writer's change.
+
+	Outcomes per object: rewritten, already current, conflict (written by
+	someone else meanwhile, so current), deleted (never re-created), failed
+	(with the API server's message). storedVersions is trimmed only after a
+	complete pass with no failure, when the storage version is still the one
+	the run started with; the write goes to the status subresource, pinned
+	to the resourceVersion just read. Otherwise nothing is trimmed and the
+	output says why. The exit code is 1 when any object failed.
+
+	--checkpoint FILE records progress after each page; a re-run with the same
+	file resumes there. Without it, a re-run starts over, and objects already
+	current cost one no-op request each and are not written.`)
+
+var migrateExample = templates.Examples(`
+	# Migrate every CronTab to the storage version and trim storedVersions
+	kubectl crdversion migrate crontabs.stable.example.com
+
+	# A large CRD: more writes in flight, resumable
+	kubectl crdversion migrate crontabs.stable.example.com --concurrency 64 --checkpoint /tmp/crontabs.migrate
+
+	# Check every object (conversion, validation, admission) without writing
+	kubectl crdversion migrate crontabs.stable.example.com --dry-run=server
+
+	# Machine-readable report
+	kubectl crdversion migrate crontabs.stable.example.com -o json`)
+
+// MigrateOptions are the inputs of migrate.
+type MigrateOptions struct {
+	PrintFlags *genericclioptions.PrintFlags
+	Engine     migrate.Options
+	QPS        float32
+	Burst      int
+	Progress   bool
+	DryRun     cmdutil.DryRunStrategy
+
+	CRD     string
+	client  *cluster.Client
+	printer printers.ResourcePrinter
+	genericiooptions.IOStreams
+}
+
+// NewCmdMigrate returns the migrate command.
+func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &MigrateOptions{
+		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
+		Engine:     migrate.DefaultOptions(),
+		QPS:        500,
+		Burst:      1000,
+		Progress:   true,
+		IOStreams:  streams,
+	}
+	cmd := &cobra.Command{
+		Use:                   "migrate CRD [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Rewrite every stored object at the storage version, then trim storedVersions",
+		Long:                  migrateLong,
+		Example:               migrateExample,
+		ValidArgsFunction:     crdNameCompletion(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.PrintFlags.AddFlags(cmd)
+	cmdutil.AddDryRunFlag(cmd)
+	cmdutil.AddFieldManagerFlagVar(cmd, &o.Engine.FieldManager, FieldManager)
+	fl := cmd.Flags()
+	fl.Int64Var(&o.Engine.ChunkSize, "chunk-size", o.Engine.ChunkSize, "Objects per list page.")
+	fl.IntVar(&o.Engine.Concurrency, "concurrency", o.Engine.Concurrency, "Writes in flight at once.")
+	fl.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second (0: none; the API server's priority and fairness still applies).")
+	fl.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests above --qps.")
+	fl.IntVar(&o.Engine.Retries, "retries", o.Engine.Retries, "Retries of a write that failed with a server error or a timeout (with exponential backoff). 429 answers are retried after their Retry-After.")
+	fl.BoolVar(&o.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
+	fl.StringVar(&o.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
+	fl.BoolVar(&o.Progress, "progress", o.Progress, "Show a progress bar with rate and ETA (on a terminal only).")
+	return cmd
+}
+
+// Complete resolves the CRD argument and builds the client and printer.
+func (o *MigrateOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return cmdutil.UsageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
+	}
+	o.CRD = args[0]
+	var err error
+	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+		return err
+	}
+	o.Engine.DryRun = o.DryRun == cmdutil.DryRunServer
+	o.Engine.CountOnly = o.DryRun == cmdutil.DryRunClient
+	if *o.PrintFlags.OutputFormat != "" {
+		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return err
+		}
+	}
+	o.client, err = cluster.New(f, cluster.WithRateLimit(o.QPS, o.Burst))
+	return err
+}
+
+// Validate checks the flags.
+func (o *MigrateOptions) Validate() error {
+	switch {
+	case o.Engine.ChunkSize <= 0:
+		return fmt.Errorf("--chunk-size must be positive, got %d", o.Engine.ChunkSize)
+	case o.Engine.Concurrency <= 0:
+		return fmt.Errorf("--concurrency must be positive, got %d", o.Engine.Concurrency)
+	case o.Engine.Retries < 0:
+		return fmt.Errorf("--retries must not be negative, got %d", o.Engine.Retries)
+	case o.Burst < 0:
+		return fmt.Errorf("--burst must not be negative, got %d", o.Burst)
+	case o.Engine.FieldManager == "":
+		return fmt.Errorf("--field-manager must not be empty")
+	}
+	return nil
+}
+
+// Run migrates and reports.
+func (o *MigrateOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	crd, err := o.client.ResolveCRD(ctx, o.CRD)
+	if err != nil {
+		return err
+	}
+	engine := &migrate.Engine{CRDs: o.client.CRDs, Metadata: o.client.Metadata, Dynamic: o.client.Dynamic}
+	opts := o.Engine
+	stop := func() {}
+	if o.Progress && term.IsTerminal(o.ErrOut) {
+		opts.Progress, stop = progressBar(o.ErrOut, crd.Name)
+	}
+	res, err := engine.Run(ctx, crd.Name, opts)
+	stop()
+	if err != nil {
+		return err
+	}
+	if o.printer != nil {
+		if err := o.printer.PrintObj(&report.Migration{Result: *res}, o.Out); err != nil {
+			return err
+		}
+	} else {
+		printMigration(o.Out, res, o.DryRun)
+	}
+	switch {
+	case res.Failed > 0:
+		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed", res.Failed, crd.Name)
+	case !res.Complete:
+		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, resumeHint(o.Engine.Checkpoint))
+	}
+	return nil
+}
+
+func resumeHint(checkpoint string) string {
+	if checkpoint == "" {
+		return ""
+	}
+	return " with --checkpoint " + checkpoint + " to resume"
+}
+
+// progressBar draws a bar with count, rate and ETA, redrawn at most ten
+// times a second. The returned stop function clears it.
+func progressBar(w io.Writer, name string) (func(done, total int64), func()) {
+	var mu sync.Mutex
+	bar := progressbar.NewOptions64(-1,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("migrating "+name),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("objects"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	var max int64 = -1
+	update := func(done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if total > 0 && total != max {
+			max = total
+			bar.ChangeMax64(total)
+		}
+		_ = bar.Set64(done)
+	}
+	return update, func() { _ = bar.Finish() }
+}
+
+func printMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
+	verb := "Migrated"
+	switch dryRun {
+	case cmdutil.DryRunClient:
+		verb = "Counted (dry run, nothing written)"
+	case cmdutil.DryRunServer:
+		verb = "Checked (server dry run, nothing written)"
+	}
+	if r.Resumed {
+		verb += ", resuming from the checkpoint,"
+	}
+	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
+	fmt.Fprintf(w, "  total %d, rewritten %d, already current %d, conflicts %d, deleted %d, failed %d\n",
+		r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
+	for i, f := range r.Failures {
+		if i == 20 {
+			fmt.Fprintf(w, "  … and %d more failures (-o json lists all)\n", len(r.Failures)-20)
+			break
+		}
+		fmt.Fprintf(w, "  FAILED %s: %s\n", f.Object, f.Message)
+	}
+	before, after := "["+strings.Join(r.Trim.Before, ", ")+"]", "["+strings.Join(r.Trim.After, ", ")+"]"
+	if r.Trim.Trimmed {
+		fmt.Fprintf(w, "status.storedVersions: %s -> %s\n", before, after)
+		return
+	}
+	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)
+}

@@ -1,0 +1,383 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/metadata"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+// createManyCronTabs creates n CronTabs at version with 16 writers,
+// spread over the namespaces (ignored for a cluster-scoped CRD).
+func createManyCronTabs(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string, n int, namespaces []string) {
+	t.Helper()
+	for _, ns := range namespaces {
+		ensureNamespace(t, c, ns)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	next := atomic.Int64{}
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				ns := namespaces[i%len(namespaces)]
+				obj := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": crd.Spec.Group + "/" + version, "kind": crd.Spec.Names.Kind,
+					"metadata": map[string]any{"name": fmt.Sprintf("crontab-%05d", i)},
+					"spec":     map[string]any{"cronSpec": "* * * * */5", "image": "example/cron", "replicas": int64(1)},
+				}}
+				if _, err := resource(c, crd, version, ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("creating objects: %v", err)
+	}
+}
+
+func namespaces(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return out
+}
+
+// storedAt reads every object of crd from etcd and counts them by the
+// apiVersion they are encoded at.
+func storedAt(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) map[string]int {
+	t.Helper()
+	prefix := srv.EtcdPrefix + "/" + crd.Spec.Group + "/" + crd.Spec.Names.Plural + "/"
+	resp, err := srv.Etcd.Get(context.Background(), prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, kv := range resp.Kvs {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := json.Unmarshal(kv.Value, &obj); err != nil {
+			t.Fatalf("%s: %v", kv.Key, err)
+		}
+		out[obj.APIVersion]++
+	}
+	return out
+}
+
+func migrationJSON(t *testing.T, args ...string) (report.Migration, result) {
+	t.Helper()
+	r := plugin(t, append(append([]string{"migrate"}, args...), "-o", "json")...)
+	var m report.Migration
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("migrate -o json: %v (%v)\n%s\n%s", err, r.err, r.stdout, r.stderr)
+	}
+	return m, r
+}
+
+// TestMigrate: 3,000 objects across 30 namespaces, stored at v1, storage
+// flipped to v2. One run rewrites each object once and trims
+// storedVersions; a second run writes nothing.
+func TestMigrate(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "migrate.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 3000, namespaces("mig", 30))
+	crd = advance2(t, c, crd.Name)
+	if got := storedAt(t, crd); got["migrate.example.com/v1"] != 3000 {
+		t.Fatalf("before: stored %v", got)
+	}
+
+	m, r := migrationJSON(t, crd.Name)
+	if r.err != nil {
+		t.Fatalf("migrate: %v", r.err)
+	}
+	if m.Total != 3000 || m.Rewritten != 3000 || m.Failed != 0 || !m.Complete || !m.Trim.Trimmed {
+		t.Errorf("first run: %+v", m.Result)
+	}
+	if got := storedAt(t, crd); got["migrate.example.com/v2"] != 3000 || len(got) != 1 {
+		t.Errorf("after: stored %v, want all 3000 at v2", got)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v2" {
+		t.Errorf("storedVersions %v, want [v2]", got)
+	}
+	t.Logf("3000 objects: %.0f objects/s", m.ObjectsPerSecond)
+
+	m2, r2 := migrationJSON(t, crd.Name)
+	if r2.err != nil || m2.Current != 3000 || m2.Rewritten != 0 || m2.Trim.Trimmed {
+		t.Errorf("second run: %+v (%v)", m2.Result, r2.err)
+	}
+	if s := statusJSON(t, crd.Name); s.State != lifecycle.StateS3 {
+		t.Errorf("state %s after migrate, want S3", s.State)
+	}
+}
+
+// advance2 adds v2 and makes it the storage version (S1 then S2).
+func advance2(t testing.TB, c clients, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+	})
+	return updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v2"
+		}
+	})
+}
+
+func TestMigrateClusterScopedAndTextOutput(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "migrate-cluster.example.com", apiextensionsv1.ClusterScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 300, []string{"unused"})
+	crd = advance2(t, c, crd.Name)
+	r := mustRun(t, "migrate", crd.Name, "--chunk-size", "7")
+	if !strings.Contains(r.stdout, "total 300, rewritten 300, already current 0, conflicts 0, deleted 0, failed 0") ||
+		!strings.Contains(r.stdout, "status.storedVersions: [v1, v2] -> [v2]") {
+		t.Errorf("output:\n%s", r.stdout)
+	}
+	if got := storedAt(t, crd); got["migrate-cluster.example.com/v2"] != 300 {
+		t.Errorf("stored %v", got)
+	}
+	dry := mustRun(t, "migrate", crd.Name, "--dry-run=client")
+	if !strings.Contains(dry.stdout, "Counted (dry run, nothing written)") || !strings.Contains(dry.stdout, "total 300") {
+		t.Errorf("client dry run:\n%s", dry.stdout)
+	}
+}
+
+// TestMigrateWithConcurrentWritersAndDeletes: updates by another client
+// during the run are kept, deleted objects stay deleted.
+func TestMigrateWithConcurrentWritersAndDeletes(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "migrate-busy.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	nss := namespaces("busy", 4)
+	createManyCronTabs(t, c, crd, "v1", 1200, nss)
+	crd = advance2(t, c, crd.Name)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	written := sync.Map{} // object -> last replicas written
+	deleted := sync.Map{}
+	wg.Add(2)
+	go func() { // writer: bumps replicas on objects 0, 7, 14, … at v1
+		defer wg.Done()
+		for round := int64(2); ctx.Err() == nil && round < 50; round++ {
+			for i := 0; i < 1200 && ctx.Err() == nil; i += 7 {
+				ns, name := nss[i%len(nss)], fmt.Sprintf("crontab-%05d", i)
+				u, err := resource(c, crd, "v1", ns).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					continue
+				}
+				_ = unstructured.SetNestedField(u.Object, round, "spec", "replicas")
+				if _, err := resource(c, crd, "v1", ns).Update(ctx, u, metav1.UpdateOptions{}); err == nil {
+					written.Store(ns+"/"+name, round)
+				}
+			}
+		}
+	}()
+	go func() { // deleter: removes objects 3, 16, 29, …
+		defer wg.Done()
+		for i := 3; i < 1200 && ctx.Err() == nil; i += 13 {
+			ns, name := nss[i%len(nss)], fmt.Sprintf("crontab-%05d", i)
+			if err := resource(c, crd, "v2", ns).Delete(ctx, name, metav1.DeleteOptions{}); err == nil {
+				deleted.Store(ns+"/"+name, true)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	m, r := migrationJSON(t, crd.Name, "--chunk-size", "50", "--concurrency", "8")
+	cancel()
+	wg.Wait()
+	if r.err != nil || m.Failed != 0 || !m.Trim.Trimmed {
+		t.Fatalf("migrate: %v %+v", r.err, m.Result)
+	}
+	t.Logf("outcomes: %+v", m.Counts)
+
+	written.Range(func(k, v any) bool {
+		ns, name, _ := strings.Cut(k.(string), "/")
+		u, err := resource(c, crd, "v2", ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s: %v", k, err)
+			return true
+		}
+		if got, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); got != v.(int64) {
+			t.Errorf("%s: replicas %d, the writer's last update was %d (lost)", k, got, v)
+		}
+		return true
+	})
+	deleted.Range(func(k, _ any) bool {
+		ns, name, _ := strings.Cut(k.(string), "/")
+		if _, err := resource(c, crd, "v2", ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s was deleted during the run and exists again", k)
+		}
+		return true
+	})
+	if got := storedAt(t, crd); got["migrate-busy.example.com/v1"] != 0 {
+		t.Errorf("objects still stored at v1 after a trimmed run: %v", got)
+	}
+}
+
+// TestMigrateFailuresBlockTheTrim: an object that an admission policy
+// denies, then an object whose conversion webhook call fails, are each
+// reported by name; storedVersions is not trimmed; the exit code is 1.
+func TestMigrateFailuresBlockTheTrim(t *testing.T) {
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	crd := advance(t, c, "migrate-fail.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 40, []string{"fail-a"})
+	mustRun(t, "add-version", crd.Name, "v2", "--conversion", "Webhook", "--webhook-url", hook.URL+"/convert", "--ca-bundle-file", hook.caFile(t))
+	mustRun(t, "promote-storage", crd.Name, "v2")
+
+	// A ValidatingAdmissionPolicy that denies every update of frozen objects.
+	u, err := resource(c, crd, "v1", "fail-a").Get(context.Background(), "crontab-00011", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetLabels(map[string]string{"frozen": "true"})
+	if _, err := resource(c, crd, "v1", "fail-a").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	denyFrozen(t, c, crd)
+
+	m, r := migrationJSON(t, crd.Name)
+	if r.err == nil || !strings.Contains(r.err.Error(), "1 object(s) of "+crd.Name+" failed to migrate; status.storedVersions was not trimmed") {
+		t.Errorf("error = %v", r.err)
+	}
+	if m.Failed != 1 || len(m.Failures) != 1 || m.Rewritten != 39 || m.Trim.Trimmed || !strings.Contains(m.Trim.Reason, "1 object(s) failed") {
+		t.Fatalf("result: %+v", m.Result)
+	}
+	if m.Failures[0].Object != "fail-a/crontab-00011" || !strings.Contains(m.Failures[0].Message, "frozen objects cannot change") {
+		t.Errorf("failures: %+v", m.Failures)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Errorf("storedVersions %v, want [v1 v2] untouched", got)
+	}
+
+	// Make the webhook fail for the one object still stored at v1
+	// (crontab-00011 was never rewritten). Depending on whether the API
+	// server's watch cache holds it decoded, the list or the write fails;
+	// either way the run names the object and trims nothing.
+	hook.failFor.Store("crontab-00011")
+	bin := binary(t, nil, "migrate", crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())
+	if bin.code != 1 || !strings.Contains(bin.stdout, "FAILED fail-a/crontab-00011: ") ||
+		!strings.Contains(bin.stdout, "the test cannot convert crontab-00011") || !strings.Contains(bin.stdout, "not trimmed") {
+		t.Errorf("binary: exit %d\n%s\n%s", bin.code, bin.stdout, bin.stderr)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Errorf("storedVersions %v, want [v1 v2] untouched", got)
+	}
+}
+
+// TestMigrateStorageChangedMidRun flips the storage version while the run
+// is in progress: nothing may be trimmed.
+func TestMigrateStorageChangedMidRun(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "migrate-flip.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 300, []string{"flip"})
+	crd = advance2(t, c, crd.Name)
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v3", true, false))
+	})
+
+	var once sync.Once
+	opts := migrate.DefaultOptions()
+	opts.ChunkSize, opts.Concurrency = 20, 2
+	opts.Progress = func(done, total int64) {
+		if done >= 50 {
+			once.Do(func() {
+				updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+					for i := range crd.Spec.Versions {
+						crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v3"
+					}
+				})
+			})
+		}
+	}
+	res, err := engine(t).Run(context.Background(), crd.Name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Trim.Trimmed || !strings.Contains(res.Trim.Reason, "the storage version changed from v2 to v3 during the run") {
+		t.Errorf("trim: %+v", res.Trim)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2,v3" {
+		t.Errorf("storedVersions %v, want [v1 v2 v3]", got)
+	}
+}
+
+func engine(t testing.TB) *migrate.Engine {
+	c := newClients(t)
+	return &migrate.Engine{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions(), Dynamic: c.dyn, Metadata: metadata.NewForConfigOrDie(srv.Config)}
+}
+
+// TestMigrateResumesFromCheckpoint interrupts a run and resumes it.
+func TestMigrateResumesFromCheckpoint(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "migrate-resume.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 500, []string{"resume"})
+	crd = advance2(t, c, crd.Name)
+	cp := filepath.Join(t.TempDir(), "checkpoint.json")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := migrate.DefaultOptions()
+	opts.ChunkSize, opts.Concurrency, opts.Checkpoint = 50, 4, cp
+	opts.Progress = func(done, total int64) {
+		if done >= 220 {
+			cancel()
+		}
+	}
+	first, err := engine(t).Run(ctx, crd.Name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Complete || first.Trim.Trimmed {
+		t.Fatalf("interrupted run: complete %v, trim %+v", first.Complete, first.Trim)
+	}
+	if _, err := os.Stat(cp); err != nil {
+		t.Fatalf("no checkpoint after an interrupted run: %v", err)
+	}
+
+	opts.Progress = nil
+	second, err := engine(t).Run(context.Background(), crd.Name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.Resumed || !second.Complete || !second.Trim.Trimmed || second.Failed != 0 {
+		t.Errorf("resumed run: %+v", second)
+	}
+	// Counts carry over; objects of the interrupted page are handled again
+	// and found current.
+	if second.Total < 500 || second.Rewritten+second.Current+second.Conflicts < 500 {
+		t.Errorf("resumed counts: %+v", second.Counts)
+	}
+	if got := storedAt(t, crd); got["migrate-resume.example.com/v2"] != 500 {
+		t.Errorf("stored %v", got)
+	}
+	if _, err := os.Stat(cp); !os.IsNotExist(err) {
+		t.Error("the checkpoint was not removed after a complete run")
+	}
+}

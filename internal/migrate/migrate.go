@@ -1,0 +1,585 @@
+// Package migrate rewrites every stored object of a CustomResourceDefinition
+// at its current storage version and then, under a guard, trims
+// status.storedVersions to that version: step 4 of the Kubernetes task page
+// "Versions in CustomResourceDefinitions" ("upgrade existing objects to a new
+// stored version", option 2). See docs/migrate.md.
+//
+// Each object gets a no-op JSON merge patch that names its metadata.uid and
+// metadata.resourceVersion, sent through the storage version:
+//
+//	{"metadata":{"uid":"<uid>","resourceVersion":"<rv>"}}
+//
+// The API server decodes the stored object, applies the (empty) change and
+// stores it again, encoded at the current storage version; when those bytes
+// equal what is stored, the storage layer skips the write and the
+// resourceVersion stays — the object was already current. The uid and
+// resourceVersion make the patch a precondition: it can never create an
+// object (a patch of a missing object is 404), never touch an object
+// re-created under the same name, and never overwrite a concurrent write
+// (409 Conflict, after which the object is stored at the current version
+// anyway). Only metadata is listed, so a 100k-object run reads names and
+// versions, not whole objects.
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// Outcome of one object.
+type Outcome string
+
+// The outcomes, as in docs/migrate.md.
+const (
+	// Rewritten: the write re-encoded the object (its resourceVersion changed).
+	Rewritten Outcome = "rewritten"
+	// Current: the object was already stored at the storage version.
+	Current Outcome = "current"
+	// Conflict: someone else wrote the object since it was listed, so it is
+	// stored at the storage version — valid while that version is unchanged,
+	// which the trim guard checks.
+	Conflict Outcome = "conflict"
+	// Deleted: the object was deleted since it was listed; it is not re-created.
+	Deleted Outcome = "deleted"
+	// Failed: the API server refused the write (validation, a conversion
+	// webhook, …) or kept failing after the retries.
+	Failed Outcome = "failed"
+)
+
+// Options tune a run. The zero value is not valid; start from DefaultOptions.
+type Options struct {
+	// ChunkSize is the page size of the list (limit).
+	ChunkSize int64
+	// Concurrency is the number of writes in flight.
+	Concurrency int
+	// Retries is how often a write that failed with a server error (5xx) or a
+	// timeout is retried, with exponential backoff from RetryDelay. 429 Too
+	// Many Requests is retried by client-go itself, honouring Retry-After.
+	Retries    int
+	RetryDelay time.Duration
+	// DryRun sends the writes with dryRun=All: every object is checked
+	// (conversion, validation, admission) and nothing is persisted or trimmed.
+	DryRun bool
+	// CountOnly lists the objects without writing (--dry-run=client).
+	CountOnly bool
+	// NoTrim skips the storedVersions trim.
+	NoTrim bool
+	// FieldManager names the writer.
+	FieldManager string
+	// Checkpoint is a file recording progress after each completed page;
+	// a run with the same file resumes after the last completed page.
+	Checkpoint string
+	// Progress, when set, is called with the objects done so far and the
+	// total known (0 while unknown). It must be cheap and safe for
+	// concurrent use.
+	Progress func(done, total int64)
+}
+
+// DefaultOptions are the defaults of kubectl crdversion migrate.
+func DefaultOptions() Options {
+	return Options{ChunkSize: 500, Concurrency: 32, Retries: 5, RetryDelay: 200 * time.Millisecond, FieldManager: "kubectl-crdversion"}
+}
+
+// Failure is an object that could not be migrated.
+type Failure struct {
+	// Object is "namespace/name", or "name" for cluster-scoped objects.
+	Object string `json:"object"`
+	// Message is the API server's message.
+	Message string `json:"message"`
+}
+
+// Counts of the outcomes.
+type Counts struct {
+	Total     int64 `json:"total"`
+	Rewritten int64 `json:"rewritten"`
+	Current   int64 `json:"alreadyCurrent"`
+	Conflicts int64 `json:"conflicts"`
+	Deleted   int64 `json:"deleted"`
+	Failed    int64 `json:"failed"`
+}
+
+// Trim says what happened to status.storedVersions.
+type Trim struct {
+	// Trimmed is true when this run wrote storedVersions.
+	Trimmed bool `json:"trimmed"`
+	// Before and After are storedVersions before the run and at its end.
+	Before []string `json:"before"`
+	After  []string `json:"after"`
+	// Reason says why nothing was trimmed, when nothing was.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Result of a run.
+type Result struct {
+	CRD            string `json:"crd"`
+	StorageVersion string `json:"storageVersion"`
+	Counts         `json:",inline"`
+	Failures       []Failure `json:"failures"`
+	// Complete is true when every object was listed (the run was not
+	// interrupted).
+	Complete bool `json:"complete"`
+	// Resumed is true when the run started from a checkpoint.
+	Resumed bool          `json:"resumed,omitempty"`
+	Elapsed time.Duration `json:"-"`
+	// ElapsedSeconds and ObjectsPerSecond measure the run.
+	ElapsedSeconds   float64 `json:"elapsedSeconds"`
+	ObjectsPerSecond float64 `json:"objectsPerSecond"`
+	Trim             Trim    `json:"trim"`
+	DryRun           bool    `json:"dryRun,omitempty"`
+}
+
+// Engine runs migrations against one API server.
+type Engine struct {
+	CRDs     apiextensionsclient.CustomResourceDefinitionInterface
+	Metadata metadata.Interface
+	Dynamic  dynamic.Interface
+}
+
+// ErrStorageNotServed refuses a run whose writes would have to go through a
+// version other than the storage version.
+var ErrStorageNotServed = errors.New("the storage version is not served")
+
+// Run migrates the objects of the CRD named name. It returns an error only
+// when the run could not proceed (the CRD is missing, the storage version
+// is not served, the list failed for good); per-object failures are in the
+// Result.
+func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, error) {
+	start := time.Now()
+	crd, err := e.CRDs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	storage := lifecycle.StorageVersion(crd)
+	if storage == "" {
+		return nil, fmt.Errorf("%s has no single storage version", name)
+	}
+	if v := lifecycle.FindVersion(crd, storage); !v.Served {
+		// Writing through another version would convert every object to it
+		// and back, pruning what that version's schema lacks.
+		return nil, fmt.Errorf("%w: %s is the storage version of %s but not served; serve it first (kubectl crdversion serve %s %s)", ErrStorageNotServed, storage, name, name, storage)
+	}
+	res := &Result{CRD: name, StorageVersion: storage, Failures: []Failure{}, DryRun: opts.DryRun || opts.CountOnly}
+	res.Trim.Before = append([]string{}, crd.Status.StoredVersions...)
+
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural}
+	r := &run{
+		engine: e, opts: opts, res: res, gvr: gvr,
+		namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		seen:       map[types.UID]struct{}{},
+		crdUID:     crd.UID,
+	}
+	cp, err := loadCheckpoint(opts.Checkpoint, crd, storage)
+	if err != nil {
+		return nil, err
+	}
+	if cp != nil {
+		res.Resumed = true
+		r.counts = cp.Counts
+		r.continueToken = cp.Continue
+		r.base = cp.Counts.Total
+		r.done.Store(cp.Counts.Total)
+	}
+	if err := r.pass(ctx); err != nil {
+		return nil, err
+	}
+	r.fill()
+	res.Elapsed = time.Since(start)
+	res.ElapsedSeconds = res.Elapsed.Seconds()
+	if s := res.Elapsed.Seconds(); s > 0 {
+		res.ObjectsPerSecond = float64(res.Total) / s
+	}
+	res.Trim = e.trim(ctx, name, storage, res, opts)
+	if res.Complete && opts.Checkpoint != "" && !res.DryRun {
+		removeCheckpoint(opts.Checkpoint)
+	}
+	return res, nil
+}
+
+type item struct {
+	namespace, name string
+	uid             types.UID
+	resourceVersion string
+	page            *page
+}
+
+// page tracks the objects of one list page still in flight, so that the
+// checkpoint only ever records pages whose every object is done.
+type page struct {
+	pending   atomic.Int64
+	next      string // the continue token after this page
+	done      chan struct{}
+	finished  atomic.Bool
+	closeOnce sync.Once
+}
+
+func (p *page) close() { p.closeOnce.Do(func() { close(p.done) }) }
+
+type run struct {
+	engine        *Engine
+	opts          Options
+	res           *Result
+	gvr           schema.GroupVersionResource
+	namespaced    bool
+	continueToken string
+	crdUID        types.UID
+	base          int64 // objects counted by the run a checkpoint resumes
+
+	mu       sync.Mutex
+	counts   Counts
+	failures []Failure
+	seen     map[types.UID]struct{}
+	total    atomic.Int64
+	done     atomic.Int64
+}
+
+// pass lists every object (metadata only, page by page) and writes each
+// one with bounded concurrency. Listing runs ahead of the writes by at most
+// one page.
+func (r *run) pass(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	items := make(chan item, r.opts.ChunkSize)
+	var wg sync.WaitGroup
+	for i := 0; i < max(1, r.opts.Concurrency); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range items {
+				o, msg := r.migrate(ctx, it)
+				r.record(it, o, msg)
+				if it.page.pending.Add(-1) == 0 && it.page.finished.Load() {
+					it.page.close()
+				}
+			}
+		}()
+	}
+
+	pages := make(chan *page, 2)
+	var cpErr error
+	cpDone := make(chan struct{})
+	go func() { // checkpoint pages in order as they complete
+		defer close(cpDone)
+		for p := range pages {
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+				continue // interrupted: pages not fully handled are not recorded
+			}
+			if ctx.Err() == nil && r.opts.Checkpoint != "" && !r.res.DryRun {
+				if err := r.saveCheckpoint(p.next); err != nil && cpErr == nil {
+					cpErr = err
+				}
+			}
+		}
+	}()
+
+	listErr := r.list(ctx, items, pages)
+	close(items)
+	wg.Wait()
+	close(pages)
+	<-cpDone
+	if listErr != nil {
+		if ctx.Err() != nil && errors.Is(listErr, context.Canceled) {
+			return nil // interrupted: not complete, the checkpoint stays
+		}
+		if unreadable := unreadableObjects(listErr, r.gvr); len(unreadable) > 0 {
+			// The API server cannot read some stored objects (typically a
+			// conversion webhook failing for them), so the list stops there:
+			// report them by name; the run is not complete.
+			r.mu.Lock()
+			for _, name := range unreadable {
+				r.counts.Total++
+				r.counts.Failed++
+				r.failures = append(r.failures, Failure{Object: name, Message: "cannot be read from storage: " + apiMessageOf(listErr)})
+			}
+			r.mu.Unlock()
+			return nil
+		}
+		return listErr
+	}
+	if cpErr != nil {
+		return fmt.Errorf("writing the checkpoint: %w", cpErr)
+	}
+	r.res.Complete = ctx.Err() == nil
+	return nil
+}
+
+// list pages through the objects, starting at the checkpoint's continue
+// token. When a continue token expires (410 Gone), listing restarts from the
+// beginning and skips the objects already handed out, so none is skipped.
+func (r *run) list(ctx context.Context, items chan<- item, pages chan<- *page) error {
+	res := r.engine.Metadata.Resource(r.gvr)
+	token := r.continueToken
+	for {
+		var list *metav1.PartialObjectMetadataList
+		err := retry.OnError(r.backoff(), retriable, func() error {
+			var err error
+			list, err = res.List(ctx, metav1.ListOptions{Limit: r.opts.ChunkSize, Continue: token})
+			return err
+		})
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			token = ""
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p := &page{next: list.Continue, done: make(chan struct{})}
+		var batch []item
+		r.mu.Lock()
+		for i := range list.Items {
+			m := &list.Items[i]
+			if _, dup := r.seen[m.UID]; dup {
+				continue
+			}
+			r.seen[m.UID] = struct{}{}
+			batch = append(batch, item{namespace: m.Namespace, name: m.Name, uid: m.UID, resourceVersion: m.ResourceVersion, page: p})
+		}
+		// The total is known from the first page on: what was listed plus
+		// what the API server says remains.
+		switch {
+		case list.RemainingItemCount != nil:
+			r.total.Store(r.base + int64(len(r.seen)) + *list.RemainingItemCount)
+		case list.Continue == "":
+			r.total.Store(r.base + int64(len(r.seen)))
+		}
+		r.mu.Unlock()
+		p.pending.Store(int64(len(batch)))
+		select {
+		case pages <- p:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		for _, it := range batch {
+			select {
+			case items <- it:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		p.finished.Store(true)
+		if p.pending.Load() == 0 {
+			p.close()
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		token = list.Continue
+	}
+}
+
+// storageKey matches the etcd keys that a list's StorageError names.
+var storageKey = regexp.MustCompile(`Key: (\S+?),`)
+
+// unreadableObjects returns "namespace/name" of the objects a list error
+// says could not be read from storage ("failed to read one or more … from
+// the storage: StorageError: corrupt object, … Key: <prefix>/<group>/<plural>/<ns>/<name>, …").
+func unreadableObjects(err error, gvr schema.GroupVersionResource) []string {
+	if !apierrors.IsInternalError(err) && !strings.Contains(err.Error(), "StorageError") {
+		return nil
+	}
+	marker := "/" + gvr.Group + "/" + gvr.Resource + "/"
+	var out []string
+	for _, m := range storageKey.FindAllStringSubmatch(err.Error(), -1) {
+		if _, rest, ok := strings.Cut(m[1], marker); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+func apiMessageOf(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
+		return s.Status().Message
+	}
+	return err.Error()
+}
+
+func (r *run) backoff() wait.Backoff {
+	return wait.Backoff{Duration: r.opts.RetryDelay, Factor: 2, Jitter: 0.2, Steps: r.opts.Retries + 1}
+}
+
+// retriable errors are worth another try: server errors and timeouts.
+// (429 is retried inside client-go, honouring Retry-After.)
+func retriable(err error) bool {
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) || apierrors.IsUnexpectedServerError(err) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	return errors.Is(err, syscallECONNREFUSED) || errors.Is(err, syscallECONNRESET)
+}
+
+// migrate writes one object and tells what happened.
+func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
+	if r.opts.CountOnly {
+		return Current, ""
+	}
+	var ri dynamic.ResourceInterface = r.engine.Dynamic.Resource(r.gvr)
+	if r.namespaced {
+		ri = r.engine.Dynamic.Resource(r.gvr).Namespace(it.namespace)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": it.uid, "resourceVersion": it.resourceVersion}})
+	opts := metav1.PatchOptions{FieldManager: r.opts.FieldManager}
+	if r.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	var newRV string
+	err := retry.OnError(r.backoff(), retriable, func() error {
+		out, err := ri.Patch(ctx, it.name, types.MergePatchType, patch, opts)
+		if err == nil {
+			newRV = out.GetResourceVersion()
+		}
+		return err
+	})
+	switch {
+	case err == nil && newRV != it.resourceVersion && !r.opts.DryRun:
+		return Rewritten, ""
+	case err == nil:
+		return Current, ""
+	case apierrors.IsConflict(err):
+		return Conflict, ""
+	case apierrors.IsNotFound(err):
+		return Deleted, ""
+	case ctx.Err() != nil:
+		return "", "" // interrupted: neither done nor failed
+	default:
+		return Failed, apiMessageOf(err)
+	}
+}
+
+func (r *run) record(it item, o Outcome, msg string) {
+	if o == "" {
+		return
+	}
+	r.mu.Lock()
+	r.counts.Total++
+	switch o {
+	case Rewritten:
+		r.counts.Rewritten++
+	case Current:
+		r.counts.Current++
+	case Conflict:
+		r.counts.Conflicts++
+	case Deleted:
+		r.counts.Deleted++
+	case Failed:
+		r.counts.Failed++
+		name := it.name
+		if it.namespace != "" {
+			name = it.namespace + "/" + name
+		}
+		r.failures = append(r.failures, Failure{Object: name, Message: msg})
+	}
+	r.mu.Unlock()
+	done := r.done.Add(1)
+	if r.opts.Progress != nil {
+		r.opts.Progress(done, r.total.Load())
+	}
+}
+
+// fill copies the counts into the result, failures sorted by object.
+func (r *run) fill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Counts = r.counts
+	sort.Slice(r.failures, func(i, j int) bool { return r.failures[i].Object < r.failures[j].Object })
+	r.res.Failures = append(r.res.Failures, r.failures...)
+}
+
+// trim writes status.storedVersions = [storage] when, and only when, the
+// run was complete and clean and the storage version did not change
+// meanwhile: re-read the CRD, compare, write the status subresource pinned
+// to the resourceVersion just read, and read back to verify.
+func (e *Engine) trim(ctx context.Context, name, storage string, res *Result, opts Options) Trim {
+	t := Trim{Before: res.Trim.Before, After: res.Trim.Before}
+	switch {
+	case opts.NoTrim:
+		t.Reason = "--no-trim was given"
+		return t
+	case res.DryRun:
+		t.Reason = "dry run"
+		return t
+	case !res.Complete:
+		t.Reason = "the run was interrupted before every object was listed"
+		return t
+	case res.Failed > 0:
+		t.Reason = fmt.Sprintf("%d object(s) failed and may still be stored at an old version", res.Failed)
+		return t
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		crd, err := e.CRDs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Reason = "re-reading the CRD failed: " + err.Error()
+			return t
+		}
+		t.After = crd.Status.StoredVersions
+		now := lifecycle.StorageVersion(crd)
+		if now != storage {
+			t.Reason = fmt.Sprintf("the storage version changed from %s to %s during the run; objects written since may be stored at either: run migrate again", storage, now)
+			return t
+		}
+		for _, v := range crd.Status.StoredVersions {
+			if v != storage && !contains(res.Trim.Before, v) {
+				t.Reason = fmt.Sprintf("%s was added to storedVersions during the run (the storage version changed and changed back): run migrate again", v)
+				return t
+			}
+		}
+		if len(crd.Status.StoredVersions) == 1 && crd.Status.StoredVersions[0] == storage {
+			t.Reason = "storedVersions is already [" + storage + "]"
+			return t
+		}
+		crd.Status.StoredVersions = []string{storage}
+		updated, err := e.CRDs.UpdateStatus(ctx, crd, metav1.UpdateOptions{FieldManager: opts.FieldManager})
+		if apierrors.IsConflict(err) {
+			continue // someone changed the CRD: re-check the storage version
+		}
+		if err != nil {
+			t.Reason = "writing status.storedVersions failed: " + err.Error()
+			return t
+		}
+		if len(updated.Status.StoredVersions) != 1 || updated.Status.StoredVersions[0] != storage {
+			t.After = updated.Status.StoredVersions
+			t.Reason = fmt.Sprintf("the API server kept storedVersions %v", updated.Status.StoredVersions)
+			return t
+		}
+		t.Trimmed, t.After = true, updated.Status.StoredVersions
+		return t
+	}
+	t.Reason = "the CRD kept changing while storedVersions was written; run migrate again"
+	return t
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

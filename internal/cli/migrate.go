@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubectl/pkg/util/term"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
@@ -68,6 +69,8 @@ type MigrateOptions struct {
 	Burst      int
 	Progress   bool
 	DryRun     cmdutil.DryRunStrategy
+	// AllowPruning accepts a migration that drops fields (conversion None).
+	AllowPruning bool
 
 	CRD     string
 	client  *cluster.Client
@@ -113,6 +116,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	fl.IntVar(&o.Engine.Retries, "retries", o.Engine.Retries, "Retries of a write that failed with a server error or a timeout (with exponential backoff). 429 answers are retried after their Retry-After.")
 	fl.BoolVar(&o.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
 	fl.StringVar(&o.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
+	fl.BoolVar(&o.AllowPruning, "allow-pruning", false, "Migrate even when, with conversion strategy None, objects stored at an old version lose fields the storage version's schema lacks.")
 	fl.BoolVar(&o.Progress, "progress", o.Progress, "Show a progress bar with rate and ETA (on a terminal only).")
 	return cmd
 }
@@ -163,6 +167,14 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	crd, err := o.client.ResolveCRD(ctx, o.CRD)
 	if err != nil {
 		return err
+	}
+	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 && !o.AllowPruning && !o.Engine.CountOnly {
+		var parts []string
+		for _, l := range losses {
+			parts = append(parts, fmt.Sprintf("objects stored at %s would lose %s", l.Version, strings.Join(l.Fields, ", ")))
+		}
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and %s when rewritten at the storage version %s; add the fields to its schema or use Webhook conversion, or pass --allow-pruning to accept the loss",
+			crd.Name, strings.Join(parts, "; "), lifecycle.StorageVersion(crd))
 	}
 	engine := &migrate.Engine{CRDs: o.client.CRDs, Metadata: o.client.Metadata, Dynamic: o.client.Dynamic}
 	opts := o.Engine

@@ -105,6 +105,9 @@ func (o *StatusOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []s
 		return cmdutil.UsageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
 	o.CRD = args[0]
+	if *o.PrintFlags.OutputFormat == "name" {
+		return fmt.Errorf("-o name is not supported by status (it reports on a CRD; use -o jsonpath='{.crd.name}')")
+	}
 	if *o.PrintFlags.OutputFormat != "" {
 		p, err := o.PrintFlags.ToPrinter()
 		if err != nil {
@@ -151,7 +154,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			r.Objects.Count = n
 			if err != nil {
 				r.Objects.Error = err.Error()
-				r.Findings = append(r.Findings, lifecycle.UnreadableObjects(r.Analysis, r.Objects.Version, err.Error()))
+				forbidden := apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+				r.AddFinding(lifecycle.UnreadableObjects(r.Analysis, r.Objects.Version, err.Error(), forbidden))
 			}
 		}
 	}
@@ -179,6 +183,8 @@ func printStatus(out io.Writer, r *report.Status) error {
 	fmt.Fprintf(w, "Conversion:\t%s\n", conversionText(r.Conversion))
 	if r.Objects != nil {
 		switch {
+		case r.Objects.Version == "":
+			fmt.Fprintf(w, "Objects:\tunknown (%s)\n", r.Objects.Error)
 		case r.Objects.Error != "":
 			fmt.Fprintf(w, "Objects:\tunknown (listing failed, see findings)\n")
 		default:
@@ -216,11 +222,14 @@ func printStatus(out io.Writer, r *report.Status) error {
 		}
 	}
 	fmt.Fprintln(out)
-	if r.Next == nil {
+	switch {
+	case r.Next == nil:
 		fmt.Fprintln(out, "Next: nothing to do")
-		return nil
+	case r.Next.Command == "":
+		fmt.Fprintf(out, "Next: %s\n", r.Next.Reason)
+	default:
+		fmt.Fprintf(out, "Next: %s\n  %s\n", r.Next.Command, r.Next.Reason)
 	}
-	fmt.Fprintf(out, "Next: %s\n  %s\n", r.Next.Command, r.Next.Reason)
 	return nil
 }
 

@@ -5,7 +5,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -96,14 +100,29 @@ func (e *NotACRDError) Error() string {
 	return fmt.Sprintf("%q is the resource %s in API group %q, which is not defined by a CustomResourceDefinition", e.Arg, e.Resource.Resource, group)
 }
 
+// AmbiguousError is returned by ResolveCRD when arg names several CRDs.
+type AmbiguousError struct {
+	Arg     string
+	Matches []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("%q matches %d CustomResourceDefinitions (%s); name one of them in full", e.Arg, len(e.Matches), strings.Join(e.Matches, ", "))
+}
+
 // ResolveCRD finds the CRD that arg names, the way kubectl resolves a
 // resource argument: a CRD name (crontabs.stable.example.com), or a resource,
-// short name or kind, optionally qualified by version and group
-// (crontabs, ct, CronTab, crontab.stable.example.com, crontabs.v1.stable.example.com).
-// Errors from the server are returned unwrapped so that kubectl's error
-// formatting applies; an argument that names no CRD gives *NotACRDError.
+// short name, singular or kind, optionally qualified by group or version and
+// group (crontabs, ct, CronTab, crontab.stable.example.com,
+// crontabs.v1.stable.example.com). CRDs are matched from the list of CRDs
+// first, so that one the API server does not serve (not established, no
+// served version) is found too; an argument that matches several CRDs is
+// an *AmbiguousError rather than a silent pick. When CRDs may not be
+// listed, discovery resolves the name. Errors from the server are returned
+// unwrapped so that kubectl's error formatting applies; an argument that
+// names no CRD gives *NotACRDError.
 func (c *Client) ResolveCRD(ctx context.Context, arg string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	if arg == "" {
+	if strings.TrimSpace(arg) == "" {
 		return nil, fmt.Errorf("a CustomResourceDefinition name is required")
 	}
 	if strings.Contains(arg, ".") {
@@ -114,6 +133,25 @@ func (c *Client) ResolveCRD(ctx context.Context, arg string) (*apiextensionsv1.C
 		if !apierrors.IsNotFound(err) {
 			return nil, err
 		}
+	}
+	list, err := c.CRDs.List(ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+		matches := MatchCRDs(list.Items, arg)
+		if len(matches) == 1 {
+			return matches[0], nil
+		}
+		if len(matches) > 1 {
+			var names []string
+			for _, m := range matches {
+				names = append(names, m.Name)
+			}
+			return nil, &AmbiguousError{Arg: arg, Matches: names}
+		}
+	case apierrors.IsForbidden(err):
+		// Fall back to discovery, which every user may read.
+	default:
+		return nil, err
 	}
 	gr, err := c.resourceFor(arg)
 	if err != nil {
@@ -127,6 +165,45 @@ func (c *Client) ResolveCRD(ctx context.Context, arg string) (*apiextensionsv1.C
 		return nil, &NotACRDError{Arg: arg, Resource: gr}
 	}
 	return crd, err
+}
+
+// MatchCRDs returns the CRDs that arg names: a plural, singular, short name
+// or kind (case-insensitive), alone or followed by ".<group>" or
+// ".<version>.<group>".
+func MatchCRDs(crds []apiextensionsv1.CustomResourceDefinition, arg string) []*apiextensionsv1.CustomResourceDefinition {
+	lower := strings.ToLower(arg)
+	name, qualifier, _ := strings.Cut(lower, ".")
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for i := range crds {
+		crd := &crds[i]
+		names := append([]string{crd.Spec.Names.Plural, crd.Spec.Names.Singular, strings.ToLower(crd.Spec.Names.Kind)}, crd.Spec.Names.ShortNames...)
+		if !containsString(names, name) {
+			continue
+		}
+		group := strings.ToLower(crd.Spec.Group)
+		if qualifier == "" || qualifier == group {
+			out = append(out, crd)
+			continue
+		}
+		if version, rest, ok := strings.Cut(qualifier, "."); ok && rest == group {
+			for _, v := range crd.Spec.Versions {
+				if v.Name == version {
+					out = append(out, crd)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x != "" && x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // resourceFor maps arg to a group/resource through discovery (with short
@@ -149,10 +226,8 @@ func (c *Client) resourceFor(arg string) (*schema.GroupResource, error) {
 		g := found.GroupResource()
 		return &g, nil
 	}
-	if !meta.IsNoMatchError(err) {
-		if _, ambiguous := err.(*meta.AmbiguousResourceError); !ambiguous {
-			return nil, err
-		}
+	if !meta.IsNoMatchError(err) && isConnectionOrServerError(err) {
+		return nil, err
 	}
 	gvk, gk := schema.ParseKindArg(arg)
 	if gvk != nil {
@@ -166,6 +241,18 @@ func (c *Client) resourceFor(arg string) (*schema.GroupResource, error) {
 		return &g, nil
 	}
 	return nil, nil
+}
+
+// isConnectionOrServerError tells errors of the server or the connection
+// (which the user must see) from the mapper's complaints about an
+// argument that names nothing (".crontabs", "a//b").
+func isConnectionOrServerError(err error) bool {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return true
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) || discovery.IsGroupDiscoveryFailedError(err)
 }
 
 // ListVersion returns the version through which objects of crd are listed:

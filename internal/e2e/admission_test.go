@@ -13,7 +13,8 @@ import (
 
 // denyFrozen installs a ValidatingAdmissionPolicy that denies every update
 // of an object of crd labelled frozen=true, and waits until it is enforced.
-func denyFrozen(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition) {
+// The returned function removes it (it is also removed when the test ends).
+func denyFrozen(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition) func() {
 	t.Helper()
 	ctx := context.Background()
 	name := "deny-frozen-" + strings.ReplaceAll(crd.Spec.Group, ".", "-")
@@ -46,10 +47,11 @@ func denyFrozen(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefi
 	if _, err := c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	remove := func() {
 		_ = c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 		_ = c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	}
+	t.Cleanup(remove)
 	// A probe object: enforced once an update of it is denied.
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": crd.Spec.Group + "/v2", "kind": crd.Spec.Names.Kind,
@@ -72,4 +74,5 @@ func denyFrozen(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefi
 	if err := res.Delete(ctx, "frozen-probe", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return remove
 }

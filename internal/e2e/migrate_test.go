@@ -261,7 +261,7 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	if _, err := resource(c, crd, "v1", "fail-a").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	denyFrozen(t, c, crd)
+	allow := denyFrozen(t, c, crd)
 
 	m, r := migrationJSON(t, crd.Name)
 	if r.err == nil || !strings.Contains(r.err.Error(), "1 object(s) of "+crd.Name+" failed to migrate; status.storedVersions was not trimmed") {
@@ -281,6 +281,16 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	// (crontab-00011 was never rewritten). Depending on whether the API
 	// server's watch cache holds it decoded, the list or the write fails;
 	// either way the run names the object and trims nothing.
+	allow()
+	waitFor(t, "the admission policy to be gone", func() (bool, error) {
+		u, err := resource(c, crd, "v2", "fail-a").Get(context.Background(), "crontab-00011", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		u.SetAnnotations(map[string]string{"touch": "x"})
+		_, err = resource(c, crd, "v2", "fail-a").Update(context.Background(), u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, nil
+	})
 	hook.failFor.Store("crontab-00011")
 	bin := binary(t, nil, "migrate", crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())
 	if bin.code != 1 || !strings.Contains(bin.stdout, "FAILED fail-a/crontab-00011: ") ||
@@ -379,5 +389,43 @@ func TestMigrateResumesFromCheckpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(cp); !os.IsNotExist(err) {
 		t.Error("the checkpoint was not removed after a complete run")
+	}
+}
+
+// TestMigrateRefusesToPrune: conversion None, objects stored at v1alpha1
+// carry a field v1's schema lacks; migrate refuses and names it, unless
+// --allow-pruning.
+func TestMigrateRefusesToPrune(t *testing.T) {
+	c := newClients(t)
+	crd := crontab("migrate-prune.example.com", apiextensionsv1.NamespaceScoped)
+	crd.Spec.Versions[0].Name = "v1alpha1"
+	p := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	p.Properties["legacy"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+	crd = createCRD(t, c, crd)
+	ensureNamespace(t, c, "prune")
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "migrate-prune.example.com/v1alpha1", "kind": "CronTab",
+		"metadata": map[string]any{"name": "g1"}, "spec": map[string]any{"legacy": "old", "image": "x"},
+	}}
+	if _, err := resource(c, crd, "v1alpha1", "prune").Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		v1 := crontabVersion("v1", true, true)
+		crd.Spec.Versions[0].Storage = false
+		crd.Spec.Versions = append(crd.Spec.Versions, v1)
+	})
+	if s := statusJSON(t, crd.Name); s.State != lifecycle.StateS2 || !strings.Contains(fmt.Sprint(s.Findings), "lose .spec.legacy") {
+		t.Errorf("status does not warn of the loss: %s %+v", s.State, s.Findings)
+	}
+	refused(t, c, crd.Name, []string{"objects stored at v1alpha1 would lose .spec.legacy", "--allow-pruning"}, "migrate", crd.Name)
+
+	if got := storedAt(t, crd); got["migrate-prune.example.com/v1alpha1"] != 1 {
+		t.Errorf("the refusal wrote objects: %v", got)
+	}
+	mustRun(t, "migrate", crd.Name, "--allow-pruning")
+	if got := storedAt(t, crd); got["migrate-prune.example.com/v1"] != 1 {
+		t.Errorf("after --allow-pruning: %v", got)
 	}
 }

@@ -154,6 +154,14 @@ func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
 	out := strings.ReplaceAll(r.stdout, srv.EtcdPrefix, "<etcd-prefix>")
 	out = regexp.MustCompile(`revision=\d+`).ReplaceAllString(out, "revision=<n>")
 	golden(t, "status/storedversion-not-in-spec.txt", out)
+
+	// The repair the finding names, then migrate: healthy again.
+	mustRun(t, strings.Fields(strings.TrimPrefix(s.Next.Command, "kubectl crdversion "))...)
+	mustRun(t, "migrate", crd.Name)
+	healed := statusJSON(t, crd.Name)
+	if healed.State != lifecycle.StateS5 || len(healed.Findings) != 0 || healed.Objects.Count != 2 || strings.Join(healed.StoredVersions, ",") != "v2" {
+		t.Errorf("after the repair: state %s, findings %+v, objects %+v, storedVersions %v", healed.State, healed.Findings, healed.Objects, healed.StoredVersions)
+	}
 }
 
 // TestStatusResolvesNamesLikeKubectl names one CRD every way kubectl accepts.

@@ -2,9 +2,12 @@ package lifecycle
 
 import (
 	"fmt"
+	"regexp"
+	"sort"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
@@ -146,7 +149,9 @@ type Conversion struct {
 
 // NextStep is the command that moves the CRD to the next lifecycle state.
 type NextStep struct {
-	Command string `json:"command"`
+	// Command is empty when the next step is not a command of this tool
+	// (for example repairing a conversion webhook); Reason then says what.
+	Command string `json:"command,omitempty"`
 	Reason  string `json:"reason"`
 }
 
@@ -199,11 +204,30 @@ func Analyze(crd *apiextensionsv1.CustomResourceDefinition) Analysis {
 	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion)
 	a.StateDescription = a.State.Description()
 	a.Findings = findings(crd, a)
-	a.Next = repairStep(a)
-	if a.Next == nil {
-		a.Next = nextStep(crd.Name, a)
-	}
+	a.settle()
 	return a
+}
+
+// AddFinding adds a finding found outside the CRD (for example from
+// listing its objects), keeps the findings ordered and recomputes Next.
+func (a *Analysis) AddFinding(f Finding) {
+	a.Findings = append(a.Findings, f)
+	a.settle()
+}
+
+var severityRank = map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
+
+// settle orders the findings most severe first (stable within a severity)
+// and picks Next: the repair of the first blocking finding, else the
+// lifecycle's next step.
+func (a *Analysis) settle() {
+	sort.SliceStable(a.Findings, func(i, j int) bool {
+		return severityRank[a.Findings[i].Severity] < severityRank[a.Findings[j].Severity]
+	})
+	a.Next = repairStep(*a)
+	if a.Next == nil {
+		a.Next = nextStep(a.CRD.Name, *a)
+	}
 }
 
 func conversionOf(crd *apiextensionsv1.CustomResourceDefinition) Conversion {
@@ -296,8 +320,15 @@ func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (sta
 	for _, v := range crd.Spec.Versions {
 		switch {
 		case v.Name == storage:
-		case HigherPriority(v.Name, storage):
+		case HigherPriority(v.Name, storage) && !v.Deprecated:
 			higher = append(higher, v.Name)
+		case HigherPriority(v.Name, storage):
+			// A deprecated version is never the one to move to: it is on
+			// its way out, whatever its priority.
+			lower = append(lower, v.Name)
+		case isPreviewOfLaterMajor(v.Name, storage):
+			// v3alpha1 beside storage v2 is a preview of what comes next,
+			// not a version on its way out.
 		default:
 			lower = append(lower, v.Name)
 		}
@@ -340,32 +371,66 @@ func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (sta
 	}
 }
 
+var kubeVersion = regexp.MustCompile(`^v([0-9]+)(alpha|beta)([0-9]+)$`)
+
+// isPreviewOfLaterMajor reports whether name is an alpha or beta of a
+// greater major version than storage (v3alpha1 beside v2).
+func isPreviewOfLaterMajor(name, storage string) bool {
+	m := kubeVersion.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	var major, storageMajor int
+	if _, err := fmt.Sscanf(m[1], "%d", &major); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscanf(strings.TrimPrefix(storage, "v"), "%d", &storageMajor); err != nil {
+		return false
+	}
+	return major > storageMajor
+}
+
 func lowest(names []string) string {
 	sorted := ByPriority(names)
 	return sorted[len(sorted)-1]
 }
 
+// retiredVersions are the valid entries of the retired-versions annotation:
+// version names (DNS-1035 labels) no longer in spec.versions.
 func retiredVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	var out []string
 	for _, s := range strings.Split(crd.Annotations[RetiredVersionsAnnotation], ",") {
-		if s = strings.TrimSpace(s); s != "" {
+		s = strings.TrimSpace(s)
+		if s != "" && len(validation.IsDNS1035Label(s)) == 0 && FindVersion(crd, s) == nil {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// repairStep is the next step when the CRD is broken in a way that blocks
-// the lifecycle: a storedVersions entry missing from spec.versions must be
-// restored before anything else, because objects may still be stored at it.
+// repairStep is the next step when something blocks the lifecycle: an
+// error finding (a storedVersions entry missing from spec.versions,
+// unreadable objects, a CRD that is not established, …) or no served
+// version. Its fix is the next command when it is one; otherwise Next only
+// says what to resolve. Moving the lifecycle on before that would make
+// things worse.
 func repairStep(a Analysis) *NextStep {
 	for _, f := range a.Findings {
-		if f.Code == CodeStoredVersionNotInSpec {
-			return &NextStep{
-				Command: f.Fix,
-				Reason:  fmt.Sprintf("objects stored at %s are unreadable until %s is back in spec.versions; then kubectl crdversion migrate %s rewrites them and trims storedVersions", f.Version, f.Version, a.CRD.Name),
-			}
+		if f.Severity != SeverityError && f.Code != CodeNoServedVersion {
+			continue
 		}
+		if strings.HasPrefix(f.Fix, "kubectl crdversion ") {
+			reason := "resolve first: " + f.Message
+			if f.Code == CodeStoredVersionNotInSpec {
+				reason = fmt.Sprintf("objects stored at %s are unreadable until %s is back in spec.versions; then kubectl crdversion migrate %s rewrites them and trims storedVersions", f.Version, f.Version, a.CRD.Name)
+			}
+			return &NextStep{Command: f.Fix, Reason: reason}
+		}
+		reason := "resolve first: " + f.Message
+		if f.Fix != "" {
+			reason += "; " + f.Fix
+		}
+		return &NextStep{Reason: reason}
 	}
 	return nil
 }
@@ -403,7 +468,7 @@ func nextStep(name string, a Analysis) *NextStep {
 	case StateS5:
 		return &NextStep{
 			Command: cmd("retire %s %s", name, a.OldVersion),
-			Reason:  fmt.Sprintf("remove %s from spec.versions", a.OldVersion),
+			Reason:  fmt.Sprintf("remove %s from spec.versions (retire is not in this release yet: until it is, check that no object's managedFields name %s, then remove it from spec.versions by hand)", a.OldVersion, a.OldVersion),
 		}
 	}
 	return nil

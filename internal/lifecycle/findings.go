@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -58,7 +59,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 				Fix:     fmt.Sprintf("kubectl crdversion unserve %s %s (once no client requests it)", name, v.Name),
 			})
 		}
-		if v.Storage && !v.Served {
+		if v.Storage && !v.Served && otherServed(crd, v.Name) {
 			add(Finding{
 				Code: CodeStorageVersionNotServed, Severity: SeverityInfo, Version: v.Name,
 				Message: fmt.Sprintf("the storage version %s is not served; objects are read and written through other versions only", v.Name),
@@ -68,7 +69,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	if served == 0 && len(crd.Spec.Versions) > 0 {
 		add(Finding{
 			Code: CodeNoServedVersion, Severity: SeverityWarning,
-			Message: "no version is served: the API server offers no endpoint for this resource",
+			Message: "no version is served: the API server offers no endpoint for this resource, and its objects cannot be listed or counted",
 			Fix:     fmt.Sprintf("kubectl crdversion serve %s %s", name, orPlaceholder(a.StorageVersion)),
 		})
 	}
@@ -83,6 +84,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		}
 	}
 
+	out = append(out, migrationPruning(crd, a)...)
 	out = append(out, conditionFindings(crd)...)
 	out = append(out, conversionFindings(crd, a)...)
 
@@ -107,6 +109,13 @@ const (
 
 func conditionFindings(crd *apiextensionsv1.CustomResourceDefinition) []Finding {
 	var out []Finding
+	if crd.DeletionTimestamp != nil {
+		out = append(out, Finding{
+			Code: CodeTerminating, Severity: SeverityError,
+			Message: fmt.Sprintf("the CRD is being deleted (since %s, finalizers %v): its objects are being removed", crd.DeletionTimestamp.UTC().Format("2006-01-02T15:04:05Z"), crd.Finalizers),
+			Fix:     "wait for the deletion to finish; no version step applies to a CRD being deleted",
+		})
+	}
 	for _, c := range crd.Status.Conditions {
 		detail := c.Reason
 		if c.Message != "" {
@@ -123,13 +132,14 @@ func conditionFindings(crd *apiextensionsv1.CustomResourceDefinition) []Finding 
 			out = append(out, Finding{
 				Code: CodeNamesNotAccepted, Severity: SeverityError,
 				Message: "the CRD's names conflict with another resource (NamesAccepted=False, " + detail + ")",
+				Fix:     "change the conflicting names in spec.names (plural, singular, shortNames, kind, listKind) so that no other resource of the group uses them",
 			})
 		case c.Type == apiextensionsv1.NonStructuralSchema && c.Status == apiextensionsv1.ConditionTrue:
 			out = append(out, Finding{
 				Code: CodeNonStructuralSchema, Severity: SeverityWarning,
 				Message: "a version's schema is not structural (" + detail + "): pruning and defaulting do not work as expected",
 			})
-		case c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue:
+		case c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue && crd.DeletionTimestamp == nil:
 			out = append(out, Finding{
 				Code: CodeTerminating, Severity: SeverityWarning,
 				Message: "the CRD is being deleted (" + detail + ")",
@@ -216,25 +226,112 @@ func orPlaceholder(s string) string {
 	return s
 }
 
-// CodeObjectsUnreadable reports that listing the CRD's objects failed.
-const CodeObjectsUnreadable = "ObjectsUnreadable"
+// Codes of findings about the objects.
+const (
+	// CodeObjectsUnreadable reports that the API server could not read
+	// the CRD's objects.
+	CodeObjectsUnreadable = "ObjectsUnreadable"
+	// CodeObjectsNotCounted reports that this user may not list them.
+	CodeObjectsNotCounted = "ObjectsNotCounted"
+	// CodeMigrationPrunes reports that rewriting objects stored at an old
+	// version at the storage version drops fields (conversion None).
+	CodeMigrationPrunes = "MigrationPrunesFields"
+)
+
+// migrationPruning finds, under conversion strategy None, the fields that
+// objects stored at an old version (still in storedVersions) lose for good
+// when migrate rewrites them at the storage version.
+func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Finding {
+	if a.Conversion.Strategy != string(apiextensionsv1.NoneConverter) {
+		return nil
+	}
+	var out []Finding
+	for _, f := range MigrationLosses(crd) {
+		out = append(out, Finding{
+			Code: CodeMigrationPrunes, Severity: SeverityWarning, Version: f.Version,
+			Message: fmt.Sprintf("conversion strategy None: objects stored at %s lose %s when rewritten at the storage version %s (reads through %s already drop them)", f.Version, strings.Join(f.Fields, ", "), a.StorageVersion, a.StorageVersion),
+			Fix:     fmt.Sprintf("add the fields to %s's schema, or use Webhook conversion, before kubectl crdversion migrate %s (which refuses without --allow-pruning)", a.StorageVersion, crd.Name),
+		})
+	}
+	return out
+}
+
+// Loss is what migrating objects stored at Version drops.
+type Loss struct {
+	Version string
+	Fields  []string
+}
+
+// MigrationLosses lists, for conversion strategy None, each old version in
+// status.storedVersions whose schema has fields that the storage version's
+// schema prunes. It is empty for Webhook conversion (the webhook decides).
+func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
+	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+		return nil
+	}
+	storage := FindVersion(crd, StorageVersion(crd))
+	if storage == nil {
+		return nil
+	}
+	var out []Loss
+	for _, s := range crd.Status.StoredVersions {
+		old := FindVersion(crd, s)
+		if old == nil || old.Name == storage.Name {
+			continue
+		}
+		if fields := schema.PrunedFields(schema.Of(old), schema.Of(storage)); len(fields) > 0 {
+			out = append(out, Loss{Version: s, Fields: fields})
+		}
+	}
+	return out
+}
+
+func otherServed(crd *apiextensionsv1.CustomResourceDefinition, name string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Name != name {
+			return true
+		}
+	}
+	return false
+}
+
+var invalidGroupVersion = regexp.MustCompile(`invalid group/version: [^/\s]+/([a-z0-9-]+)`)
 
 // UnreadableObjects is the finding for a list of the CRD's objects through
-// version that the API server refused with message, typically because some
-// objects are stored at a version no longer in spec.versions
-// ("StorageReadError … request to convert CR from an invalid group/version").
-// The fix is the one for the first storedVersions entry missing from spec,
-// when there is one.
-func UnreadableObjects(a Analysis, version, message string) Finding {
+// version that the API server refused with message. Forbidden and
+// Unauthorized mean this user may not list them (ObjectsNotCounted, info);
+// anything else means the API server cannot read them (ObjectsUnreadable,
+// error), and the fix follows from the message: objects stored at a version
+// missing from spec.versions ("request to convert CR from an invalid
+// group/version: <group>/<version>") need that version restored; a failing
+// conversion webhook needs repair.
+func UnreadableObjects(a Analysis, version, message string, forbidden bool) Finding {
+	if forbidden {
+		return Finding{
+			Code: CodeObjectsNotCounted, Severity: SeverityInfo, Version: version,
+			Message: "objects not counted: " + message,
+			Fix:     fmt.Sprintf("grant list on %s.%s, or pass --count=false", a.CRD.Plural, a.CRD.Group),
+		}
+	}
 	f := Finding{
 		Code: CodeObjectsUnreadable, Severity: SeverityError, Version: version,
 		Message: fmt.Sprintf("listing objects at %s failed: %s", version, message),
 	}
-	for _, other := range a.Findings {
-		if other.Code == CodeStoredVersionNotInSpec {
-			f.Fix = other.Fix
-			break
-		}
+	switch m := invalidGroupVersion.FindStringSubmatch(message); {
+	case m != nil && !versionInSpec(a, m[1]):
+		f.Fix = fmt.Sprintf("kubectl crdversion add-version %s %s --from %s --served=false", a.CRD.Name, m[1], orPlaceholder(a.StorageVersion))
+		f.Message += fmt.Sprintf("; objects are stored at %s, which is no longer in spec.versions", m[1])
+	case strings.Contains(message, "conversion webhook"):
+		f.Fix = "repair the conversion webhook (is its Service running, does the caBundle match its certificate?); until then these objects cannot be read, written or deleted"
 	}
 	return f
+}
+
+func versionInSpec(a Analysis, name string) bool {
+	for _, v := range a.Versions {
+		if v.Name == name && v.InSpec {
+			return true
+		}
+	}
+	return false
 }

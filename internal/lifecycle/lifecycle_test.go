@@ -111,6 +111,25 @@ func TestAnalyzeStates(t *testing.T) {
 			StateS1, "v1", "v2", "promote-storage widgets.example.com v2", ""},
 		{"non-conforming names sort last", newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(),
 			StateS3, "next", "v1", "deprecate widgets.example.com next", ""},
+		{"a preview of the next major is not an old version", newCRD().version("v1", true, false).version("v2", true, true).version("v3alpha1", true, false).stored("v2").v(),
+			StateS3, "v1", "v2", "deprecate widgets.example.com v1", ""},
+		{"a deprecated higher version is not promoted", newCRD().version("v1beta1", true, true).version("v1", true, false).deprecated("v1").stored("v1beta1").v(),
+			StateS4, "v1", "v1beta1", "unserve widgets.example.com v1", CodeDeprecatedServed + "," + CodeStorageNotHighestVersion},
+		{"garbage in the retired annotation", newCRD().version("v2", true, true).stored("v2").annotate(RetiredVersionsAnnotation, "garbage!!,, ,v2").v(),
+			StateS0, "v2", "", "add-version widgets.example.com <new-version> --from v2", ""},
+		{"an error blocks the lifecycle", func() *apiextensionsv1.CustomResourceDefinition {
+			crd := newCRD().version("v1", true, true).stored("v1").v()
+			crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "ListKindConflict"}}
+			return crd
+		}(), StateS0, "v1", "", "", CodeNamesNotAccepted},
+		{"a CRD being deleted", func() *apiextensionsv1.CustomResourceDefinition {
+			crd := newCRD().version("v1", true, true).stored("v1").v()
+			now := metav1.Now()
+			crd.DeletionTimestamp = &now
+			return crd
+		}(), StateS0, "v1", "", "", CodeTerminating},
+		{"migrating would prune", newCRD().version("v1alpha1", true, false, "size", "legacy").version("v1", true, true, "size").stored("v1alpha1", "v1").v(),
+			StateS2, "v1alpha1", "v1", "migrate widgets.example.com", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,7 +238,7 @@ func TestFindings(t *testing.T) {
 			CodePreserveUnknownFields, "preserveUnknownFields"},
 		{"no version served",
 			newCRD().version("v1", false, true).stored("v1").v(),
-			CodeStorageVersionNotServed + "," + CodeNoServedVersion, "not served"},
+			CodeNoServedVersion, "no version is served"},
 		{"invalid caBundle keeps the CRD from being established",
 			func() *apiextensionsv1.CustomResourceDefinition {
 				crd := newCRD().version("v1", true, true).stored("v1").v()
@@ -259,5 +278,29 @@ func TestPriority(t *testing.T) {
 		if IsKubeVersion(name) != want {
 			t.Errorf("IsKubeVersion(%q) = %v, want %v", name, !want, want)
 		}
+	}
+}
+
+func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
+	crd := newCRD().version("v1", true, false).deprecated("v1").version("v2", true, true).stored("v2").v()
+	a := Analyze(crd)
+	a.AddFinding(UnreadableObjects(a, "v2", "failed to read … request to convert CR from an invalid group/version: example.com/v0", false))
+	if a.Findings[0].Code != CodeObjectsUnreadable || a.Findings[1].Code != CodeDeprecatedServed {
+		t.Errorf("order: %s", codes(a.Findings))
+	}
+	if a.Next == nil || a.Next.Command != "kubectl crdversion add-version widgets.example.com v0 --from v2 --served=false" {
+		t.Errorf("next = %+v", a.Next)
+	}
+
+	hook := Analyze(crd)
+	hook.AddFinding(UnreadableObjects(hook, "v2", "conversion webhook for example.com/v2 failed: connection refused", false))
+	if hook.Next == nil || hook.Next.Command != "" || !strings.Contains(hook.Next.Reason, "repair the conversion webhook") {
+		t.Errorf("webhook: next = %+v", hook.Next)
+	}
+
+	denied := Analyze(crd)
+	denied.AddFinding(UnreadableObjects(denied, "v2", "forbidden", true))
+	if f := denied.Findings[len(denied.Findings)-1]; f.Code != CodeObjectsNotCounted || f.Severity != SeverityInfo || denied.Next.Command != "kubectl crdversion unserve widgets.example.com v1" {
+		t.Errorf("forbidden: %+v, next %+v", f, denied.Next)
 	}
 }

@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build sandbox demo test unit integration check fmt tidy clean
+.PHONY: all build sandbox demo test unit integration check fmt tidy clean bench
 
 all: build
 
@@ -59,3 +59,8 @@ tidy:
 
 clean:
 	rm -rf $(BIN) dist
+
+## bench: migrate vs. a sequential loop vs. the API server's ceiling (N objects, default 10000; N=100000 on request)
+N ?= 10000
+bench:
+	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 90m .

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,7 @@ type result struct {
 	stdout, stderr string
 	err            error // in-process: the error Execute returned
 	code           int   // binary: the exit code
+	maxRSSKiB      int64 // binary: the process's peak resident set (VmHWM)
 }
 
 // plugin runs the command tree in-process against the test server.
@@ -78,8 +80,30 @@ func execute(t testing.TB, path string, env []string, args ...string) result {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), env...)
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errOut.String()}
+	err := cmd.Start()
+	var hwm int64
+	if err == nil {
+		// The peak resident set of the new program: VmHWM belongs to the
+		// memory map exec created (the rusage maxrss of a child also counts
+		// the forked copy of this large test process).
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		tick := time.NewTicker(20 * time.Millisecond)
+	poll:
+		for {
+			if v := readHWM(status); v > hwm {
+				hwm = v
+			}
+			select {
+			case err = <-done:
+				break poll
+			case <-tick.C:
+			}
+		}
+		tick.Stop()
+	}
+	r := result{stdout: out.String(), stderr: errOut.String(), maxRSSKiB: hwm}
 	var exitErr *exec.ExitError
 	switch {
 	case errors.As(err, &exitErr):
@@ -88,6 +112,22 @@ func execute(t testing.TB, path string, env []string, args ...string) result {
 		t.Fatalf("running %s: %v", path, err)
 	}
 	return r
+}
+
+// readHWM returns VmHWM in KiB from a /proc/<pid>/status file, or 0.
+func readHWM(path string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kib int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kib)
+			return kib
+		}
+	}
+	return 0
 }
 
 // crontab returns a CronTab CRD (the example of the Kubernetes docs) named

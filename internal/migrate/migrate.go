@@ -99,7 +99,7 @@ type Options struct {
 
 // DefaultOptions are the defaults of kubectl crdversion migrate.
 func DefaultOptions() Options {
-	return Options{ChunkSize: 500, Concurrency: 32, Retries: 5, RetryDelay: 200 * time.Millisecond, FieldManager: "kubectl-crdversion"}
+	return Options{ChunkSize: 500, Concurrency: 64, Retries: 5, RetryDelay: 200 * time.Millisecond, FieldManager: "kubectl-crdversion"}
 }
 
 // Failure is an object that could not be migrated.

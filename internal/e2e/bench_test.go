@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// BenchmarkMigrate measures, on the in-process kube-apiserver, with N
+// objects ($CRDVERSION_BENCH_OBJECTS, default 10000) that each need a
+// rewrite:
+//
+//	(a) kubectl crdversion migrate with its defaults (the built binary,
+//	    whose peak RSS is measured too);
+//	(b) a sequential GET+PUT loop — what cmctl, clusterctl and a
+//	    hand-written kubectl loop do;
+//	(c) the ceiling: concurrent no-op merge patches with no bookkeeping.
+//
+// Each phase flips the storage version first, so every object needs a
+// rewrite in each. It prints objects/s, a/b and a/c. Run it with make bench.
+func BenchmarkMigrate(b *testing.B) {
+	n := 10000
+	if s := os.Getenv("CRDVERSION_BENCH_OBJECTS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ceiling := 64
+	if s := os.Getenv("CRDVERSION_BENCH_CEILING_CONCURRENCY"); s != "" {
+		ceiling, _ = strconv.Atoi(s)
+	}
+	for i := 0; i < b.N; i++ {
+		benchMigrate(b, n, ceiling)
+	}
+}
+
+func benchMigrate(b *testing.B, n, ceiling int) {
+	c := newClients(b)
+	group := fmt.Sprintf("bench%d.example.com", time.Now().UnixNano())
+	crd := advance(b, c, group, apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	nss := namespaces("bench", 10)
+	start := time.Now()
+	createManyCronTabs(b, c, crd, "v1", n, nss)
+	fmt.Printf("created %d objects in %.1fs\n", n, time.Since(start).Seconds())
+	crd = advance2(b, c, crd.Name)
+	flip := func(to string) {
+		updateCRD(b, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			for i := range crd.Spec.Versions {
+				crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == to
+			}
+		})
+	}
+
+	// (c) runs first, (a) last: each phase finds every object stored at the
+	// other version.
+	// (c) the ceiling: one list, then concurrent pinned no-op patches,
+	// nothing else.
+	unthrottled := rest.CopyConfig(srv.Config)
+	unthrottled.QPS, unthrottled.Burst = -1, 0
+	dyn := dynamic.NewForConfigOrDie(unthrottled)
+	ctx := context.Background()
+	res2 := dyn.Resource(gvr(crd, "v2"))
+	start = time.Now()
+	current, err := res2.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := current.Items
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for w := 0; w < ceiling; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(items) {
+					return
+				}
+				patch := fmt.Sprintf(`{"metadata":{"uid":%q,"resourceVersion":%q}}`, items[i].GetUID(), items[i].GetResourceVersion())
+				if _, err := res2.Namespace(items[i].GetNamespace()).Patch(ctx, items[i].GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	top := float64(n) / time.Since(start).Seconds()
+	if failed.Load() > 0 {
+		b.Fatalf("ceiling: %d writes failed", failed.Load())
+	}
+	// (b) sequential GET + PUT of every object, at v1 after flipping back.
+	flip("v1")
+	res := dyn.Resource(gvr(crd, "v1"))
+	list, err := res.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start = time.Now()
+	for _, item := range list.Items {
+		obj, err := res.Namespace(item.GetNamespace()).Get(ctx, item.GetName(), metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := res.Namespace(item.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	seq := float64(n) / time.Since(start).Seconds()
+
+	// (a) the plugin, as a user runs it, back at v2.
+	flip("v2")
+	start = time.Now()
+	r := binary(b, nil, "migrate", crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", filepath.Join(b.TempDir(), "cache"))
+	a := float64(n) / time.Since(start).Seconds()
+	if r.code != 0 {
+		b.Fatalf("migrate: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	fmt.Print(r.stdout)
+
+	rss := float64(r.maxRSSKiB) / 1024
+	fmt.Printf("objects: %d (10 namespaces), kube-apiserver v1.37.2 in-process, %d CPUs\n", n, runtime.NumCPU())
+	fmt.Printf("(a) kubectl crdversion migrate, defaults:       %7.0f objects/s, peak RSS %.1f MiB\n", a, rss)
+	fmt.Printf("(b) sequential GET+PUT loop:                    %7.0f objects/s\n", seq)
+	fmt.Printf("(c) ceiling, %3d concurrent no-op patches:      %7.0f objects/s\n", ceiling, top)
+	fmt.Printf("a/b = %.2f   a/c = %.2f\n", a/seq, a/top)
+	b.ReportMetric(a, "migrate-objects/s")
+	b.ReportMetric(seq, "sequential-objects/s")
+	b.ReportMetric(top, "ceiling-objects/s")
+	b.ReportMetric(a/seq, "a/b")
+	b.ReportMetric(a/top, "a/c")
+	b.ReportMetric(rss, "migrate-peak-RSS-MiB")
+}

@@ -27,6 +27,10 @@ crdversion status httproutes
 crdversion promote-storage httproutes.gateway.networking.k8s.io v1
 crdversion status httproute
 
+# Rewrite every stored route at v1, then trim storedVersions to [v1].
+crdversion migrate httproutes.gateway.networking.k8s.io
+crdversion status httproutes.gateway.networking.k8s.io -o jsonpath='{.state}{" storedVersions="}{.storedVersions}{" next: "}{.next.command}{"\n"}'
+
 # ReferenceGrant stores v1alpha2 and serves v1beta1 beside it: a promotion
 # is due. A server-side dry run runs every check and writes nothing.
 crdversion promote-storage referencegrants.gateway.networking.k8s.io v1beta1 --dry-run=server

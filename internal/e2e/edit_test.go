@@ -128,6 +128,8 @@ func TestEditRefusals(t *testing.T) {
 	refused(t, c, name, []string{"v1 is the storage version"}, "unserve", name, "v1")
 	refused(t, c, name, []string{"version v7 is not in spec.versions"}, "promote-storage", name, "v7")
 	refused(t, c, name, []string{"version v7 is not in spec.versions"}, "deprecate", name, "v7")
+	refused(t, c, name, []string{"version v7 is not in spec.versions"}, "serve", name, "v7")
+	refused(t, c, name, []string{"version v7 is not in spec.versions"}, "unserve", name, "v7")
 
 	// Unserving v2 leaves v1; unserving v1 too would leave nothing served —
 	// v1 is also the storage version, and both reasons are given.

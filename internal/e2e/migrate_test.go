@@ -14,8 +14,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/metadata"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -427,5 +429,56 @@ func TestMigrateRefusesToPrune(t *testing.T) {
 	mustRun(t, "migrate", crd.Name, "--allow-pruning")
 	if got := storedAt(t, crd); got["migrate-prune.example.com/v1"] != 1 {
 		t.Errorf("after --allow-pruning: %v", got)
+	}
+}
+
+// TestMigrateRecoversFromExpiredContinue resumes from a checkpoint whose
+// continue token has expired (etcd compacted past it): the API server
+// answers 410 Gone, the list restarts, and no object is skipped.
+func TestMigrateRecoversFromExpiredContinue(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "migrate-gone.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 120, []string{"gone"})
+	crd = advance2(t, c, crd.Name)
+
+	// A continue token from before a compaction, starting mid-list.
+	ctx := context.Background()
+	old, err := srv.Etcd.Get(ctx, "compaction-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleRV := old.Header.Revision
+	if _, err := srv.Etcd.Put(ctx, "compaction-probe", "x"); err != nil {
+		t.Fatal(err)
+	}
+	now, err := srv.Etcd.Get(ctx, "compaction-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Etcd.Compact(ctx, now.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	token, err := storage.EncodeContinue(srv.EtcdPrefix+"/migrate-gone.example.com/crontabs/gone/crontab-00060", srv.EtcdPrefix+"/migrate-gone.example.com/crontabs/", staleRV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.dyn.Resource(gvr(crd, "v2")).List(ctx, metav1.ListOptions{Limit: 10, Continue: token}); !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Fatalf("the stale token is not expired: %v", err)
+	}
+	cp := filepath.Join(t.TempDir(), "checkpoint.json")
+	data, _ := json.Marshal(map[string]any{"crd": crd.Name, "crdUID": crd.UID, "storageVersion": "v2", "continue": token})
+	writeFile(t, cp, string(data))
+
+	opts := migrate.DefaultOptions()
+	opts.ChunkSize, opts.Checkpoint = 25, cp
+	res, err := engine(t).Run(ctx, crd.Name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed || !res.Complete || res.Total != 120 || res.Rewritten != 120 || !res.Trim.Trimmed {
+		t.Errorf("result: %+v", res)
+	}
+	if got := storedAt(t, crd); got["migrate-gone.example.com/v2"] != 120 {
+		t.Errorf("stored %v", got)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -208,7 +207,6 @@ func TestMigrateWithConcurrentWritersAndDeletes(t *testing.T) {
 			if err := resource(c, crd, "v2", ns).Delete(ctx, name, metav1.DeleteOptions{}); err == nil {
 				deleted.Store(ns+"/"+name, true)
 			}
-			time.Sleep(time.Millisecond)
 		}
 	}()
 	m, r := migrationJSON(t, crd.Name, "--chunk-size", "50", "--concurrency", "8")

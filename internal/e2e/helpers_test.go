@@ -370,10 +370,10 @@ func golden(t testing.TB, name, got string) {
 	}
 }
 
-// waitFor polls cond every 50 ms for up to 30 s.
+// waitFor polls cond every 50 ms for up to 3 minutes.
 func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		return cond()
 	})
 	if err != nil {

@@ -334,7 +334,7 @@ func (r *run) list(ctx context.Context, items chan<- item, pages chan<- *page) e
 	token := r.continueToken
 	for {
 		var list *metav1.PartialObjectMetadataList
-		err := retry.OnError(r.backoff(), retriable, func() error {
+		err := retry.OnError(listBackoff, retriable, func() error {
 			var err error
 			list, err = res.List(ctx, metav1.ListOptions{Limit: r.opts.ChunkSize, Continue: token})
 			return err
@@ -416,6 +416,12 @@ func apiMessageOf(err error) string {
 	}
 	return err.Error()
 }
+
+// listBackoff is longer than a write's: right after a storage version
+// change the API server re-initializes the resource's watch cache and
+// answers lists with 429 "storage is (re)initializing" until it has read
+// every object (tens of seconds at 100k objects).
+var listBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second}
 
 func (r *run) backoff() wait.Backoff {
 	return wait.Backoff{Duration: r.opts.RetryDelay, Factor: 2, Jitter: 0.2, Steps: r.opts.Retries + 1}

@@ -241,15 +241,11 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 // Deprecate sets or, with undo, clears deprecated and deprecationWarning.
 // A nil warning keeps the API server's default text.
 func Deprecate(crd *apiextensionsv1.CustomResourceDefinition, version string, warning *string, undo bool) *Result {
-	out := crd.DeepCopy()
-	r := &Result{Edited: out}
-	cs := &r.Checks
-	v := lifecycle.FindVersion(out, version)
+	r, v := editVersion(crd, version)
 	if v == nil {
-		cs.add("VersionExists", Fail, "version %s is not in spec.versions", version)
 		return r
 	}
-	cs.add("VersionExists", Pass, "%s is in spec.versions", version)
+	cs := &r.Checks
 	if undo {
 		if !v.Deprecated && v.DeprecationWarning == nil {
 			r.NoOp = true
@@ -284,15 +280,11 @@ func Deprecate(crd *apiextensionsv1.CustomResourceDefinition, version string, wa
 // version or the last served version. (The check that clients have stopped
 // using the version belongs to the command, with access to the metrics.)
 func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, served bool) *Result {
-	out := crd.DeepCopy()
-	r := &Result{Edited: out}
-	cs := &r.Checks
-	v := lifecycle.FindVersion(out, version)
+	r, v := editVersion(crd, version)
 	if v == nil {
-		cs.add("VersionExists", Fail, "version %s is not in spec.versions", version)
 		return r
 	}
-	cs.add("VersionExists", Pass, "%s is in spec.versions", version)
+	cs := &r.Checks
 	if v.Served == served {
 		r.NoOp = true
 		r.Summary = fmt.Sprintf("%s is already %s; nothing to do", version, servedWord(served))
@@ -320,9 +312,22 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		}
 	}
 	v.Served = served
-	defaultVersionCheck(cs, crd, out)
+	defaultVersionCheck(cs, crd, r.Edited)
 	r.Summary = fmt.Sprintf("%s %s", map[bool]string{true: "serve", false: "stop serving"}[served], version)
 	return r
+}
+
+// editVersion starts an edit of one existing version: a copy of crd and
+// the version in it, or a nil version and a failed VersionExists check.
+func editVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Result, *apiextensionsv1.CustomResourceDefinitionVersion) {
+	r := &Result{Edited: crd.DeepCopy()}
+	v := lifecycle.FindVersion(r.Edited, version)
+	if v == nil {
+		r.Checks.add("VersionExists", Fail, "version %s is not in spec.versions", version)
+		return r, nil
+	}
+	r.Checks.add("VersionExists", Pass, "%s is in spec.versions", version)
+	return r, v
 }
 
 func servedWord(served bool) string {

@@ -14,12 +14,29 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
+
+// listAll lists every object, retrying while the API server's watch cache
+// re-initializes after a storage flip ("storage is (re)initializing").
+func listAll(b *testing.B, res dynamic.NamespaceableResourceInterface) []unstructured.Unstructured {
+	b.Helper()
+	var items []unstructured.Unstructured
+	waitFor(b, "a complete list", func() (bool, error) {
+		list, err := res.List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		items = list.Items
+		return true, nil
+	})
+	return items
+}
 
 // BenchmarkMigrate measures, on the in-process kube-apiserver, with N
 // objects ($CRDVERSION_BENCH_OBJECTS, default 10000) that each need a
@@ -88,11 +105,7 @@ func benchMigrate(b *testing.B, n, ceiling int) {
 	ctx := context.Background()
 	res2 := dyn.Resource(gvr(crd, "v2"))
 	start = time.Now()
-	current, err := res2.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	items := current.Items
+	items := listAll(b, res2)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -120,12 +133,9 @@ func benchMigrate(b *testing.B, n, ceiling int) {
 	// (b) sequential GET + PUT of every object, at v1 after flipping back.
 	flip("v1")
 	res := dyn.Resource(gvr(crd, "v1"))
-	list, err := res.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	listed := listAll(b, res)
 	start = time.Now()
-	for _, item := range list.Items {
+	for _, item := range listed {
 		obj, err := res.Namespace(item.GetNamespace()).Get(ctx, item.GetName(), metav1.GetOptions{})
 		if err != nil {
 			b.Fatal(err)

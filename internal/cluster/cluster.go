@@ -36,6 +36,13 @@ type Client struct {
 	config   *rest.Config
 }
 
+// Client-side rate limit of every command unless a command's flags say
+// otherwise.
+const (
+	DefaultQPS   = 500
+	DefaultBurst = 1000
+)
+
 // Option changes the client configuration New builds from.
 type Option func(*rest.Config)
 
@@ -59,11 +66,15 @@ func New(getter genericclioptions.RESTClientGetter, opts ...Option) (*Client, er
 	if err != nil {
 		return nil, err
 	}
-	if len(opts) > 0 {
-		cfg = rest.CopyConfig(cfg)
-		for _, o := range opts {
-			o(cfg)
-		}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// client-go's default (5/s, burst 10) would take minutes over the
+		// per-object checks of promote-storage; stay well above it and let
+		// the API server's priority and fairness decide.
+		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	ext, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {

@@ -339,6 +339,45 @@ func TestMigrateStorageChangedMidRun(t *testing.T) {
 	}
 }
 
+// TestMigrateStorageFlippedAndBack flips the storage version away and back
+// during the run: objects handled meanwhile may be stored at the other
+// version, so nothing may be trimmed; a clean re-run trims.
+func TestMigrateStorageFlippedAndBack(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "migrate-flipback.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 300, []string{"flipback"})
+	crd = advance2(t, c, crd.Name)
+	setStorage := func(to string) {
+		updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			for i := range crd.Spec.Versions {
+				crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == to
+			}
+		})
+	}
+	var once sync.Once
+	opts := migrate.DefaultOptions()
+	opts.ChunkSize, opts.Concurrency = 20, 2
+	opts.Progress = func(done, total int64) {
+		if done >= 50 {
+			once.Do(func() { setStorage("v1"); setStorage("v2") })
+		}
+	}
+	res, err := engine(t).Run(context.Background(), crd.Name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Trim.Trimmed || !strings.Contains(res.Trim.Reason, "the CRD's spec changed during the run") {
+		t.Errorf("trim: %+v", res.Trim)
+	}
+	again, err := engine(t).Run(context.Background(), crd.Name, migrate.DefaultOptions())
+	if err != nil || !again.Trim.Trimmed {
+		t.Fatalf("re-run: %v %+v", err, again)
+	}
+	if got := storedAt(t, crd); got["migrate-flipback.example.com/v2"] != 300 {
+		t.Errorf("stored %v", got)
+	}
+}
+
 func engine(t testing.TB) *migrate.Engine {
 	c := newClients(t)
 	return &migrate.Engine{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions(), Dynamic: c.dyn, Metadata: metadata.NewForConfigOrDie(srv.Config)}

@@ -19,12 +19,16 @@ var (
 )
 
 // checkpoint is the file a run writes after each completed page. It is
-// only valid for the same CRD (uid) and the same storage version: objects
-// migrated before a storage version change would have to be migrated again.
+// only valid for the same CRD (uid) at the same generation: objects handled
+// before a spec change (a storage version change, even one undone since)
+// may be stored at another version and are migrated again.
 type checkpoint struct {
-	CRD            string    `json:"crd"`
-	CRDUID         types.UID `json:"crdUID"`
-	StorageVersion string    `json:"storageVersion"`
+	CRD    string    `json:"crd"`
+	CRDUID types.UID `json:"crdUID"`
+	// Generation is the CRD's metadata.generation: any spec change since
+	// (a storage flip and back included) makes the checkpoint stale.
+	Generation     int64  `json:"generation"`
+	StorageVersion string `json:"storageVersion"`
 	// Continue is the list continue token after the last page whose objects
 	// were all handled. The API server keeps these for a few minutes (etcd
 	// compaction); an expired token restarts the list from the beginning,
@@ -32,6 +36,23 @@ type checkpoint struct {
 	Continue string    `json:"continue"`
 	Counts   Counts    `json:"counts"`
 	Updated  time.Time `json:"updated"`
+}
+
+// CheckCheckpointPath fails early when path cannot be written, before any
+// object is touched.
+func CheckCheckpointPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("--checkpoint %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".crdversion-checkpoint-probe-")
+	if err != nil {
+		return fmt.Errorf("--checkpoint %s: %w", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 func loadCheckpoint(path string, crd *apiextensionsv1.CustomResourceDefinition, storage string) (*checkpoint, error) {
@@ -49,8 +70,8 @@ func loadCheckpoint(path string, crd *apiextensionsv1.CustomResourceDefinition, 
 	if err := json.Unmarshal(data, &cp); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %v", path, err)
 	}
-	if cp.CRDUID != crd.UID || cp.StorageVersion != storage {
-		// Another CRD, or the storage version changed since: start over.
+	if cp.CRDUID != crd.UID || cp.StorageVersion != storage || cp.Generation != crd.Generation {
+		// Another CRD, or its spec changed since: start over.
 		return nil, nil
 	}
 	return &cp, nil
@@ -61,6 +82,7 @@ func (r *run) saveCheckpoint(next string) error {
 	cp := checkpoint{CRD: r.res.CRD, StorageVersion: r.res.StorageVersion, Continue: next, Counts: r.counts, Updated: time.Now().UTC()}
 	r.mu.Unlock()
 	cp.CRDUID = r.crdUID
+	cp.Generation = r.generation
 	if next == "" {
 		return nil // the last page: the run completes and removes the file
 	}

@@ -189,6 +189,10 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		seen:       map[types.UID]struct{}{},
 		crdUID:     crd.UID,
+		generation: crd.Generation,
+	}
+	if err := CheckCheckpointPath(opts.Checkpoint); err != nil {
+		return nil, err
 	}
 	cp, err := loadCheckpoint(opts.Checkpoint, crd, storage)
 	if err != nil {
@@ -210,7 +214,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 	if s := res.Elapsed.Seconds(); s > 0 {
 		res.ObjectsPerSecond = float64(res.Total) / s
 	}
-	res.Trim = e.trim(ctx, name, storage, res, opts)
+	res.Trim = e.trim(ctx, name, storage, crd.Generation, res, opts)
 	if res.Complete && opts.Checkpoint != "" && !res.DryRun {
 		removeCheckpoint(opts.Checkpoint)
 	}
@@ -244,6 +248,7 @@ type run struct {
 	namespaced    bool
 	continueToken string
 	crdUID        types.UID
+	generation    int64 // the CRD's metadata.generation when the run started
 	base          int64 // objects counted by the run a checkpoint resumes
 
 	mu       sync.Mutex
@@ -522,7 +527,7 @@ func (r *run) fill() {
 // run was complete and clean and the storage version did not change
 // meanwhile: re-read the CRD, compare, write the status subresource pinned
 // to the resourceVersion just read, and read back to verify.
-func (e *Engine) trim(ctx context.Context, name, storage string, res *Result, opts Options) Trim {
+func (e *Engine) trim(ctx context.Context, name, storage string, generation int64, res *Result, opts Options) Trim {
 	t := Trim{Before: res.Trim.Before, After: res.Trim.Before}
 	switch {
 	case opts.NoTrim:
@@ -530,6 +535,9 @@ func (e *Engine) trim(ctx context.Context, name, storage string, res *Result, op
 		return t
 	case res.DryRun:
 		t.Reason = "dry run"
+		return t
+	case !res.Complete && res.Failed > 0:
+		t.Reason = fmt.Sprintf("the list stopped at %d object(s) the API server cannot read", res.Failed)
 		return t
 	case !res.Complete:
 		t.Reason = "the run was interrupted before every object was listed"
@@ -548,6 +556,13 @@ func (e *Engine) trim(ctx context.Context, name, storage string, res *Result, op
 		now := lifecycle.StorageVersion(crd)
 		if now != storage {
 			t.Reason = fmt.Sprintf("the storage version changed from %s to %s during the run; objects written since may be stored at either: run migrate again", storage, now)
+			return t
+		}
+		if crd.Generation != generation {
+			// Any spec change may have been a storage flip and back, during
+			// which objects were written (or found current) at another
+			// version; only a run without spec changes proves the pass.
+			t.Reason = fmt.Sprintf("the CRD's spec changed during the run (generation %d -> %d), possibly the storage version and back: run migrate again", generation, crd.Generation)
 			return t
 		}
 		for _, v := range crd.Status.StoredVersions {

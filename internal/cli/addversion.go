@@ -136,7 +136,7 @@ func (o *AddVersionOptions) Complete(cmd *cobra.Command) error {
 	switch o.Conversion {
 	case "":
 		if webhookFlags {
-			return fmt.Errorf("webhook flags need --conversion Webhook")
+			return fmt.Errorf("webhook flags need --conversion Webhook (also to change the webhook of a CRD that already uses Webhook conversion)")
 		}
 	case string(apiextensionsv1.NoneConverter):
 		if webhookFlags {

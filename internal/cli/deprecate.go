@@ -14,11 +14,11 @@ import (
 var deprecateLong = templates.LongDesc(`
 	Mark a version of a CustomResourceDefinition deprecated.
 
-	Every request to a deprecated version gets a Warning header — the text of
-	--warning, or the API server's default "<group>/<version> <Kind> is
-	deprecated; use <group>/<version> <Kind>" — which kubectl and client-go
-	print, and the API server counts it in apiserver_requested_deprecated_apis.
-	--undo removes the deprecation.`)
+	Every request to a deprecated version gets a Warning header, which kubectl
+	and client-go print: the text of --warning, or the API server's default,
+	for example "stable.example.com/v1beta1 CronTab is deprecated; use
+	stable.example.com/v1 CronTab". The API server counts these requests in
+	apiserver_requested_deprecated_apis. --undo removes the deprecation.`)
 
 var deprecateExample = templates.Examples(`
 	# Deprecate v1beta1 with the API server's default warning

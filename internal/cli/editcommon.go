@@ -79,7 +79,7 @@ func (o *EditOptions) addFlags(cmd *cobra.Command) {
 	cmdutil.AddDryRunFlag(cmd)
 	cmdutil.AddFieldManagerFlagVar(cmd, &o.FieldManager, FieldManager)
 	cmd.Flags().BoolVarP(&o.Interactive, "interactive", "i", false, "Show the preflight and ask for confirmation (y/N) before writing.")
-	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "Edit the CRD in this manifest file (multi-document YAML) instead of the cluster; the cluster, when reachable, still provides storedVersions and objects for the preflight.")
+	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "Edit the CRD in this manifest file (multi-document YAML; - for standard input) instead of the cluster; the cluster, when reachable, still provides storedVersions and objects for the preflight.")
 	cmd.Flags().BoolVar(&o.InPlace, "in-place", false, "With -f, write the edited file back instead of printing it.")
 }
 
@@ -109,7 +109,16 @@ func (o *EditOptions) complete(f cmdutil.Factory, cmd *cobra.Command, args []str
 		if o.printer != nil {
 			return fmt.Errorf("-o cannot be used with -f: the edited file is the output")
 		}
-		data, err := os.ReadFile(o.Filename)
+		var data []byte
+		var err error
+		if o.Filename == "-" {
+			if o.InPlace {
+				return fmt.Errorf("--in-place cannot write back to standard input")
+			}
+			data, err = io.ReadAll(o.In)
+		} else {
+			data, err = os.ReadFile(o.Filename)
+		}
 		if err != nil {
 			return err
 		}
@@ -153,13 +162,30 @@ func (o *EditOptions) load(ctx context.Context) (*apiextensionsv1.CustomResource
 	return crd, nil
 }
 
-// liveChecks says which checks manifest mode skipped for lack of live state.
-func (o *EditOptions) liveChecks() edit.Checks {
-	if o.file == nil || o.live != nil {
+// liveChecks says which checks manifest mode skipped for lack of live
+// state, or, with live state, whether the cluster would accept the edited
+// file: every version in the live status.storedVersions must stay in its
+// spec.versions.
+func (o *EditOptions) liveChecks(edited *apiextensionsv1.CustomResourceDefinition) edit.Checks {
+	if o.file == nil {
 		return nil
 	}
-	return edit.Checks{{Name: "LiveState", Outcome: edit.Skip,
-		Message: "checks of live state (status.storedVersions, objects) skipped: " + o.liveSkip}}
+	if o.live == nil {
+		return edit.Checks{{Name: "LiveState", Outcome: edit.Skip,
+			Message: "checks of live state (status.storedVersions, objects) skipped: " + o.liveSkip}}
+	}
+	var missing []string
+	for _, v := range o.live.Status.StoredVersions {
+		if lifecycle.FindVersion(edited, v) == nil {
+			missing = append(missing, v)
+		}
+	}
+	if len(missing) > 0 {
+		return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Warn,
+			Message: fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate %s trims them", strings.Join(missing, ", "), o.live.Name)}}
+	}
+	return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Pass,
+		Message: fmt.Sprintf("every version in the cluster's status.storedVersions [%s] is in the file", strings.Join(o.live.Status.StoredVersions, ", "))}}
 }
 
 func (o *EditOptions) validate() error {
@@ -241,7 +267,7 @@ func (o *EditOptions) apply(ctx context.Context, r *edit.Result) error {
 // applyToFile is apply for manifest mode: the preflight goes to stderr, the
 // edited file to stdout or back to the file.
 func (o *EditOptions) applyToFile(r *edit.Result) error {
-	r.Checks = append(r.Checks, o.liveChecks()...)
+	r.Checks = append(r.Checks, o.liveChecks(r.Edited)...)
 	printChecks(o.ErrOut, r.Checks)
 	if err := r.Refused(o.operation); err != nil {
 		return err
@@ -307,6 +333,9 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && err != io.EOF {
 		return false, err
+	}
+	if !strings.HasSuffix(line, "\n") {
+		fmt.Fprintln(out) // end the prompt's line when the input had none
 	}
 	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes", nil

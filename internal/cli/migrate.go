@@ -133,6 +133,9 @@ func (o *MigrateOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []
 	}
 	o.Engine.DryRun = o.DryRun == cmdutil.DryRunServer
 	o.Engine.CountOnly = o.DryRun == cmdutil.DryRunClient
+	if *o.PrintFlags.OutputFormat == "name" {
+		return fmt.Errorf("-o name is not supported by migrate (it reports on a run; use -o json or -o yaml)")
+	}
 	if *o.PrintFlags.OutputFormat != "" {
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
 			return err

@@ -141,22 +141,37 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		newVersion.Schema = spec.Schema.DeepCopy()
 	}
 
+	if spec.DeprecationWarning != nil && *spec.DeprecationWarning == "" {
+		cs.add("DeprecationWarning", Fail, "--deprecation-warning must not be empty (the API server rejects an empty deprecationWarning)")
+	}
+	if sch := schema.Of(&newVersion); (source != nil || spec.Schema != nil) && (sch == nil || sch.Type != "object") {
+		cs.add("Schema", Fail, "the new version's schema must be an object schema (openAPIV3Schema with type: object)")
+	}
 	if existing := lifecycle.FindVersion(crd, spec.Name); existing != nil {
-		if existing.Served == newVersion.Served && schema.Equal(schema.Of(existing), schema.Of(&newVersion)) {
+		if existing.Served == newVersion.Served && existing.Deprecated == newVersion.Deprecated &&
+			equalPtr(existing.DeprecationWarning, newVersion.DeprecationWarning) && schema.Equal(schema.Of(existing), schema.Of(&newVersion)) {
 			r.NoOp = true
 			r.Edited = crd.DeepCopy()
 			r.Summary = fmt.Sprintf("version %s already exists with this schema (served: %t); nothing to do", spec.Name, existing.Served)
 			cs.add("VersionAbsent", Pass, "%s is already in spec.versions", spec.Name)
 			return r
 		}
-		cs.add("VersionAbsent", Fail, "version %s already exists in spec.versions with a different schema or served flag; edit it with serve/unserve/deprecate, or choose another name", spec.Name)
+		cs.add("VersionAbsent", Fail, "version %s already exists in spec.versions with a different schema, served or deprecated flag; edit it with serve/unserve/deprecate, or choose another name", spec.Name)
 		return r
 	}
 	cs.add("VersionAbsent", Pass, "%s is not in spec.versions yet", spec.Name)
 
 	out.Spec.Versions = append(out.Spec.Versions, newVersion)
 	if spec.Conversion != nil {
+		before, after := strategyOf(crd), spec.Conversion.Strategy
 		out.Spec.Conversion = spec.Conversion.DeepCopy()
+		if before != after {
+			msg := fmt.Sprintf("the conversion strategy changes from %s to %s", before, after)
+			if before == apiextensionsv1.WebhookConverter {
+				msg += ": the webhook configuration is removed and the API server only rewrites apiVersion between versions"
+			}
+			cs.add("ConversionStrategy", Warn, "%s", msg)
+		}
 	}
 	if out.Spec.Conversion != nil && out.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 		webhookConfigCheck(cs, out)
@@ -256,6 +271,10 @@ func Deprecate(crd *apiextensionsv1.CustomResourceDefinition, version string, wa
 		r.Summary = fmt.Sprintf("mark %s as no longer deprecated", version)
 		return r
 	}
+	if warning != nil && *warning == "" {
+		cs.add("DeprecationWarning", Fail, "--warning must not be empty (the API server rejects an empty deprecationWarning); omit it for the API server's default text")
+		return r
+	}
 	if v.Deprecated && equalPtr(v.DeprecationWarning, warning) {
 		r.NoOp = true
 		r.Summary = fmt.Sprintf("%s is already deprecated; nothing to do", version)
@@ -328,6 +347,13 @@ func editVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) 
 	}
 	r.Checks.add("VersionExists", Pass, "%s is in spec.versions", version)
 	return r, v
+}
+
+func strategyOf(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.ConversionStrategyType {
+	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy == "" {
+		return apiextensionsv1.NoneConverter
+	}
+	return crd.Spec.Conversion.Strategy
 }
 
 func servedWord(served bool) string {

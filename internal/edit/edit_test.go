@@ -89,11 +89,17 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=warn", false},
 		{"webhook without client config", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}}},
-			"VersionName=pass VersionAbsent=pass WebhookConfig=fail DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=fail DefaultVersion=warn", false},
 		{"webhook with URL and CA", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://x.example.com"), CABundle: []byte("pem")}, ConversionReviewVersions: []string{"v1"}}}},
-			"VersionName=pass VersionAbsent=pass WebhookConfig=pass DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=pass DefaultVersion=warn", false},
+		{"empty deprecation warning", one(), AddVersionSpec{Name: "v2", Served: true, Deprecated: true, DeprecationWarning: ptr.To("")},
+			"VersionName=pass DeprecationWarning=fail VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"schema that is not an object", one(), AddVersionSpec{Name: "v2", Served: true, Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+			"VersionName=pass Schema=fail VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn", false},
+		{"existing name, now deprecated", one(), AddVersionSpec{Name: "v1", Served: true, Deprecated: true},
+			"VersionName=pass VersionAbsent=fail", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -390,6 +390,15 @@ func isPreviewOfLaterMajor(name, storage string) bool {
 	return major > storageMajor
 }
 
+func (a Analysis) versionServed(name string) bool {
+	for _, v := range a.Versions {
+		if v.Name == name {
+			return v.Served
+		}
+	}
+	return false
+}
+
 func lowest(names []string) string {
 	sorted := ByPriority(names)
 	return sorted[len(sorted)-1]
@@ -446,6 +455,12 @@ func nextStep(name string, a Analysis) *NextStep {
 			Reason:  "add a new version when the API changes; schemas are copied from the storage version",
 		}
 	case StateS1:
+		if !a.versionServed(a.NewVersion) {
+			return &NextStep{
+				Command: cmd("serve %s %s", name, a.NewVersion),
+				Reason:  fmt.Sprintf("%s must be served before it can become the storage version (then kubectl crdversion promote-storage %s %s)", a.NewVersion, name, a.NewVersion),
+			}
+		}
 		return &NextStep{
 			Command: cmd("promote-storage %s %s", name, a.NewVersion),
 			Reason:  fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion),

@@ -43,7 +43,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeMigrationPending, Severity: SeverityWarning, Version: s,
 			Message: fmt.Sprintf("status.storedVersions still lists %s: objects may be stored at %s until every object is rewritten at %s; %s cannot be removed from spec.versions before that", s, s, a.StorageVersion, s),
-			Fix:     fmt.Sprintf("kubectl crdversion migrate %s", name),
+			Fix:     migrateFix(crd, a),
 		})
 	}
 
@@ -217,6 +217,15 @@ func conversionFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysi
 		}
 	}
 	return out
+}
+
+// migrateFix is migrate, or serving the storage version first when it is
+// not served (migrate writes through it).
+func migrateFix(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) string {
+	if v := FindVersion(crd, a.StorageVersion); v != nil && !v.Served {
+		return fmt.Sprintf("kubectl crdversion serve %s %s (migrate writes through the storage version), then kubectl crdversion migrate %s", crd.Name, a.StorageVersion, crd.Name)
+	}
+	return fmt.Sprintf("kubectl crdversion migrate %s", crd.Name)
 }
 
 func orPlaceholder(s string) string {

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 )
 
 // File is a multi-document YAML file split into documents.
@@ -62,16 +64,17 @@ func (f *File) Bytes() []byte {
 }
 
 // FindCRD returns the index and the typed object of the
-// CustomResourceDefinition named name.
+// CustomResourceDefinition that name names: its full name, or as kubectl
+// resolves names, a plural, singular, short name or kind (optionally with
+// its group). A file with two documents for the same CRD is an error (the
+// last would win when applied, and an edit of the first would be lost).
 func (f *File) FindCRD(name string) (int, *apiextensionsv1.CustomResourceDefinition, error) {
-	var names []string
+	var all []apiextensionsv1.CustomResourceDefinition
+	var index []int
 	for i, d := range f.docs {
 		var meta struct {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
 		}
 		if err := yaml.Unmarshal([]byte(d), &meta); err != nil {
 			return -1, nil, fmt.Errorf("document %d: %v", i+1, err)
@@ -79,23 +82,54 @@ func (f *File) FindCRD(name string) (int, *apiextensionsv1.CustomResourceDefinit
 		if meta.Kind != "CustomResourceDefinition" || !strings.HasPrefix(meta.APIVersion, "apiextensions.k8s.io/") {
 			continue
 		}
-		names = append(names, meta.Metadata.Name)
-		if meta.Metadata.Name != name {
-			continue
-		}
-		if meta.APIVersion != "apiextensions.k8s.io/v1" {
-			return -1, nil, fmt.Errorf("document %d: %s is %s; only apiextensions.k8s.io/v1 is supported", i+1, name, meta.APIVersion)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal([]byte(d), crd); err != nil {
+		crd := apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal([]byte(d), &crd); err != nil {
 			return -1, nil, fmt.Errorf("document %d: %v", i+1, err)
 		}
-		return i, crd, nil
+		if meta.APIVersion != "apiextensions.k8s.io/v1" {
+			crd.Spec = apiextensionsv1.CustomResourceDefinitionSpec{} // matched by name only
+		}
+		crd.APIVersion = meta.APIVersion
+		all = append(all, crd)
+		index = append(index, i)
 	}
-	if len(names) == 0 {
+	if len(all) == 0 {
 		return -1, nil, fmt.Errorf("no CustomResourceDefinition in the file")
 	}
-	return -1, nil, fmt.Errorf("no CustomResourceDefinition named %s in the file (it has: %s)", name, strings.Join(names, ", "))
+	var matches []int
+	for i := range all {
+		if all[i].Name == name {
+			matches = append(matches, i)
+		}
+	}
+	if len(matches) == 0 {
+		for _, m := range cluster.MatchCRDs(all, name) {
+			for i := range all {
+				if &all[i] == m {
+					matches = append(matches, i)
+				}
+			}
+		}
+	}
+	switch {
+	case len(matches) == 0:
+		var names []string
+		for _, c := range all {
+			names = append(names, c.Name)
+		}
+		return -1, nil, fmt.Errorf("no CustomResourceDefinition named %s in the file (it has: %s)", name, strings.Join(names, ", "))
+	case len(matches) > 1:
+		var where []string
+		for _, m := range matches {
+			where = append(where, fmt.Sprintf("%s in document %d", all[m].Name, index[m]+1))
+		}
+		return -1, nil, fmt.Errorf("%s matches more than one document (%s); when applied, the last would win", name, strings.Join(where, ", "))
+	}
+	crd := &all[matches[0]]
+	if crd.APIVersion != "apiextensions.k8s.io/v1" {
+		return -1, nil, fmt.Errorf("document %d: %s is %s; only apiextensions.k8s.io/v1 is supported", index[matches[0]]+1, crd.Name, crd.APIVersion)
+	}
+	return index[matches[0]], crd, nil
 }
 
 // Result of Apply.
@@ -111,11 +145,11 @@ type Result struct {
 func (f *File) Apply(i int, original, edited *apiextensionsv1.CustomResourceDefinition) (Result, error) {
 	text, err := applyLines(f.docs[i], original, edited)
 	if err == errNeedsNormalize {
-		out, err := yaml.Marshal(edited)
+		out, err := normalized(f.docs[i], edited)
 		if err != nil {
 			return Result{}, err
 		}
-		f.docs[i] = string(out)
+		f.docs[i] = out
 		return Result{Normalized: true}, nil
 	}
 	if err != nil {
@@ -126,6 +160,43 @@ func (f *File) Apply(i int, original, edited *apiextensionsv1.CustomResourceDefi
 }
 
 var errNeedsNormalize = fmt.Errorf("the document cannot be edited line by line")
+
+// normalized serializes edited in place of the document original: keys the
+// original did not have at the top level (status, a null creationTimestamp)
+// are left out, and its line endings are kept.
+func normalized(original string, edited *apiextensionsv1.CustomResourceDefinition) (string, error) {
+	var had map[string]any
+	if err := yaml.Unmarshal([]byte(original), &had); err != nil {
+		return "", err
+	}
+	var obj map[string]any
+	data, err := yaml.Marshal(edited)
+	if err != nil {
+		return "", err
+	}
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		return "", err
+	}
+	if _, ok := had["status"]; !ok {
+		delete(obj, "status")
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		if hadMD, _ := had["metadata"].(map[string]any); hadMD == nil || hadMD["creationTimestamp"] == nil {
+			if md["creationTimestamp"] == nil {
+				delete(md, "creationTimestamp")
+			}
+		}
+	}
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	text := string(out)
+	if strings.Contains(original, "\r\n") {
+		text = strings.ReplaceAll(text, "\n", "\r\n")
+	}
+	return text, nil
+}
 
 // doc is one document as lines plus its yaml.v3 node tree.
 type doc struct {

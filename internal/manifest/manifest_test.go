@@ -149,6 +149,18 @@ spec:
 	if !back.Spec.Versions[0].Served {
 		t.Error("the normalized document lost the edit")
 	}
+	if out := string(f.Bytes()); strings.Contains(out, "status:") || strings.Contains(out, "creationTimestamp") {
+		t.Errorf("normalizing added keys the file did not have:\n%s", out)
+	}
+
+	crlf := Parse([]byte(strings.ReplaceAll(file, "\n", "\r\n")))
+	i, crd, _ = crlf.FindCRD("dashboards")
+	if _, err := crlf.Apply(i, crd, edit.SetServed(crd, "v1alpha1", true).Edited); err != nil {
+		t.Fatal(err)
+	}
+	if out := string(crlf.Bytes()); strings.Count(out, "\n") != strings.Count(out, "\r\n") {
+		t.Error("a CRLF file got LF line endings")
+	}
 }
 
 func TestFindCRD(t *testing.T) {
@@ -158,6 +170,13 @@ func TestFindCRD(t *testing.T) {
 	}
 	if _, _, err := Parse([]byte("a: b\n")).FindCRD("x"); err == nil || !strings.Contains(err.Error(), "no CustomResourceDefinition in the file") {
 		t.Errorf("err = %v", err)
+	}
+	if _, crd, err := f.FindCRD("GatewayClass"); err != nil || crd.Name != "gatewayclasses.gateway.networking.k8s.io" {
+		t.Errorf("by kind: %v", err)
+	}
+	gc := read(t, "crds/gateway-api/v0.6.2/gatewayclasses.nodesc.yaml")
+	if _, _, err := Parse([]byte(gc + "---\n" + gc)).FindCRD("gatewayclasses.gateway.networking.k8s.io"); err == nil || !strings.Contains(err.Error(), "matches more than one document") {
+		t.Errorf("duplicate: %v", err)
 	}
 }
 

@@ -503,7 +503,7 @@ func TestMigrateRecoversFromExpiredContinue(t *testing.T) {
 		t.Fatalf("the stale token is not expired: %v", err)
 	}
 	cp := filepath.Join(t.TempDir(), "checkpoint.json")
-	data, _ := json.Marshal(map[string]any{"crd": crd.Name, "crdUID": crd.UID, "storageVersion": "v2", "continue": token})
+	data, _ := json.Marshal(map[string]any{"crd": crd.Name, "crdUID": crd.UID, "generation": getCRD(t, c, crd.Name).Generation, "storageVersion": "v2", "continue": token})
 	writeFile(t, cp, string(data))
 
 	opts := migrate.DefaultOptions()

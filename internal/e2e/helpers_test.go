@@ -40,6 +40,9 @@ type clients struct {
 
 func newClients(t testing.TB) clients {
 	t.Helper()
+	if setupErr != nil {
+		t.Fatal(setupErr)
+	}
 	return clients{
 		ext:  apiextensionsclient.NewForConfigOrDie(srv.Config),
 		dyn:  dynamic.NewForConfigOrDie(srv.Config),
@@ -278,10 +281,14 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func rewriteAll(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) {
 	t.Helper()
 	ctx := context.Background()
-	list, err := c.dyn.Resource(gvr(crd, version)).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Right after a change of the CRD the API server may briefly answer
+	// 404 or 429 while it swaps the resource's storage.
+	var list *unstructured.UnstructuredList
+	waitFor(t, "a list at "+version, func() (bool, error) {
+		var err error
+		list, err = c.dyn.Resource(gvr(crd, version)).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
 	for i := range list.Items {
 		item := &list.Items[i]
 		if _, err := resource(c, crd, version, item.GetNamespace()).Update(ctx, item, metav1.UpdateOptions{}); err != nil {

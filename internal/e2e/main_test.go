@@ -24,36 +24,44 @@ var (
 	repoRoot, _ = filepath.Abs("../..")
 )
 
+// setupErr is why the API server or the plugin binary is missing; every
+// test then fails with it (see newClients).
+var setupErr error
+
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
+	stop := setup()
+	defer stop()
+	// Returning lets the testing package exit with m.Run's code.
+	m.Run()
 }
 
-func run(m *testing.M) int {
+// setup starts the API server and builds the plugin binary; it returns the
+// clean-up.
+func setup() func() {
 	var log io.Writer
 	if *serverLogs {
 		log = os.Stderr
 	}
 	s, err := apiserver.Start(apiserver.Options{Log: log})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the API server:", err)
-		return 1
+		setupErr = fmt.Errorf("starting the API server: %w", err)
+		return func() {}
 	}
-	defer s.Stop()
 	srv = s
-
 	dir, err := os.MkdirTemp("", "crdversion-plugin-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		setupErr = err
+		return s.Stop
 	}
-	defer os.RemoveAll(dir)
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-crdversion"), "github.com/crdversion/kubectl-crdversion/cmd/kubectl-crdversion")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the plugin:", err)
-		return 1
+		setupErr = fmt.Errorf("building the plugin: %w", err)
 	}
 	pluginDir = dir
-	return m.Run()
+	return func() {
+		s.Stop()
+		os.RemoveAll(dir)
+	}
 }

@@ -249,10 +249,8 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	hook := newConversionWebhook(t)
 	crd := advance(t, c, "migrate-fail.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	createManyCronTabs(t, c, crd, "v1", 40, []string{"fail-a"})
-	mustRun(t, "add-version", crd.Name, "v2", "--conversion", "Webhook", "--webhook-url", hook.URL+"/convert", "--ca-bundle-file", hook.caFile(t))
-	mustRun(t, "promote-storage", crd.Name, "v2")
-
-	// A ValidatingAdmissionPolicy that denies every update of frozen objects.
+	// Label crontab-00011 frozen while v1 is still the storage version, so
+	// that it stays stored at v1 until migrate rewrites it.
 	u, err := resource(c, crd, "v1", "fail-a").Get(context.Background(), "crontab-00011", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -261,6 +259,10 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	if _, err := resource(c, crd, "v1", "fail-a").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	mustRun(t, "add-version", crd.Name, "v2", "--conversion", "Webhook", "--webhook-url", hook.URL+"/convert", "--ca-bundle-file", hook.caFile(t))
+	mustRun(t, "promote-storage", crd.Name, "v2")
+
+	// A ValidatingAdmissionPolicy that denies every update of frozen objects.
 	allow := denyFrozen(t, c, crd)
 
 	m, r := migrationJSON(t, crd.Name)
@@ -278,7 +280,7 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	}
 
 	// Make the webhook fail for the one object still stored at v1
-	// (crontab-00011 was never rewritten). Depending on whether the API
+	// (crontab-00011, denied above). Depending on whether the API
 	// server's watch cache holds it decoded, the list or the write fails;
 	// either way the run names the object and trims nothing.
 	allow()

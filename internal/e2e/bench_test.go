@@ -84,11 +84,7 @@ func benchMigrate(b *testing.B, n, ceiling int) {
 	}
 	waitList("v2")
 	flip := func(to string) {
-		updateCRD(b, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-			for i := range crd.Spec.Versions {
-				crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == to
-			}
-		})
+		setStorage(b, c, crd.Name, to)
 		// The API server re-initializes its watch cache after the change;
 		// lists fail until it is done (a list at resourceVersion 0 is
 		// served from the cache). Not part of any measurement.

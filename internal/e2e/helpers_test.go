@@ -208,6 +208,16 @@ func updateCRD(t testing.TB, c clients, name string, edit func(*apiextensionsv1.
 	return out
 }
 
+// setStorage makes version the storage version of the CRD.
+func setStorage(t testing.TB, c clients, name, version string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	return updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == version
+		}
+	})
+}
+
 // setStoredVersions writes status.storedVersions through the status
 // subresource, the only way the API server accepts it.
 func setStoredVersions(t testing.TB, c clients, name string, stored ...string) {
@@ -311,13 +321,7 @@ func advance(t testing.TB, c clients, group string, scope apiextensionsv1.Resour
 				crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
 			})
 		},
-		func() { // S2
-			crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-				for i := range crd.Spec.Versions {
-					crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v2"
-				}
-			})
-		},
+		func() { crd = setStorage(t, c, crd.Name, "v2") }, // S2
 		func() { // S3
 			rewriteAll(t, c, crd, "v2")
 			setStoredVersions(t, c, crd.Name, "v2")

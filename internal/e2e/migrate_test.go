@@ -144,11 +144,7 @@ func advance2(t testing.TB, c clients, name string) *apiextensionsv1.CustomResou
 	updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
 	})
-	return updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		for i := range crd.Spec.Versions {
-			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v2"
-		}
-	})
+	return setStorage(t, c, name, "v2")
 }
 
 func TestMigrateClusterScopedAndTextOutput(t *testing.T) {
@@ -320,13 +316,7 @@ func TestMigrateStorageChangedMidRun(t *testing.T) {
 	opts.ChunkSize, opts.Concurrency = 20, 2
 	opts.Progress = func(done, total int64) {
 		if done >= 50 {
-			once.Do(func() {
-				updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-					for i := range crd.Spec.Versions {
-						crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v3"
-					}
-				})
-			})
+			once.Do(func() { setStorage(t, c, crd.Name, "v3") })
 		}
 	}
 	res, err := engine(t).Run(context.Background(), crd.Name, opts)
@@ -349,19 +339,12 @@ func TestMigrateStorageFlippedAndBack(t *testing.T) {
 	crd := advance(t, c, "migrate-flipback.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	createManyCronTabs(t, c, crd, "v1", 300, []string{"flipback"})
 	crd = advance2(t, c, crd.Name)
-	setStorage := func(to string) {
-		updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-			for i := range crd.Spec.Versions {
-				crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == to
-			}
-		})
-	}
 	var once sync.Once
 	opts := migrate.DefaultOptions()
 	opts.ChunkSize, opts.Concurrency = 20, 2
 	opts.Progress = func(done, total int64) {
 		if done >= 50 {
-			once.Do(func() { setStorage("v1"); setStorage("v2") })
+			once.Do(func() { setStorage(t, c, crd.Name, "v1"); setStorage(t, c, crd.Name, "v2") })
 		}
 	}
 	res, err := engine(t).Run(context.Background(), crd.Name, opts)

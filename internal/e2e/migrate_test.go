@@ -300,66 +300,60 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	}
 }
 
-// TestMigrateStorageChangedMidRun flips the storage version while the run
-// is in progress: nothing may be trimmed.
-func TestMigrateStorageChangedMidRun(t *testing.T) {
-	c := newClients(t)
-	crd := advance(t, c, "migrate-flip.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
-	createManyCronTabs(t, c, crd, "v1", 300, []string{"flip"})
-	crd = advance2(t, c, crd.Name)
-	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v3", true, false))
-	})
-
-	var once sync.Once
-	opts := migrate.DefaultOptions()
-	opts.ChunkSize, opts.Concurrency = 20, 2
-	opts.Progress = func(done, total int64) {
-		if done >= 50 {
-			once.Do(func() { setStorage(t, c, crd.Name, "v3") })
-		}
+// TestMigrateCRDChangedMidRun changes the CRD while a run is in progress:
+// a storage flip, or a flip away and back (objects handled meanwhile may be
+// stored at the other version). Nothing may be trimmed; a clean re-run
+// trims and leaves every object at the storage version.
+func TestMigrateCRDChangedMidRun(t *testing.T) {
+	cases := []struct {
+		group  string
+		change func(t *testing.T, c clients, name string)
+		reason string
+		stored string // storedVersions after the interrupted run
+		final  string // the storage version of the re-run
+	}{
+		{"migrate-flip.example.com", func(t *testing.T, c clients, name string) { setStorage(t, c, name, "v3") },
+			"the storage version changed from v2 to v3 during the run", "v1,v2,v3", "v3"},
+		{"migrate-flipback.example.com", func(t *testing.T, c clients, name string) {
+			setStorage(t, c, name, "v1")
+			setStorage(t, c, name, "v2")
+		}, "the CRD's spec changed during the run", "v1,v2", "v2"},
 	}
-	res, err := engine(t).Run(context.Background(), crd.Name, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Trim.Trimmed || !strings.Contains(res.Trim.Reason, "the storage version changed from v2 to v3 during the run") {
-		t.Errorf("trim: %+v", res.Trim)
-	}
-	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2,v3" {
-		t.Errorf("storedVersions %v, want [v1 v2 v3]", got)
-	}
-}
-
-// TestMigrateStorageFlippedAndBack flips the storage version away and back
-// during the run: objects handled meanwhile may be stored at the other
-// version, so nothing may be trimmed; a clean re-run trims.
-func TestMigrateStorageFlippedAndBack(t *testing.T) {
-	c := newClients(t)
-	crd := advance(t, c, "migrate-flipback.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
-	createManyCronTabs(t, c, crd, "v1", 300, []string{"flipback"})
-	crd = advance2(t, c, crd.Name)
-	var once sync.Once
-	opts := migrate.DefaultOptions()
-	opts.ChunkSize, opts.Concurrency = 20, 2
-	opts.Progress = func(done, total int64) {
-		if done >= 50 {
-			once.Do(func() { setStorage(t, c, crd.Name, "v1"); setStorage(t, c, crd.Name, "v2") })
-		}
-	}
-	res, err := engine(t).Run(context.Background(), crd.Name, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Trim.Trimmed || !strings.Contains(res.Trim.Reason, "the CRD's spec changed during the run") {
-		t.Errorf("trim: %+v", res.Trim)
-	}
-	again, err := engine(t).Run(context.Background(), crd.Name, migrate.DefaultOptions())
-	if err != nil || !again.Trim.Trimmed {
-		t.Fatalf("re-run: %v %+v", err, again)
-	}
-	if got := storedAt(t, crd); got["migrate-flipback.example.com/v2"] != 300 {
-		t.Errorf("stored %v", got)
+	for _, tc := range cases {
+		t.Run(tc.group, func(t *testing.T) {
+			c := newClients(t)
+			crd := advance(t, c, tc.group, apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+			createManyCronTabs(t, c, crd, "v1", 300, []string{"changes"})
+			crd = advance2(t, c, crd.Name)
+			updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v3", true, false))
+			})
+			var once sync.Once
+			opts := migrate.DefaultOptions()
+			opts.ChunkSize, opts.Concurrency = 20, 2
+			opts.Progress = func(done, total int64) {
+				if done >= 50 {
+					once.Do(func() { tc.change(t, c, crd.Name) })
+				}
+			}
+			res, err := engine(t).Run(context.Background(), crd.Name, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Trim.Trimmed || !strings.Contains(res.Trim.Reason, tc.reason) {
+				t.Errorf("trim: %+v", res.Trim)
+			}
+			if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != tc.stored {
+				t.Errorf("storedVersions %v, want [%s]", got, tc.stored)
+			}
+			again, err := engine(t).Run(context.Background(), crd.Name, migrate.DefaultOptions())
+			if err != nil || !again.Trim.Trimmed {
+				t.Fatalf("re-run: %v %+v", err, again)
+			}
+			if got := storedAt(t, crd); got[tc.group+"/"+tc.final] != 300 {
+				t.Errorf("stored %v, want all 300 at %s", got, tc.final)
+			}
+		})
 	}
 }
 

@@ -85,18 +85,9 @@ func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *co
 		Long:                  addVersionLong,
 		Example:               addVersionExample,
 		ValidArgsFunction:     crdNameCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: o.runE(f, o.Complete, func(ctx context.Context, _ *cobra.Command) error {
+			return o.Run(ctx)
+		}),
 	}
 	o.addFlags(cmd)
 	fl := cmd.Flags()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -42,13 +43,7 @@ func NewCmdDeprecate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cob
 		Long:                  deprecateLong,
 		Example:               deprecateExample,
 		ValidArgsFunction:     versionCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
+		RunE: o.runE(f, nil, func(ctx context.Context, cmd *cobra.Command) error {
 			var text *string
 			if cmd.Flags().Changed("warning") {
 				if undo {
@@ -56,12 +51,12 @@ func NewCmdDeprecate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cob
 				}
 				text = &warning
 			}
-			crd, err := o.load(cmd.Context())
+			crd, err := o.load(ctx)
 			if err != nil {
 				return err
 			}
-			return o.apply(cmd.Context(), edit.Deprecate(crd, o.Version, text, undo))
-		},
+			return o.apply(ctx, edit.Deprecate(crd, o.Version, text, undo))
+		}),
 	}
 	o.addFlags(cmd)
 	cmd.Flags().StringVar(&warning, "warning", "", "The deprecationWarning clients get instead of the API server's default text.")

@@ -188,6 +188,25 @@ func (o *EditOptions) liveChecks(edited *apiextensionsv1.CustomResourceDefinitio
 		Message: fmt.Sprintf("every version in the cluster's status.storedVersions [%s] is in the file", strings.Join(o.live.Status.StoredVersions, ", "))}}
 }
 
+// runE is the RunE of an edit command: complete the shared options, then
+// the command's own (optional), validate, run.
+func (o *EditOptions) runE(f cmdutil.Factory, own func(cmd *cobra.Command) error, run func(ctx context.Context, cmd *cobra.Command) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.complete(f, cmd, args); err != nil {
+			return err
+		}
+		if own != nil {
+			if err := own(cmd); err != nil {
+				return err
+			}
+		}
+		if err := o.validate(); err != nil {
+			return err
+		}
+		return run(cmd.Context(), cmd)
+	}
+}
+
 func (o *EditOptions) validate() error {
 	if o.FieldManager == "" {
 		return fmt.Errorf("--field-manager must not be empty")

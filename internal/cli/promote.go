@@ -56,15 +56,9 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 		Long:                  promoteLong,
 		Example:               promoteExample,
 		ValidArgsFunction:     versionCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: o.runE(f, func(*cobra.Command) error { return o.Validate() }, func(ctx context.Context, _ *cobra.Command) error {
+			return o.Run(ctx)
+		}),
 	}
 	o.addFlags(cmd)
 	cmd.Flags().IntVar(&o.Sample, "sample", o.Sample, "Validate at most this many objects at the new version (0: all). Every object is still read at it.")
@@ -73,7 +67,7 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 	return cmd
 }
 
-// Validate checks the flags.
+// Validate checks the flags of promote-storage.
 func (o *PromoteOptions) Validate() error {
 	if o.Sample < 0 {
 		return fmt.Errorf("--sample must be 0 (all) or positive, got %d", o.Sample)
@@ -81,7 +75,7 @@ func (o *PromoteOptions) Validate() error {
 	if o.ChunkSize <= 0 {
 		return fmt.Errorf("--chunk-size must be positive, got %d", o.ChunkSize)
 	}
-	return o.validate()
+	return nil
 }
 
 // Run reads the CRD, runs the preflight and writes the new storage version.

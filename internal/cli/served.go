@@ -50,15 +50,9 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 		Long:                  long,
 		Example:               example,
 		ValidArgsFunction:     versionCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return runSetServed(cmd.Context(), o, served)
-		},
+		RunE: o.runE(f, nil, func(ctx context.Context, _ *cobra.Command) error {
+			return runSetServed(ctx, o, served)
+		}),
 	}
 	o.addFlags(cmd)
 	return cmd

@@ -18,13 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // Client reads CRDs and their objects. Build it with New.
@@ -270,18 +271,12 @@ func isConnectionOrServerError(err error) bool {
 // the storage version when it is served, else kubectl's default version.
 // It is empty when no version is served.
 func ListVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
-	var def string
 	for _, v := range crd.Spec.Versions {
 		if v.Served && v.Storage {
 			return v.Name
 		}
 	}
-	for _, v := range crd.Spec.Versions {
-		if v.Served && (def == "" || higher(v.Name, def)) {
-			def = v.Name
-		}
-	}
-	return def
+	return lifecycle.DefaultVersion(crd)
 }
 
 // GVR is the resource of crd at version.
@@ -305,5 +300,3 @@ func (c *Client) CountObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 	})
 	return n, err
 }
-
-func higher(a, b string) bool { return version.CompareKubeAwareVersionStrings(a, b) > 0 }

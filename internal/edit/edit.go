@@ -2,6 +2,7 @@ package edit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -246,7 +247,7 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		cs.add("NotDeprecated", Warn, "%s is deprecated: objects will be stored at a version clients are told to leave", version)
 	}
 	noneConversionCheck(cs, out, version, allowPruning)
-	if old != "" && !contains(crd.Status.StoredVersions, old) {
+	if old != "" && !slices.Contains(crd.Status.StoredVersions, old) {
 		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, old)
 	}
 	r.Summary = fmt.Sprintf("make %s the storage version (was %s); storedVersions becomes [%s]", version, orNone(old), strings.Join(appendUnique(crd.Status.StoredVersions, version), ", "))
@@ -326,7 +327,7 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		} else {
 			cs.add("AnotherServed", Pass, "%d other version(s) stay served", others)
 		}
-		if !v.Storage && contains(crd.Status.StoredVersions, version) {
+		if !v.Storage && slices.Contains(crd.Status.StoredVersions, version) {
 			cs.add("NotStored", Warn, "%s is still in status.storedVersions: objects stored at it stay readable through other versions, but run migrate before removing it", version)
 		}
 	}
@@ -370,18 +371,9 @@ func equalPtr(a, b *string) bool {
 	return *a == *b
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func appendUnique(list []string, s string) []string {
 	out := append([]string(nil), list...)
-	if !contains(out, s) {
+	if !slices.Contains(out, s) {
 		out = append(out, s)
 	}
 	return out

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -281,7 +282,7 @@ func versionRows(crd *apiextensionsv1.CustomResourceDefinition, storage, def str
 			Served:           v.Served,
 			Storage:          v.Storage,
 			Deprecated:       v.Deprecated,
-			InStoredVersions: contains(crd.Status.StoredVersions, n),
+			InStoredVersions: slices.Contains(crd.Status.StoredVersions, n),
 			Priority:         rank[n],
 			Default:          n == def,
 			Schema:           SchemaUnknown,

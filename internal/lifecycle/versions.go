@@ -85,12 +85,3 @@ func FindVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *ap
 	}
 	return nil
 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -566,7 +567,7 @@ func (e *Engine) trim(ctx context.Context, name, storage string, generation int6
 			return t
 		}
 		for _, v := range crd.Status.StoredVersions {
-			if v != storage && !contains(res.Trim.Before, v) {
+			if v != storage && !slices.Contains(res.Trim.Before, v) {
 				t.Reason = fmt.Sprintf("%s was added to storedVersions during the run (the storage version changed and changed back): run migrate again", v)
 				return t
 			}
@@ -594,13 +595,4 @@ func (e *Engine) trim(ctx context.Context, name, storage string, generation int6
 	}
 	t.Reason = "the CRD kept changing while storedVersions was written; run migrate again"
 	return t
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -252,9 +252,12 @@ func (r *retireRun) run(ctx context.Context) error {
 		steps = retire.Plan(r.crd, o.Version, r.facts)
 		r.rep.Steps = steps
 		next = retire.Next(steps)
-		// Report the steps found done since the last action.
+		// Report, in order, the steps done before the first one to take.
 		for _, s := range steps {
-			if s.Status != retire.ToDo && s.Status != retire.Blocked && !r.reported(s) {
+			if s.Status == retire.ToDo || s.Status == retire.Blocked {
+				break
+			}
+			if !r.reported(s) {
 				r.printStep(s)
 			}
 		}
@@ -327,7 +330,7 @@ func (r *retireRun) take(ctx context.Context, s retire.Step) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(r.log, "      managedFields rewritten on %d object(s) (%d entries relabeled, %d merged); %d already clean, %d deleted\n",
+			fmt.Fprintf(r.log, "      managedFields rewritten on %d object(s) (entries relabeled: %d, merged: %d); %d already clean, %d deleted\n",
 				cleanup.Rewritten, cleanup.Relabeled, cleanup.Merged, cleanup.Current, cleanup.Deleted)
 			r.rep.Taken = append(r.rep.Taken, string(s.ID))
 			r.facts.StaleManagedFields = nil // look again

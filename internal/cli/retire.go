@@ -77,6 +77,10 @@ type RetireOptions struct {
 	Engine             migrate.Options
 	Progress           bool
 
+	// Fleet runs retire in several clusters, each independently.
+	Fleet    *FleetFlags
+	contexts []string
+
 	CRD, Version string
 	client       *cluster.Client
 	printer      printers.ResourcePrinter
@@ -102,8 +106,9 @@ func (u *UsageFlags) validate() error {
 }
 
 // NewCmdRetire returns the retire command.
-func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &RetireOptions{
+		Fleet:      newFleetFlags(conn, 30*time.Minute),
 		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
 		Engine:     migrate.DefaultOptions(),
 		Progress:   true,
@@ -122,6 +127,7 @@ func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 	cmdutil.AddDryRunFlag(cmd)
 	cmdutil.AddFieldManagerFlagVar(cmd, &o.Engine.FieldManager, FieldManager)
 	o.UsageFlags.addFlags(cmd)
+	o.Fleet.addFlags(cmd)
 	fl := cmd.Flags()
 	fl.BoolVar(&o.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
 	fl.BoolVar(&o.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
@@ -149,6 +155,10 @@ func (o *RetireOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []s
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
 			return err
 		}
+	}
+	if o.Fleet.enabled() {
+		o.contexts, err = o.Fleet.resolve()
+		return err
 	}
 	o.client, err = cluster.New(f)
 	return err
@@ -201,16 +211,14 @@ type retireRun struct {
 
 // Run plans and, unless a dry run, takes the steps.
 func (o *RetireOptions) Run(ctx context.Context) error {
+	if o.Fleet.enabled() {
+		return o.runFleet(ctx)
+	}
 	crd, err := o.client.ResolveCRD(ctx, o.CRD)
 	if err != nil {
 		return err
 	}
-	r := &retireRun{o: o, crd: crd, log: o.Out,
-		facts: retire.Facts{SkipUsage: o.SkipUsageCheck, Migrate: o.Migrate, CleanManagedFields: o.CleanManagedFields},
-		rep:   report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone}}
-	if o.printer != nil {
-		r.log = o.ErrOut
-	}
+	r := o.newRun(crd)
 	runErr := r.run(ctx)
 	if o.printer != nil {
 		if err := o.printer.PrintObj(&r.rep, o.Out); err != nil {
@@ -218,6 +226,16 @@ func (o *RetireOptions) Run(ctx context.Context) error {
 		}
 	}
 	return runErr
+}
+
+func (o *RetireOptions) newRun(crd *apiextensionsv1.CustomResourceDefinition) *retireRun {
+	r := &retireRun{o: o, crd: crd, log: o.Out,
+		facts: retire.Facts{SkipUsage: o.SkipUsageCheck, Migrate: o.Migrate, CleanManagedFields: o.CleanManagedFields},
+		rep:   report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone}}
+	if o.printer != nil {
+		r.log = o.ErrOut
+	}
+	return r
 }
 
 func (r *retireRun) run(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
@@ -30,6 +31,8 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("PluginVersion"), &Version{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("MigrationReport"), &Migration{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("RetirePlan"), &Retire{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetStatus"), &FleetStatus{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetRetire"), &FleetRetire{})
 	return s
 }
 
@@ -132,5 +135,57 @@ func (r *Retire) DeepCopyObject() runtime.Object {
 	out := *r
 	out.Steps = append([]retire.Step(nil), r.Steps...)
 	out.Taken = append([]string(nil), r.Taken...)
+	return &out
+}
+
+// FleetStatus (kind FleetStatus) is the output of `kubectl crdversion status
+// CRD --contexts …|--all-contexts -o json|yaml`.
+type FleetStatus struct {
+	metav1.TypeMeta `json:",inline"`
+	CRD             string          `json:"crd"`
+	Clusters        []fleet.Cluster `json:"clusters"`
+	Verdicts        []fleet.Verdict `json:"verdicts"`
+	// Seconds is the time the whole run took; each cluster's is in Clusters.
+	Seconds float64 `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetStatus) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]fleet.Cluster(nil), r.Clusters...)
+	out.Verdicts = append([]fleet.Verdict(nil), r.Verdicts...)
+	return &out
+}
+
+// FleetRetire (kind FleetRetire) is the output of `kubectl crdversion retire
+// CRD OLD --contexts …|--all-contexts -o json|yaml`.
+type FleetRetire struct {
+	metav1.TypeMeta `json:",inline"`
+	CRD             string               `json:"crd"`
+	Version         string               `json:"version"`
+	DryRun          bool                 `json:"dryRun,omitempty"`
+	Clusters        []FleetRetireCluster `json:"clusters"`
+	Seconds         float64              `json:"seconds"`
+}
+
+// FleetRetireCluster is the outcome of retire in one cluster.
+type FleetRetireCluster struct {
+	Context string      `json:"context"`
+	Server  string      `json:"server,omitempty"`
+	Reach   fleet.Reach `json:"reach"`
+	// Outcome is the RetirePlan outcome, or Unreachable, Forbidden,
+	// NotInstalled or Failed when retire could not run there.
+	Outcome string  `json:"outcome"`
+	Error   string  `json:"error,omitempty"`
+	Report  *Retire `json:"report,omitempty"`
+	// Log is what retire printed for this cluster.
+	Log     string  `json:"log,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetRetire) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]FleetRetireCluster(nil), r.Clusters...)
 	return &out
 }

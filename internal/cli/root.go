@@ -83,6 +83,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdServe(f, streams),
 		NewCmdUnserve(f, streams),
 		NewCmdMigrate(f, streams),
+		NewCmdDiff(f, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

@@ -26,6 +26,7 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("CRDStatus"), &Status{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("PluginVersion"), &Version{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("MigrationReport"), &Migration{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("SchemaDiff"), &Diff{})
 	return s
 }
 

@@ -1,0 +1,64 @@
+package report
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
+)
+
+// Diff (kind SchemaDiff) is the output of `kubectl crdversion diff`: the
+// compatibility findings between two versions of a live CRD, or between
+// the CRDs of two manifests.
+type Diff struct {
+	metav1.TypeMeta `json:",inline"`
+	// Old and New say what was compared: "<crd>/<version>" or a path.
+	Old  string    `json:"old"`
+	New  string    `json:"new"`
+	CRDs []CRDDiff `json:"crds"`
+	// Summary counts the findings of all CRDs.
+	Summary Summary `json:"summary"`
+}
+
+// CRDDiff is the findings for one CRD.
+type CRDDiff struct {
+	Name string `json:"name"`
+	// From and To are the versions compared (diff CRD FROM TO only).
+	From     string               `json:"from,omitempty"`
+	To       string               `json:"to,omitempty"`
+	Findings []schemadiff.Finding `json:"findings"`
+}
+
+// Summary counts findings by severity. Incompatible is true when there is
+// an error-level finding (the exit code is then 1).
+type Summary struct {
+	Errors       int  `json:"errors"`
+	Warnings     int  `json:"warnings"`
+	Infos        int  `json:"infos"`
+	Incompatible bool `json:"incompatible"`
+}
+
+// Add counts one finding of severity s.
+func (s *Summary) Add(sev lifecycle.Severity) {
+	switch sev {
+	case lifecycle.SeverityError:
+		s.Errors++
+		s.Incompatible = true
+	case lifecycle.SeverityWarning:
+		s.Warnings++
+	default:
+		s.Infos++
+	}
+}
+
+// DeepCopyObject implements runtime.Object.
+func (d *Diff) DeepCopyObject() runtime.Object {
+	out := *d
+	out.CRDs = make([]CRDDiff, len(d.CRDs))
+	for i, c := range d.CRDs {
+		c.Findings = append([]schemadiff.Finding(nil), c.Findings...)
+		out.CRDs[i] = c
+	}
+	return &out
+}

@@ -84,6 +84,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdUnserve(f, streams),
 		NewCmdMigrate(f, streams),
 		NewCmdDiff(f, streams),
+		NewCmdCheckUpgrade(f, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
+	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
 )
 
 // Diff (kind SchemaDiff) is the output of `kubectl crdversion diff`: the
@@ -59,6 +60,34 @@ func (d *Diff) DeepCopyObject() runtime.Object {
 	for i, c := range d.CRDs {
 		c.Findings = append([]schemadiff.Finding(nil), c.Findings...)
 		out.CRDs[i] = c
+	}
+	return &out
+}
+
+// UpgradeCheck (kind UpgradeCheck) is the output of `kubectl crdversion
+// check-upgrade`: for each CRD of a release's manifests, what applying it
+// over the live cluster does, and the commands that make it safe.
+type UpgradeCheck struct {
+	metav1.TypeMeta `json:",inline"`
+	// Source is the manifest file or directory.
+	Source string         `json:"source"`
+	CRDs   []upgrade.Plan `json:"crds"`
+	// Summary counts the findings of all CRDs; Incompatible is also true
+	// when a CRD would be rejected.
+	Summary Summary `json:"summary"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (u *UpgradeCheck) DeepCopyObject() runtime.Object {
+	out := *u
+	out.CRDs = make([]upgrade.Plan, len(u.CRDs))
+	for i, p := range u.CRDs {
+		p.StoredVersions = append([]string(nil), p.StoredVersions...)
+		p.RemovedServedVersions = append([]string(nil), p.RemovedServedVersions...)
+		p.Reasons = append([]string(nil), p.Reasons...)
+		p.Findings = append([]schemadiff.Finding(nil), p.Findings...)
+		p.Fix = append([]string(nil), p.Fix...)
+		out.CRDs[i] = p
 	}
 	return &out
 }

@@ -27,6 +27,7 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("PluginVersion"), &Version{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("MigrationReport"), &Migration{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("SchemaDiff"), &Diff{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("UpgradeCheck"), &UpgradeCheck{})
 	return s
 }
 

@@ -98,17 +98,10 @@ func (o *CheckUpgradeOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, ar
 	if o.Filename == "" {
 		return cmdutil.UsageErrorf(cmd, "-f FILENAME is required")
 	}
-	if *o.PrintFlags.OutputFormat == "name" {
-		return fmt.Errorf("-o name is not supported: the output is a report; use -o json or yaml")
-	}
-	if *o.PrintFlags.OutputFormat != "" {
-		p, err := o.PrintFlags.ToPrinter()
-		if err != nil {
-			return err
-		}
-		o.printer = p
-	}
 	var err error
+	if o.printer, err = plainReportPrinter(o.PrintFlags); err != nil {
+		return err
+	}
 	o.client, err = cluster.New(f)
 	return err
 }
@@ -152,18 +145,7 @@ func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
 		}
 		r.CRDs = append(r.CRDs, p)
 	}
-	if o.printer != nil {
-		err = o.printer.PrintObj(r, o.Out)
-	} else {
-		err = printUpgradeCheck(o.Out, r)
-	}
-	if err != nil {
-		return err
-	}
-	if r.Summary.Incompatible {
-		return &FindingsError{Summary: summaryText(r.Summary)}
-	}
-	return nil
+	return finishReport(o.Out, o.printer, r, func(w io.Writer) error { return printUpgradeCheck(w, r) }, r.Summary)
 }
 
 // dryRun asks the API server to validate the release's CRD as an update of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -232,22 +233,39 @@ func crdSummary(c report.CRDDiff) report.Summary {
 // printDiff writes r (as -o asks) and returns *FindingsError when r has
 // error-level findings.
 func printDiff(out io.Writer, p printers.ResourcePrinter, markdown bool, r *report.Diff) error {
+	text := func(w io.Writer) error { return diffText(w, r) }
+	if markdown {
+		text = func(w io.Writer) error { return diffMarkdown(w, r) }
+	}
+	return finishReport(out, p, r, text, r.Summary)
+}
+
+// finishReport prints r with p, or with text when p is nil, and returns
+// *FindingsError when s holds an error.
+func finishReport(out io.Writer, p printers.ResourcePrinter, r runtime.Object, text func(io.Writer) error, s report.Summary) error {
 	var err error
-	switch {
-	case p != nil:
+	if p != nil {
 		err = p.PrintObj(r, out)
-	case markdown:
-		err = diffMarkdown(out, r)
-	default:
-		err = diffText(out, r)
+	} else {
+		err = text(out)
 	}
 	if err != nil {
 		return err
 	}
-	if r.Summary.Incompatible {
-		return &FindingsError{Summary: summaryText(r.Summary)}
+	if s.Incompatible {
+		return &FindingsError{Summary: summaryText(s)}
 	}
 	return nil
+}
+
+// plainReportPrinter is reportPrinter for the reports without a Markdown
+// form.
+func plainReportPrinter(pf *genericclioptions.PrintFlags) (printers.ResourcePrinter, error) {
+	p, markdown, err := reportPrinter(pf)
+	if markdown {
+		return nil, fmt.Errorf("-o markdown is only supported by diff; use -o json or yaml")
+	}
+	return p, err
 }
 
 func summaryText(s report.Summary) string {

@@ -17,8 +17,9 @@ func testdata(rel string) string { return filepath.Join("..", "..", "testdata", 
 func TestDiffFiles(t *testing.T) {
 	bucketsOld, bucketsNew := testdata("flux-source-controller/v1.6.2/crds/buckets.nodesc.yaml"), testdata("flux-source-controller/v1.7.4/crds/buckets.nodesc.yaml")
 
-	// Flux source-controller v1.6.2 -> v1.7.4: status.artifact.digest
-	// becomes required, which old objects may lack.
+	// Flux source-controller v1.6.2 -> v1.7.4: v1 gains
+	// .spec.serviceAccountName, which conversion None to v1beta2 prunes;
+	// status.artifact.digest becomes required (a warning: status).
 	out, _, err := run(t, "diff", "--old", bucketsOld, "--new", bucketsNew, "-o", "json")
 	var found *FindingsError
 	if !errors.As(err, &found) {
@@ -32,18 +33,19 @@ func TestDiffFiles(t *testing.T) {
 		t.Fatalf("report: %+v", r)
 	}
 	if !hasFinding(r.CRDs[0].Findings, schemadiff.CodeRequiredAdded, ".status.artifact.digest") ||
+		!hasFinding(r.CRDs[0].Findings, schemadiff.CodeNoneConversionPrunes, "spec.conversion") ||
 		!hasFinding(r.CRDs[0].Findings, schemadiff.CodeVersionRemoved, "spec.versions") {
 		t.Errorf("findings: %+v", r.CRDs[0].Findings)
 	}
 
 	md, _, _ := run(t, "diff", "--old", bucketsOld, "--new", bucketsNew, "-o", "markdown")
-	for _, want := range []string{"## CRD compatibility:", "| severity | version | path | code | explanation |", "| 🔴 error | v1 | `.status.artifact.digest` | RequiredAdded |"} {
+	for _, want := range []string{"## CRD compatibility:", "| severity | version | path | code | explanation |", "| 🔴 error | v1beta2 | `spec.conversion` | NoneConversionPrunesFields |", "| 🟡 warning | v1 | `.status.artifact.digest` | RequiredAdded |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
 	text, _, _ := run(t, "diff", "--old", bucketsOld, "--new", bucketsNew)
-	if !strings.Contains(text, "buckets.source.toolkit.fluxcd.io: 3 errors, 2 warnings, 1 note\nSEVERITY") {
+	if !strings.Contains(text, "buckets.source.toolkit.fluxcd.io: 1 error, 4 warnings, 1 note\nSEVERITY") {
 		t.Errorf("text:\n%s", text)
 	}
 

@@ -85,6 +85,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdMigrate(f, streams),
 		NewCmdDiff(f, streams),
 		NewCmdCheckUpgrade(f, streams),
+		NewCmdDoctor(f, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

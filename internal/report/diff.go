@@ -91,3 +91,43 @@ func (u *UpgradeCheck) DeepCopyObject() runtime.Object {
 	}
 	return &out
 }
+
+// Doctor (kind DoctorReport) is the output of `kubectl crdversion doctor`.
+type Doctor struct {
+	metav1.TypeMeta `json:",inline"`
+	CRDs            []DoctorCRD `json:"crds"`
+	// Requests is the number of API requests doctor made (the CRD list
+	// included; webhook probes are not API requests).
+	Requests int64 `json:"requests"`
+	// Summary counts the findings; Incompatible is true when one is an
+	// error (the exit code is then 1).
+	Summary Summary `json:"summary"`
+}
+
+// DoctorCRD is one CRD's health.
+type DoctorCRD struct {
+	Name           string          `json:"name"`
+	State          lifecycle.State `json:"state"`
+	StorageVersion string          `json:"storageVersion"`
+	StoredVersions []string        `json:"storedVersions"`
+	Conversion     string          `json:"conversion"`
+	// Objects is nil when they could not be counted.
+	Objects  *int                `json:"objects,omitempty"`
+	Findings []lifecycle.Finding `json:"findings"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (d *Doctor) DeepCopyObject() runtime.Object {
+	out := *d
+	out.CRDs = make([]DoctorCRD, len(d.CRDs))
+	for i, c := range d.CRDs {
+		c.StoredVersions = append([]string(nil), c.StoredVersions...)
+		c.Findings = append([]lifecycle.Finding(nil), c.Findings...)
+		if c.Objects != nil {
+			n := *c.Objects
+			c.Objects = &n
+		}
+		out.CRDs[i] = c
+	}
+	return &out
+}

@@ -28,6 +28,7 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("MigrationReport"), &Migration{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("SchemaDiff"), &Diff{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("UpgradeCheck"), &UpgradeCheck{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("DoctorReport"), &Doctor{})
 	return s
 }
 

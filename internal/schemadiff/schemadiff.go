@@ -116,8 +116,9 @@ func upperFirst(s string) string {
 
 // Schemas compares the schema objects were written under (old) with the
 // schema they are read, pruned, defaulted and validated under (new). Both
-// may be nil (no schema: anything is kept). The findings are sorted most
-// severe first, then by path.
+// may be nil (no schema: anything is kept). Errors under .status are
+// reported as warnings: the CRD's controller owns status and rewrites it.
+// The findings are sorted most severe first, then by path.
 func Schemas(old, new *apiextensionsv1.JSONSchemaProps) []Finding {
 	var out []Finding
 	switch {
@@ -130,6 +131,14 @@ func Schemas(old, new *apiextensionsv1.JSONSchemaProps) []Finding {
 			Message: "the new version has no schema: nothing is pruned or validated"})
 	default:
 		compare(old, new, "", true, &out)
+	}
+	for i, f := range out {
+		// A controller owns status and rewrites it whole: what it wrote
+		// under the old schema is replaced, not left to fail.
+		if f.Severity == lifecycle.SeverityError && (f.Path == ".status" || strings.HasPrefix(f.Path, ".status.") || strings.HasPrefix(f.Path, ".status[")) {
+			out[i].Severity = lifecycle.SeverityWarning
+			out[i].Message += " (under .status, which the CRD's controller rewrites)"
+		}
 	}
 	Sort(out)
 	return out

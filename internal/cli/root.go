@@ -85,6 +85,9 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdUnserve(f, streams),
 		NewCmdMigrate(f, streams),
 		NewCmdRetire(f, streams, configFlags),
+		NewCmdDiff(f, streams),
+		NewCmdCheckUpgrade(f, streams),
+		NewCmdDoctor(f, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

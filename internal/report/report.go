@@ -33,6 +33,9 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("RetirePlan"), &Retire{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetStatus"), &FleetStatus{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetRetire"), &FleetRetire{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("SchemaDiff"), &Diff{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("UpgradeCheck"), &UpgradeCheck{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("DoctorReport"), &Doctor{})
 	return s
 }
 

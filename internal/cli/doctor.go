@@ -69,10 +69,11 @@ type DoctorOptions struct {
 	All            bool
 	ChunkSize      int64
 	WebhookTimeout time.Duration
-	// DeprecatedUsage is the hook for "deprecated versions still receiving
-	// requests": nil (the default) skips that check. It is meant to be set
-	// from the metrics reader of internal/usage.
+	// DeprecatedUsage is the check of "deprecated versions still receiving
+	// requests"; Run sets it from the API server's metrics (read once, or
+	// twice --usage-window apart) unless --skip-usage-check.
 	DeprecatedUsage DeprecatedUsageFunc
+	UsageFlags
 
 	Names    []string
 	client   *cluster.Client
@@ -105,6 +106,7 @@ func NewCmdDoctor(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 	cmd.Flags().BoolVarP(&o.All, "all", "A", false, "Check every CRD of the cluster.")
 	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Objects per page when listing them.")
 	cmd.Flags().DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "How long to wait for a conversion webhook's answer.")
+	o.UsageFlags.addFlags(cmd, 0)
 	return checkCommand(cmd)
 }
 
@@ -138,6 +140,9 @@ func (o *DoctorOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []s
 		return fmt.Errorf("--chunk-size must be positive, got %d", o.ChunkSize)
 	}
 	o.Names = args
+	if err := o.UsageFlags.validate(); err != nil {
+		return err
+	}
 	var err error
 	if o.printer, err = plainReportPrinter(o.PrintFlags); err != nil {
 		return err
@@ -161,6 +166,18 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 	crds, err := o.selected(list.Items)
 	if err != nil {
 		return err
+	}
+	if o.DeprecatedUsage == nil && !o.SkipUsageCheck {
+		first, second, err := o.client.MetricsSamples(ctx, o.UsageWindow)
+		var me *cluster.MetricsError
+		switch {
+		case errors.As(err, &me):
+			o.DeprecatedUsage = unknownUsage(me)
+		case err != nil:
+			return err
+		default:
+			o.DeprecatedUsage = deprecatedUsage(first, second)
+		}
 	}
 	r := &report.Doctor{CRDs: []report.DoctorCRD{}}
 	for _, crd := range crds {

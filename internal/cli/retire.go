@@ -93,8 +93,8 @@ type UsageFlags struct {
 	SkipUsageCheck bool
 }
 
-func (u *UsageFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&u.UsageWindow, "usage-window", 15*time.Second, "How long to watch the API server's request counters for client requests to the version (0: one sample; only open watches then count as use).")
+func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
+	cmd.Flags().DurationVar(&u.UsageWindow, "usage-window", window, "How long to watch the API server's request counters for client requests to the version (0: one sample; only open watches then count as use).")
 	cmd.Flags().BoolVar(&u.SkipUsageCheck, "skip-usage-check", false, "Do not check the API server's metrics for clients of the version (the output records that the check was skipped).")
 }
 
@@ -126,7 +126,7 @@ func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 	o.PrintFlags.AddFlags(cmd)
 	cmdutil.AddDryRunFlag(cmd)
 	cmdutil.AddFieldManagerFlagVar(cmd, &o.Engine.FieldManager, FieldManager)
-	o.UsageFlags.addFlags(cmd)
+	o.UsageFlags.addFlags(cmd, 15*time.Second)
 	o.Fleet.addFlags(cmd)
 	fl := cmd.Flags()
 	fl.BoolVar(&o.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")

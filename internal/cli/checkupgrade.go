@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -53,7 +54,10 @@ var checkUpgradeExample = templates.Examples(`
 	kubectl crdversion check-upgrade -f cert-manager.crds.yaml
 
 	# A directory of CRD manifests, as JSON
-	kubectl crdversion check-upgrade -f gateway-api/standard/ -o json`)
+	kubectl crdversion check-upgrade -f gateway-api/standard/ -o json
+
+	# Every cluster of the kubeconfig: where would the release be rejected?
+	kubectl crdversion check-upgrade -f cert-manager.crds.yaml --all-contexts`)
 
 // CheckUpgradeOptions are the inputs of check-upgrade.
 type CheckUpgradeOptions struct {
@@ -61,6 +65,9 @@ type CheckUpgradeOptions struct {
 	Filename     string
 	Recursive    bool
 	ServerDryRun bool
+	// Fleet checks the release against several contexts at once.
+	Fleet    *FleetFlags
+	contexts []string
 
 	client  *cluster.Client
 	printer printers.ResourcePrinter
@@ -68,8 +75,9 @@ type CheckUpgradeOptions struct {
 }
 
 // NewCmdCheckUpgrade returns the check-upgrade command.
-func NewCmdCheckUpgrade(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CheckUpgradeOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme), ServerDryRun: true, IOStreams: streams}
+func NewCmdCheckUpgrade(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &CheckUpgradeOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme), ServerDryRun: true, IOStreams: streams,
+		Fleet: newFleetFlags(conn, time.Minute)}
 	cmd := &cobra.Command{
 		Use:                   "check-upgrade -f FILENAME [flags]",
 		DisableFlagsInUseLine: true,
@@ -87,6 +95,7 @@ func NewCmdCheckUpgrade(f cmdutil.Factory, streams genericiooptions.IOStreams) *
 	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "Manifest file or directory with the release's CRDs (other kinds are ignored).")
 	cmd.Flags().BoolVarP(&o.Recursive, "recursive", "R", false, "Read the directory of -f recursively.")
 	cmd.Flags().BoolVar(&o.ServerDryRun, "server-dry-run", o.ServerDryRun, "Confirm each prediction with a server-side dry-run update of the CRD.")
+	o.Fleet.addFlags(cmd)
 	return checkCommand(cmd)
 }
 
@@ -100,6 +109,10 @@ func (o *CheckUpgradeOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, ar
 	}
 	var err error
 	if o.printer, err = plainReportPrinter(o.PrintFlags); err != nil {
+		return err
+	}
+	if o.Fleet.enabled() {
+		o.contexts, err = o.Fleet.resolve()
 		return err
 	}
 	o.client, err = cluster.New(f)
@@ -119,21 +132,44 @@ func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
 	if len(docs) == 0 {
 		return fmt.Errorf("no CustomResourceDefinition in %s", o.Filename)
 	}
-	applyCmd := "kubectl apply --server-side -f " + o.Filename
+	if o.Fleet.enabled() {
+		return o.runFleet(ctx, docs)
+	}
+	r, err := o.check(ctx, o.client, docs, "kubectl")
+	if err != nil {
+		return err
+	}
+	return finishReport(o.Out, o.printer, r, func(w io.Writer) error { return printUpgradeCheck(w, r) }, r.Summary)
+}
+
+// dryRun asks the API server to validate the release's CRD as an update of
+// live (its spec replaced, labels and annotations merged, as an apply by
+// the manager that applied the previous release does), or as a create.
+// Refusals of the request itself (RBAC) skip the dry run; other failures
+// are returned.
+// check is the check of every CRD of docs against one cluster; kubectl is
+// how the printed commands start ("kubectl", or "kubectl --context C").
+func (o *CheckUpgradeOptions) check(ctx context.Context, c *cluster.Client, docs []manifest.CRDDoc, kubectl string) (*report.UpgradeCheck, error) {
+	applyCmd := kubectl + " apply --server-side -f " + o.Filename
 	r := &report.UpgradeCheck{Source: o.Filename}
 	for _, d := range docs {
-		live, err := o.client.CRDs.Get(ctx, d.CRD.Name, metav1.GetOptions{})
+		live, err := c.CRDs.Get(ctx, d.CRD.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			live = nil
 		case err != nil:
-			return err
+			return nil, err
 		}
 		p := upgrade.Check(live, d.CRD, d.Source, applyCmd)
+		if kubectl != "kubectl" {
+			for i, f := range p.Fix {
+				p.Fix[i] = strings.Replace(f, "kubectl crdversion ", kubectl+" crdversion ", 1)
+			}
+		}
 		if o.ServerDryRun {
-			outcome, msg, err := o.dryRun(ctx, live, d.CRD)
+			outcome, msg, err := dryRun(ctx, c, live, d.CRD)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			p.SetServerDryRun(outcome, msg)
 		}
@@ -145,26 +181,21 @@ func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
 		}
 		r.CRDs = append(r.CRDs, p)
 	}
-	return finishReport(o.Out, o.printer, r, func(w io.Writer) error { return printUpgradeCheck(w, r) }, r.Summary)
+	return r, nil
 }
 
-// dryRun asks the API server to validate the release's CRD as an update of
-// live (its spec replaced, labels and annotations merged, as an apply by
-// the manager that applied the previous release does), or as a create.
-// Refusals of the request itself (RBAC) skip the dry run; other failures
-// are returned.
-func (o *CheckUpgradeOptions) dryRun(ctx context.Context, live, next *apiextensionsv1.CustomResourceDefinition) (string, string, error) {
+func dryRun(ctx context.Context, c *cluster.Client, live, next *apiextensionsv1.CustomResourceDefinition) (string, string, error) {
 	var err error
 	if live == nil {
 		obj := next.DeepCopy()
 		obj.ResourceVersion, obj.Status = "", apiextensionsv1.CustomResourceDefinitionStatus{}
-		_, err = o.client.CRDs.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+		_, err = c.CRDs.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
 	} else {
 		obj := live.DeepCopy()
 		obj.Spec = next.Spec
 		obj.Labels = merged(obj.Labels, next.Labels)
 		obj.Annotations = merged(obj.Annotations, next.Annotations)
-		_, err = o.client.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+		_, err = c.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
 	}
 	switch {
 	case err == nil:

@@ -25,6 +25,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/webhook"
@@ -74,6 +75,9 @@ type DoctorOptions struct {
 	// twice --usage-window apart) unless --skip-usage-check.
 	DeprecatedUsage DeprecatedUsageFunc
 	UsageFlags
+	// Fleet runs doctor in several contexts at once.
+	Fleet    *FleetFlags
+	contexts []string
 
 	Names    []string
 	client   *cluster.Client
@@ -83,8 +87,9 @@ type DoctorOptions struct {
 }
 
 // NewCmdDoctor returns the doctor command.
-func NewCmdDoctor(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdDoctor(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &DoctorOptions{
+		Fleet:      newFleetFlags(conn, 5*time.Minute),
 		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
 		ChunkSize:  500, WebhookTimeout: 5 * time.Second, IOStreams: streams,
 	}
@@ -107,6 +112,7 @@ func NewCmdDoctor(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Objects per page when listing them.")
 	cmd.Flags().DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "How long to wait for a conversion webhook's answer.")
 	o.UsageFlags.addFlags(cmd, 0)
+	o.Fleet.addFlags(cmd)
 	return checkCommand(cmd)
 }
 
@@ -147,6 +153,10 @@ func (o *DoctorOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if o.printer, err = plainReportPrinter(o.PrintFlags); err != nil {
 		return err
 	}
+	if o.Fleet.enabled() {
+		o.contexts, err = o.Fleet.resolve()
+		return err
+	}
 	counter := &requestCounter{}
 	c, err := cluster.New(f, func(cfg *rest.Config) { cfg.Wrap(counter.wrap) })
 	o.client, o.requests = c, counter
@@ -159,13 +169,25 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	list, err := o.client.CRDs.List(ctx, metav1.ListOptions{})
+	if o.Fleet.enabled() {
+		return o.runFleet(ctx)
+	}
+	r, err := o.doctor(ctx)
 	if err != nil {
 		return err
 	}
+	return finishReport(o.Out, o.printer, r, func(w io.Writer) error { return printDoctor(w, r) }, r.Summary)
+}
+
+// doctor is the report of one cluster (o.client).
+func (o *DoctorOptions) doctor(ctx context.Context) (*report.Doctor, error) {
+	list, err := o.client.CRDs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
 	crds, err := o.selected(list.Items)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if o.DeprecatedUsage == nil && !o.SkipUsageCheck {
 		first, second, err := o.client.MetricsSamples(ctx, o.UsageWindow)
@@ -174,7 +196,7 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 		case errors.As(err, &me):
 			o.DeprecatedUsage = unknownUsage(me)
 		case err != nil:
-			return err
+			return nil, err
 		default:
 			o.DeprecatedUsage = deprecatedUsage(first, second)
 		}
@@ -183,7 +205,7 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 	for _, crd := range crds {
 		d, err := o.check(ctx, crd)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, f := range d.Findings {
 			r.Summary.Add(f.Severity)
@@ -191,7 +213,69 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 		r.CRDs = append(r.CRDs, d)
 	}
 	r.Requests = o.requests.n.Load()
-	return finishReport(o.Out, o.printer, r, func(w io.Writer) error { return printDoctor(w, r) }, r.Summary)
+	return r, nil
+}
+
+// runFleet is doctor in every context at once: a summary per cluster, then
+// each cluster's findings.
+func (o *DoctorOptions) runFleet(ctx context.Context) error {
+	start := time.Now()
+	clusters := eachCluster(ctx, o.Fleet, o.contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) (res report.FleetDoctorCluster) {
+		t0 := time.Now()
+		res = report.FleetDoctorCluster{Context: name, Server: o.Fleet.server(name)}
+		one := *o
+		one.DeprecatedUsage = nil
+		one.requests = &requestCounter{}
+		c, err := cluster.New(getter, func(cfg *rest.Config) { cfg.Wrap(one.requests.wrap) })
+		if err == nil {
+			one.client = c
+			res.Doctor, err = one.doctor(ctx)
+		}
+		res.Reach = reachOf(err)
+		if err != nil {
+			if res.Reach == fleet.NotInstalled {
+				res.Reach = fleet.Failed
+			}
+			res.Error = err.Error()
+		}
+		res.Seconds = time.Since(t0).Seconds()
+		return res
+	})
+	r := &report.FleetDoctor{Clusters: clusters, Seconds: time.Since(start).Seconds()}
+	for _, c := range clusters {
+		if c.Doctor == nil {
+			r.Summary.Incompatible = true // a cluster that could not be checked is not healthy
+			continue
+		}
+		r.Summary.Errors += c.Doctor.Summary.Errors
+		r.Summary.Warnings += c.Doctor.Summary.Warnings
+		r.Summary.Infos += c.Doctor.Summary.Infos
+		r.Summary.Incompatible = r.Summary.Incompatible || c.Doctor.Summary.Incompatible
+	}
+	return finishReport(o.Out, o.printer, r, func(w io.Writer) error {
+		tw := printers.GetNewTabWriter(w)
+		fmt.Fprintln(tw, "CONTEXT	CRDS	ERRORS	WARNINGS	REQUESTS	TIME	PROBLEM")
+		for _, c := range clusters {
+			if c.Doctor == nil {
+				fmt.Fprintf(tw, "%s	-	-	-	-	%.1fs	%s: %s\n", c.Context, c.Seconds, strings.ToLower(string(c.Reach)), firstLine(c.Error))
+				continue
+			}
+			fmt.Fprintf(tw, "%s	%d	%d	%d	%d	%.1fs	-\n", c.Context, len(c.Doctor.CRDs), c.Doctor.Summary.Errors, c.Doctor.Summary.Warnings, c.Doctor.Requests, c.Seconds)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%d cluster(s) in %.1fs\n", len(clusters), r.Seconds)
+		for _, c := range clusters {
+			if c.Doctor != nil && (c.Doctor.Summary.Errors > 0 || c.Doctor.Summary.Warnings > 0) {
+				fmt.Fprintf(w, "\n=== %s\n", c.Context)
+				if err := printDoctor(w, c.Doctor); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, r.Summary)
 }
 
 // selected returns every CRD (--all) or those the names match, in name

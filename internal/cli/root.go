@@ -86,8 +86,8 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdMigrate(f, streams),
 		NewCmdRetire(f, streams, configFlags),
 		NewCmdDiff(f, streams),
-		NewCmdCheckUpgrade(f, streams),
-		NewCmdDoctor(f, streams),
+		NewCmdCheckUpgrade(f, streams, configFlags),
+		NewCmdDoctor(f, streams, configFlags),
 		NewCmdVersion(streams),
 	)
 	return cmd

@@ -146,6 +146,43 @@ func TestFleet(t *testing.T) {
 		t.Errorf("status without the pending cluster:\n%s\n%s", human.stdout, human.stderr)
 	}
 
+	// check-upgrade: a release that drops v1 is rejected where v1 is still
+	// stored, accepted where it is not; the unreachable cluster is unknown.
+	release := crontab(group, apiextensionsv1.NamespaceScoped)
+	release.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{crontabVersion("v2", true, true)}
+	release.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	data, err := json.Marshal(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseFile := filepath.Join(t.TempDir(), "release.yaml")
+	writeFile(t, releaseFile, string(data))
+	up := run("check-upgrade", "-f", releaseFile, "--all-contexts", "-o", "json")
+	var fu report.FleetUpgradeCheck
+	if up.code != 1 || json.Unmarshal([]byte(up.stdout), &fu) != nil || fu.Answer != fleet.No || len(fu.Clusters) != 3 {
+		t.Fatalf("fleet check-upgrade: exit %d\n%s\n%s", up.code, up.stdout, up.stderr)
+	}
+	for _, c := range fu.Clusters {
+		want := map[string]string{"pending": "Rejected", "migrated": "Accepted"}[c.Context]
+		switch {
+		case c.Context == "down" && (c.Check != nil || c.Reach != fleet.Unreachable):
+			t.Errorf("down: %+v", c)
+		case want != "" && (c.Check == nil || c.Check.CRDs[0].Apply != want):
+			t.Errorf("%s: %+v, want %s", c.Context, c.Check, want)
+		}
+	}
+	upText := run("check-upgrade", "-f", releaseFile, "--contexts", "pending,migrated")
+	if upText.code != 1 || !strings.Contains(upText.stdout, "can be applied in every cluster: no") || !strings.Contains(upText.stdout, "run: kubectl --context pending crdversion migrate "+name) {
+		t.Errorf("fleet check-upgrade text: exit %d\n%s\n%s", upText.code, upText.stdout, upText.stderr)
+	}
+
+	// doctor: a summary per cluster; the unreachable one makes it fail.
+	doc := run("doctor", name, "--contexts", "pending,down", "-o", "json")
+	var fd report.FleetDoctor
+	if doc.code != 1 || json.Unmarshal([]byte(doc.stdout), &fd) != nil || len(fd.Clusters) != 2 || fd.Clusters[0].Doctor == nil || fd.Clusters[1].Reach != fleet.Unreachable {
+		t.Errorf("fleet doctor: exit %d\n%s\n%s", doc.code, doc.stdout, doc.stderr)
+	}
+
 	// retire: the migrated cluster advances to S6, the pending one is
 	// refused at step 4 (no --migrate) and left untouched, the unreachable
 	// one is reported.

@@ -33,6 +33,8 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("RetirePlan"), &Retire{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetStatus"), &FleetStatus{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetRetire"), &FleetRetire{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetUpgradeCheck"), &FleetUpgradeCheck{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetDoctor"), &FleetDoctor{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("SchemaDiff"), &Diff{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("UpgradeCheck"), &UpgradeCheck{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("DoctorReport"), &Doctor{})
@@ -190,5 +192,64 @@ type FleetRetireCluster struct {
 func (r *FleetRetire) DeepCopyObject() runtime.Object {
 	out := *r
 	out.Clusters = append([]FleetRetireCluster(nil), r.Clusters...)
+	return &out
+}
+
+// FleetUpgradeCheck (kind FleetUpgradeCheck) is the output of `kubectl
+// crdversion check-upgrade -f FILE --contexts …|--all-contexts -o json|yaml`.
+type FleetUpgradeCheck struct {
+	metav1.TypeMeta `json:",inline"`
+	Source          string                `json:"source"`
+	Clusters        []FleetUpgradeCluster `json:"clusters"`
+	// Answer to "can the release be applied in every cluster?": yes, no (a
+	// cluster would reject it or has error-level findings), unknown (a
+	// cluster could not be checked).
+	Answer  fleet.Answer `json:"answer"`
+	Summary Summary      `json:"summary"`
+	Seconds float64      `json:"seconds"`
+}
+
+// FleetUpgradeCluster is the check of one cluster.
+type FleetUpgradeCluster struct {
+	Context string        `json:"context"`
+	Server  string        `json:"server,omitempty"`
+	Reach   fleet.Reach   `json:"reach"`
+	Error   string        `json:"error,omitempty"`
+	Check   *UpgradeCheck `json:"check,omitempty"`
+	Seconds float64       `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetUpgradeCheck) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]FleetUpgradeCluster(nil), r.Clusters...)
+	return &out
+}
+
+// FleetDoctor (kind FleetDoctor) is the output of `kubectl crdversion
+// doctor … --contexts …|--all-contexts -o json|yaml`.
+type FleetDoctor struct {
+	metav1.TypeMeta `json:",inline"`
+	Clusters        []FleetDoctorCluster `json:"clusters"`
+	// Summary adds up the clusters' findings; Incompatible is also true when
+	// a cluster could not be checked.
+	Summary Summary `json:"summary"`
+	Seconds float64 `json:"seconds"`
+}
+
+// FleetDoctorCluster is doctor in one cluster.
+type FleetDoctorCluster struct {
+	Context string      `json:"context"`
+	Server  string      `json:"server,omitempty"`
+	Reach   fleet.Reach `json:"reach"`
+	Error   string      `json:"error,omitempty"`
+	Doctor  *Doctor     `json:"doctor,omitempty"`
+	Seconds float64     `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetDoctor) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]FleetDoctorCluster(nil), r.Clusters...)
 	return &out
 }

@@ -18,6 +18,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -263,6 +264,25 @@ func (r *retireRun) run(ctx context.Context) error {
 			r.rep.Outcome = "Planned"
 		}
 		return nil
+	}
+	// Every permission the steps to do need, before the first is taken.
+	var needs []access.Need
+	for _, s := range steps {
+		if s.Status != retire.ToDo {
+			continue
+		}
+		switch s.ID {
+		case retire.Unserved, retire.Removed:
+			needs = append(needs, access.EditCRD()...)
+		case retire.Migrated:
+			needs = append(needs, access.Migrate(r.crd, true)...)
+		case retire.ManagedFieldsClean:
+			needs = append(needs, access.CleanManagedFields(r.crd)...)
+		}
+	}
+	if missing, _ := o.client.Missing(ctx, needs); len(missing) > 0 {
+		r.rep.Outcome = "Blocked"
+		return &access.MissingError{Operation: "retire " + o.Version + " of", CRD: r.crd.Name, Missing: missing}
 	}
 	fmt.Fprintf(r.log, "Retiring %s from %s\n", o.Version, r.crd.Name)
 	taken := map[retire.StepID]int{}

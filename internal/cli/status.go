@@ -152,6 +152,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 				return err
 			}
 			r.Objects.Count = n
+			if err == nil {
+				r.ObjectsReadable(r.Objects.Version)
+			}
 			if err != nil {
 				r.Objects.Error = err.Error()
 				forbidden := apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)

@@ -239,7 +239,16 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		return r
 	}
 	cs.add("VersionServed", Pass, "%s exists and is served", version)
-	old := lifecycle.StorageVersion(crd)
+	current := lifecycle.StorageVersion(crd)
+	old := current
+	if storage := lifecycle.StorageVersions(crd); len(storage) != 1 {
+		// Only a manifest can be in this state: the API server rejects it.
+		old = "none"
+		if len(storage) > 1 {
+			old = strings.Join(storage, " and ")
+		}
+		cs.add("StorageVersionCount", Warn, "%s storage: true (the API server rejects that: \"must have exactly one version marked as storage version\"); this edit leaves %s the only one", map[bool]string{true: "no version has", false: old + " have"}[len(storage) == 0], version)
+	}
 	for i := range out.Spec.Versions {
 		out.Spec.Versions[i].Storage = out.Spec.Versions[i].Name == version
 	}
@@ -247,8 +256,8 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		cs.add("NotDeprecated", Warn, "%s is deprecated: objects will be stored at a version clients are told to leave", version)
 	}
 	noneConversionCheck(cs, out, version, allowPruning)
-	if old != "" && !slices.Contains(crd.Status.StoredVersions, old) {
-		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, old)
+	if current != "" && !slices.Contains(crd.Status.StoredVersions, current) {
+		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, current)
 	}
 	r.Summary = fmt.Sprintf("make %s the storage version (was %s); storedVersions becomes [%s]", version, orNone(old), strings.Join(appendUnique(crd.Status.StoredVersions, version), ", "))
 	return r

@@ -146,6 +146,11 @@ func TestPromoteStorage(t *testing.T) {
 			"VersionServed=pass", true},
 		{"None conversion that prunes", crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b"}}, version{name: "v2", served: true, fields: []string{"a"}}), "v2",
 			"VersionServed=pass NoneConversionPruning=fail", false},
+		// Manifests only (case 15): the API server rejects both.
+		{"two storage versions in a manifest", crd([]string{"v1alpha1"}, version{name: "v1", served: true, storage: true}, version{name: "v1alpha1", served: true, storage: true}), "v1",
+			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
+		{"no storage version in a manifest", crd([]string{"v1alpha1"}, version{name: "v1", served: true}, version{name: "v1alpha1", served: true}), "v1",
+			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,11 +18,14 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	out := []Finding{}
 	add := func(f Finding) { out = append(out, f) }
 
-	if n := len(StorageVersions(crd)); n != 1 {
+	if storage := StorageVersions(crd); len(storage) != 1 {
+		msg := "no version has storage: true; exactly one must (the API server rejects the CRD: \"must have exactly one version marked as storage version\")"
+		if len(storage) > 1 {
+			msg = fmt.Sprintf("%d versions have storage: true (%s); exactly one must (the API server rejects the CRD: \"must have exactly one version marked as storage version\")", len(storage), strings.Join(storage, ", "))
+		}
 		add(Finding{
-			Code: CodeStorageVersionCount, Severity: SeverityError,
-			Message: fmt.Sprintf("%d versions have storage: true; exactly one must", n),
-			Fix:     "set storage: true on exactly one version in spec.versions",
+			Code: CodeStorageVersionCount, Severity: SeverityError, Message: msg,
+			Fix: "set storage: true on exactly one version in spec.versions (kubectl crdversion promote-storage -f FILE CRD VERSION does it in a manifest)",
 		})
 	}
 
@@ -36,6 +40,14 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 				name, s, orPlaceholder(a.StorageVersion)),
 		})
 	}
+	if a.StorageVersion != "" && len(crd.Status.StoredVersions) > 0 && !slices.Contains(crd.Status.StoredVersions, a.StorageVersion) {
+		add(Finding{
+			Code: CodeStorageVersionNotStored, Severity: SeverityWarning, Version: a.StorageVersion,
+			Message: fmt.Sprintf("status.storedVersions [%s] lacks the storage version %s (a hand edit of the status subresource, which the API server accepts): objects stored at %s are not accounted for, and a later storage change could let %s leave spec.versions while objects are stored at it",
+				strings.Join(crd.Status.StoredVersions, ", "), a.StorageVersion, a.StorageVersion, a.StorageVersion),
+			Fix: migrateFix(a),
+		})
+	}
 	for _, s := range crd.Status.StoredVersions {
 		if s == a.StorageVersion || FindVersion(crd, s) == nil || a.StorageVersion == "" {
 			continue
@@ -43,7 +55,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeMigrationPending, Severity: SeverityWarning, Version: s,
 			Message: fmt.Sprintf("status.storedVersions still lists %s: objects may be stored at %s until every object is rewritten at %s; %s cannot be removed from spec.versions before that", s, s, a.StorageVersion, s),
-			Fix:     migrateFix(crd, a),
+			Fix:     migrateFix(a),
 		})
 	}
 
@@ -221,11 +233,12 @@ func conversionFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysi
 
 // migrateFix is migrate, or serving the storage version first when it is
 // not served (migrate writes through it).
-func migrateFix(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) string {
-	if v := FindVersion(crd, a.StorageVersion); v != nil && !v.Served {
-		return fmt.Sprintf("kubectl crdversion serve %s %s (migrate writes through the storage version), then kubectl crdversion migrate %s", crd.Name, a.StorageVersion, crd.Name)
+func migrateFix(a Analysis) string {
+	name := a.CRD.Name
+	if !a.versionServed(a.StorageVersion) {
+		return fmt.Sprintf("kubectl crdversion serve %s %s (migrate writes through the storage version), then kubectl crdversion migrate %s", name, a.StorageVersion, name)
 	}
-	return fmt.Sprintf("kubectl crdversion migrate %s", crd.Name)
+	return fmt.Sprintf("kubectl crdversion migrate %s", name)
 }
 
 func orPlaceholder(s string) string {
@@ -263,6 +276,25 @@ func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis)
 		})
 	}
 	return out
+}
+
+// PromotionPending returns the version that should become the storage
+// version before a migration is worth running: in state S1 (a newer version
+// is served but the old one is still storage) with nothing but the storage
+// version in status.storedVersions, a migration rewrites every object at the
+// old version and can trim nothing — the "completed but useless" migration
+// run before the storage flip. It returns "" otherwise.
+func PromotionPending(crd *apiextensionsv1.CustomResourceDefinition) string {
+	a := Analyze(crd)
+	if a.State != StateS1 {
+		return ""
+	}
+	for _, s := range crd.Status.StoredVersions {
+		if s != a.StorageVersion {
+			return ""
+		}
+	}
+	return a.NewVersion
 }
 
 // Loss is what migrating objects stored at Version drops.
@@ -334,6 +366,24 @@ func UnreadableObjects(a Analysis, version, message string, forbidden bool) Find
 		f.Fix = "repair the conversion webhook (is its Service running, does the caBundle match its certificate?); until then these objects cannot be read, written or deleted"
 	}
 	return f
+}
+
+// ObjectsReadable records that every object of the CRD was listed through
+// version without error. No object can then be stored at a version missing
+// from spec.versions (reading it would fail with "invalid group/version"),
+// so a storedVersions entry missing from spec — typically a mistaken write
+// to the status subresource, which the API server does not validate — is
+// repaired by migrate (a clean pass trims storedVersions to the storage
+// version) rather than by restoring the version.
+func (a *Analysis) ObjectsReadable(version string) {
+	for i, f := range a.Findings {
+		if f.Code != CodeStoredVersionNotInSpec || a.StorageVersion == "" {
+			continue
+		}
+		a.Findings[i].Message = fmt.Sprintf("status.storedVersions lists %s but spec.versions does not, so every update of this CRD is rejected; every object could be read at %s, so none is stored at %s (a mistaken write to the status subresource, which the API server accepts unchecked)", f.Version, version, f.Version)
+		a.Findings[i].Fix = migrateFix(*a)
+	}
+	a.settle()
 }
 
 func versionInSpec(a Analysis, name string) bool {

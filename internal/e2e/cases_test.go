@@ -1,0 +1,331 @@
+package e2e
+
+// Acceptance tests replaying the failure reports of ../shared/cases: each
+// builds the case's before-state from testdata/cases/<NN-name> on the real
+// API server, shows the failure users met (the API server's own message),
+// then runs the kubectl crdversion commands that answer it — a refusal that
+// names the cause and changes nothing, or a repair that ends healthy.
+// docs/troubleshooting.md quotes the messages and commands these tests run.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// The API server's (v1.37) message when a CRD update drops a version that
+// status.storedVersions still lists.
+func missingStoredVersion(v string) string { return missingStoredVersionAt(0, v) }
+
+func missingStoredVersionAt(i int, v string) string {
+	return `status.storedVersions[` + itoa(i) + `]: Invalid value: "` + v + `": missing from spec.versions; ` + v +
+		` was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ` +
+		v + ` and removes ` + v + ` from status.storedVersions`
+}
+
+// checkUpgradeRefuses runs check-upgrade (issue 5) on a release manifest:
+// it must exit non-zero, name every (CRD, storedVersions entry) the release
+// would drop, print the migrate command for each such CRD and none for the
+// others, and write nothing.
+func checkUpgradeRefuses(t *testing.T, c clients, fx *caseFixture, file string, dropped map[string]string, healthy ...string) {
+	t.Helper()
+	needCommand(t, "check-upgrade", 5)
+	names := slices.Clone(healthy)
+	for n := range dropped {
+		names = append(names, n)
+	}
+	want := []string{"storedVersions"}
+	for crd, v := range dropped {
+		want = append(want, crd, v, "kubectl crdversion migrate "+crd)
+	}
+	r := refuses(t, c, names, want, "check-upgrade", "-f", fx.path(file))
+	for _, h := range healthy {
+		if strings.Contains(r.stdout+r.stderr, "kubectl crdversion migrate "+h) {
+			t.Errorf("check-upgrade asks to migrate %s, whose storedVersions the release keeps:\n%s", h, r.stdout+r.stderr)
+		}
+	}
+}
+
+// TestCase01SkippedReleaseDropsStoredVersion: cert-manager CRDs stored
+// objects at v1alpha2; the release clusterctl applied lists only v1. The API
+// server refuses it; status names the stale storedVersions entry; migrate
+// rewrites the objects and trims it; the release then applies.
+func TestCase01SkippedReleaseDropsStoredVersion(t *testing.T) {
+	c := newClients(t)
+	const name = "certrequests.certs.example.com"
+	fx, crd, before := buildCase(t, c, "01-clusterctl-certmanager-skipped-release", name)
+
+	rv := getCRD(t, c, name).ResourceVersion
+	wantAPIError(t, "applying the release", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha2"))
+	if getCRD(t, c, name).ResourceVersion != rv {
+		t.Fatal("the refused release changed the CRD")
+	}
+
+	s := statusJSON(t, name)
+	f, found := finding(s, lifecycle.CodeMigrationPending)
+	if !found || f.Version != "v1alpha2" || f.Fix != "kubectl crdversion migrate "+name {
+		t.Errorf("status does not name the stale storedVersions entry and its fix: %+v", s.Findings)
+	}
+	if s.Next == nil || s.Next.Command != "kubectl crdversion migrate "+name {
+		t.Errorf("next step %+v, want migrate", s.Next)
+	}
+
+	t.Run("check-upgrade", func(t *testing.T) {
+		checkUpgradeRefuses(t, c, fx, "release.yaml", map[string]string{name: "v1alpha2"})
+	})
+
+	r := succeeds(t, "migrate", name)
+	if !strings.Contains(r.stdout, "rewritten 1") || !strings.Contains(r.stdout, "status.storedVersions: [v1alpha2, v1] -> [v1]") {
+		t.Errorf("migrate:\n%s", r.stdout)
+	}
+	wantStoredAt(t, crd, "certs.example.com/v1alpha2", 0)
+	releaseApplies(t, c, fx.path("release.yaml"), name)
+	assertHealthy(t, c, name, before)
+}
+
+// TestCase02OldClusterHistory: the same Lock CRD upgrade fails on a cluster
+// born before v1beta1 became storage and works on a younger one; the tool
+// reads storedVersions from the live CRD, and after migrate this cluster is
+// the young one.
+func TestCase02OldClusterHistory(t *testing.T) {
+	c := newClients(t)
+	const name = "locks.pkg.example.com"
+	fx, crd, before := buildCase(t, c, "02-crossplane-locks-old-cluster-history", name)
+	wantStoredAt(t, crd, "pkg.example.com/v1alpha1", 1)
+
+	wantAPIError(t, "applying the release", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha1"))
+
+	s := statusJSON(t, name)
+	var row *lifecycle.VersionStatus
+	for i := range s.Versions {
+		if s.Versions[i].Name == "v1alpha1" {
+			row = &s.Versions[i]
+		}
+	}
+	if row == nil || !row.InStoredVersions || !row.Deprecated || row.Storage {
+		t.Errorf("status row of v1alpha1: %+v", row)
+	}
+	if s.Objects == nil || s.Objects.Count != 1 || s.State != lifecycle.StateS2 {
+		t.Errorf("status: state %s, objects %+v; want S2 with 1 object", s.State, s.Objects)
+	}
+	t.Run("check-upgrade/old-cluster", func(t *testing.T) {
+		checkUpgradeRefuses(t, c, fx, "release.yaml", map[string]string{name: "v1alpha1"})
+	})
+
+	succeeds(t, "migrate", name)
+	// Now this cluster is the "control" one: storedVersions [v1beta1].
+	t.Run("check-upgrade/young-cluster", func(t *testing.T) {
+		needCommand(t, "check-upgrade", 5)
+		r := crdversion(t, "check-upgrade", "-f", fx.path("release.yaml"))
+		if r.code != 0 || strings.Contains(r.stdout+r.stderr, "kubectl crdversion migrate") {
+			t.Errorf("check-upgrade on a migrated cluster: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	releaseApplies(t, c, fx.path("release.yaml"), name)
+	assertHealthy(t, c, name, before)
+}
+
+// TestCase04StoredVersionsEditIgnored: writes of status.storedVersions
+// through the CRD's main resource are accepted and ignored; only /status
+// changes it — and on v1.37 /status accepts any list, unlike what the case
+// reports: a version missing from spec.versions (which then blocks every
+// update of the CRD) or a list without the storage version. status names
+// each mistake; migrate repairs both: a complete, clean pass proves where
+// the objects are and writes [storage] through /status, verifying it.
+func TestCase04StoredVersionsEditIgnored(t *testing.T) {
+	c := newClients(t)
+	const name = "dashboards.kb.example.com"
+	_, _, before := buildCase(t, c, "04-storedversions-edit-silently-ignored", name)
+	ctx := context.Background()
+	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+	statusPatch := func(list string) {
+		t.Helper()
+		if _, err := crds.Patch(ctx, name, types.MergePatchType, []byte(`{"status":{"storedVersions":`+list+`}}`), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatalf("status patch %s: %v", list, err)
+		}
+	}
+
+	// The trap: a JSON patch of the main resource "succeeds".
+	patch := []byte(`[{"op":"replace","path":"/status/storedVersions","value":["v1beta1"]}]`)
+	if _, err := crds.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching status through the main resource: %v", err)
+	}
+	if got := storedVersionsOf(t, c, name); !slices.Equal(got, []string{"v1alpha1", "v1beta1"}) {
+		t.Fatalf("the main resource changed storedVersions to %v", got)
+	}
+
+	// A typo through /status is accepted, and then every spec update fails.
+	statusPatch(`["v1beta1","v9"]`)
+	r := refuses(t, c, []string{name}, []string{missingStoredVersionAt(1, "v9")}, "deprecate", name, "v1alpha1")
+	t.Logf("deprecate after the typo: %s", r.stderr)
+	s := statusJSON(t, name)
+	if f, found := finding(s, lifecycle.CodeStoredVersionNotInSpec); !found || f.Version != "v9" || f.Fix != "kubectl crdversion migrate "+name {
+		t.Errorf("status does not point at migrate for v9: %+v", s.Findings)
+	}
+	r = succeeds(t, "migrate", name)
+	if !strings.Contains(r.stdout, "rewritten 0, already current 1") || !strings.Contains(r.stdout, "status.storedVersions: [v1beta1, v9] -> [v1beta1]") {
+		t.Errorf("migrate:\n%s", r.stdout)
+	}
+
+	// A list without the storage version is accepted as well.
+	statusPatch(`["v1alpha1"]`)
+	s = statusJSON(t, name)
+	if f, found := finding(s, lifecycle.CodeStorageVersionNotStored); !found || f.Version != "v1beta1" || f.Fix != "kubectl crdversion migrate "+name {
+		t.Errorf("status does not flag storedVersions [v1alpha1] without the storage version v1beta1: %+v", s.Findings)
+	}
+	r = succeeds(t, "migrate", name)
+	if !strings.Contains(r.stdout, "status.storedVersions: [v1alpha1] -> [v1beta1]") {
+		t.Errorf("migrate:\n%s", r.stdout)
+	}
+	assertHealthy(t, c, name, before)
+}
+
+// TestCase06MigratedButNotTrimmed: every object is already stored at v1,
+// but storedVersions still lists v1alpha2. migrate still rewrites (a no-op
+// write per object is the only proof) and trims; the chart then applies.
+func TestCase06MigratedButNotTrimmed(t *testing.T) {
+	c := newClients(t)
+	const name = "clusterpolicies.policies.example.com"
+	fx, crd, before := buildCase(t, c, "06-migrated-but-storedversions-not-pruned", name)
+	wantStoredAt(t, crd, "policies.example.com/v1", 3)
+
+	wantAPIError(t, "applying the chart", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha2"))
+
+	r := succeeds(t, "migrate", name)
+	if !strings.Contains(r.stdout, "total 3, rewritten 0, already current 3") || !strings.Contains(r.stdout, "[v1alpha2, v1] -> [v1]") {
+		t.Errorf("migrate:\n%s", r.stdout)
+	}
+	releaseApplies(t, c, fx.path("release.yaml"), name)
+	assertHealthy(t, c, name, before)
+}
+
+// TestCase07ManyCRDsOneRelease: one release drops old versions of two CRDs
+// (A, B) and keeps a third (C). Both are refused with the v1.33+ message;
+// status flags A and B and not C; migrating A and B lets the release apply.
+func TestCase07ManyCRDsOneRelease(t *testing.T) {
+	c := newClients(t)
+	fx := loadCase(t, "07-new-message-format-multi-crd")
+	crds := fx.build(t, c)
+	a, b, healthy := "releases.helm.example.com", "alerts.notify.example.com", "sources.src.example.com"
+	before := map[string]map[string]map[string]any{}
+	for n, crd := range crds {
+		before[n] = contents(t, c, crd, lifecycle.StorageVersion(crd))
+	}
+
+	errs := applyRelease(t, c, fx.path("release.yaml"))
+	wantAPIError(t, "applying the release to "+a, errs[a], missingStoredVersion("v2beta1"))
+	wantAPIError(t, "applying the release to "+b, errs[b], missingStoredVersion("v1beta1"))
+	if errs[healthy] != nil {
+		t.Errorf("the release was refused for %s: %v", healthy, errs[healthy])
+	}
+	for n, stale := range map[string]string{a: "v2beta1", b: "v1beta1"} {
+		if f, found := finding(statusJSON(t, n), lifecycle.CodeMigrationPending); !found || f.Version != stale {
+			t.Errorf("status %s: no MigrationPending finding for %s", n, stale)
+		}
+	}
+	if s := statusJSON(t, healthy); len(s.Findings) != 0 {
+		t.Errorf("status %s reports %+v", healthy, s.Findings)
+	}
+	t.Run("check-upgrade", func(t *testing.T) {
+		checkUpgradeRefuses(t, c, fx, "release.yaml", map[string]string{a: "v2beta1", b: "v1beta1"}, healthy)
+	})
+
+	succeeds(t, "migrate", a)
+	succeeds(t, "migrate", b)
+	for n, err := range applyRelease(t, c, fx.path("release.yaml")) {
+		if err != nil {
+			t.Errorf("the release after migrate, %s: %v", n, err)
+		}
+	}
+	for n := range crds {
+		assertHealthy(t, c, n, before[n])
+	}
+}
+
+// TestCase09MigrationBeforeTheFlip: a migration run while the old version is
+// still the storage version rewrites objects at the old version and cannot
+// retire it. migrate refuses it, naming promote-storage; after the flip,
+// status points at migrate, which makes the release apply.
+func TestCase09MigrationBeforeTheFlip(t *testing.T) {
+	c := newClients(t)
+	const name = "triggers.eventing.example.com"
+	fx, crd, before := buildCase(t, c, "09-knative-migration-job-misordered", name)
+
+	// Step A, the "Completed but useless" Job.
+	refuses(t, c, []string{name}, []string{"storage version is v1alpha1", "v1beta1", "kubectl crdversion promote-storage " + name + " v1beta1"}, "migrate", name)
+	wantStoredAt(t, crd, "eventing.example.com/v1alpha1", 2)
+
+	// Step B: the release that flips the storage version.
+	if err := applyRelease(t, c, fx.path("release-flip.yaml"))[name]; err != nil {
+		t.Fatal(err)
+	}
+	s := statusJSON(t, name)
+	if s.State != lifecycle.StateS2 || s.Next == nil || s.Next.Command != "kubectl crdversion migrate "+name {
+		t.Errorf("after the flip: state %s, next %+v; want S2 and migrate", s.State, s.Next)
+	}
+	// Step C, as users met it.
+	wantAPIError(t, "applying the release without v1alpha1", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha1"))
+
+	r := succeeds(t, "migrate", name)
+	if !strings.Contains(r.stdout, "rewritten 2") || !strings.Contains(r.stdout, "[v1alpha1, v1beta1] -> [v1beta1]") {
+		t.Errorf("migrate:\n%s", r.stdout)
+	}
+	releaseApplies(t, c, fx.path("release.yaml"), name)
+	assertHealthy(t, c, name, before)
+}
+
+// TestCase15StorageVersionCount: manifests with two storage versions, or
+// none, are refused by the API server; promote-storage -f repairs such a
+// manifest (exactly one storage version, the old one flipped in the same
+// write), and the repaired manifest applies.
+func TestCase15StorageVersionCount(t *testing.T) {
+	c := newClients(t)
+	const name = "paramsets.net.example.com"
+	fx, _, before := buildCase(t, c, "15-two-or-zero-storage-versions", name)
+
+	for _, file := range []string{"release.yaml", "release-zero.yaml"} {
+		wantAPIError(t, "applying "+file, applyRelease(t, c, fx.path(file))[name], "must have exactly one version marked as storage version")
+	}
+	for _, file := range []string{"release-zero.yaml", "release.yaml"} {
+		repaired := filepath.Join(t.TempDir(), file)
+		data, err := os.ReadFile(fx.path(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, repaired, string(data))
+		r := succeeds(t, "promote-storage", name, "v1", "-f", repaired, "--in-place")
+		if !strings.Contains(r.stderr, "WARN  ") || !strings.Contains(r.stderr, "must have exactly one version marked as storage version") {
+			t.Errorf("promote-storage -f %s does not say what was wrong:\n%s", file, r.stderr)
+		}
+		objs, err := fixture.Read(repaired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed, err := fixture.CRD(objs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := lifecycle.StorageVersions(fixed); !slices.Equal(s, []string{"v1"}) {
+			t.Errorf("%s repaired by promote-storage -f has storage versions %v, want [v1]\n%s", file, s, r.stderr)
+		}
+		if file == "release.yaml" {
+			if err := applyRelease(t, c, repaired)[name]; err != nil {
+				t.Fatalf("the repaired manifest: %v", err)
+			}
+		}
+	}
+	if got := storedVersionsOf(t, c, name); !slices.Equal(got, []string{"v1alpha1", "v1"}) {
+		t.Errorf("storedVersions %v, want [v1alpha1 v1]", got)
+	}
+	succeeds(t, "migrate", name)
+	assertHealthy(t, c, name, before)
+}

@@ -210,7 +210,14 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case res.Failed > 0:
-		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed", res.Failed, crd.Name)
+		hint := ""
+		for _, f := range res.Failures {
+			if strings.Contains(f.Message, "conversion webhook") {
+				hint = "; the conversion webhook failed for them: " + lifecycle.WebhookRepair(lifecycle.Analyze(crd))
+				break
+			}
+		}
+		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed%s", res.Failed, crd.Name, hint)
 	case !res.Complete:
 		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, resumeHint(o.Engine.Checkpoint))
 	case res.Trim.Failed:

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -218,7 +219,7 @@ func TestCase07ManyCRDsOneRelease(t *testing.T) {
 	a, b, healthy := "releases.helm.example.com", "alerts.notify.example.com", "sources.src.example.com"
 	before := map[string]map[string]map[string]any{}
 	for n, crd := range crds {
-		before[n] = contents(t, c, crd, lifecycle.StorageVersion(crd))
+		before[n] = fx.contentsOf(crd)
 	}
 
 	errs := applyRelease(t, c, fx.path("release.yaml"))
@@ -328,4 +329,164 @@ func TestCase15StorageVersionCount(t *testing.T) {
 	}
 	succeeds(t, "migrate", name)
 	assertHealthy(t, c, name, before)
+}
+
+// preserveUnknownFieldsOff sends the repair the tool prints for
+// preserveUnknownFields: true (lifecycle.PreserveUnknownFieldsOff): the
+// merge patch of `kubectl patch crd NAME --type=merge -p …`.
+func preserveUnknownFieldsOff(t *testing.T, c clients, name string) {
+	t.Helper()
+	_, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Patch(context.Background(), name, types.MergePatchType,
+		[]byte(`{"spec":{"preserveUnknownFields":false}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("setting preserveUnknownFields to false: %v", err)
+	}
+	waitFor(t, "the schema to be found structural", func() (bool, error) {
+		for _, cond := range getCRD(t, c, name).Status.Conditions {
+			if cond.Type == apiextensionsv1.NonStructuralSchema && cond.Status == apiextensionsv1.ConditionTrue {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// TestCase11PreserveUnknownFieldsBlocksDefaults: a CRD born under v1beta1
+// keeps preserveUnknownFields: true; the v1 manifest with a default is
+// rejected. status names the flag and the command that clears it;
+// add-version refuses a defaulted schema for the same reason, before the
+// API server does; after the flag is cleared the release applies and the
+// objects keep their fields.
+func TestCase11PreserveUnknownFieldsBlocksDefaults(t *testing.T) {
+	c := newClients(t)
+	const name = "rollouts.deploy.example.com"
+	fx, _, before := buildCase(t, c, "11-preserveunknownfields-blocks-defaults", name)
+
+	wantAPIError(t, "applying the v1 manifest", applyRelease(t, c, fx.path("release.yaml"))[name],
+		`spec.preserveUnknownFields: Invalid value: true: must be false in order to use defaults in the schema`)
+
+	s := statusJSON(t, name)
+	if f, found := finding(s, lifecycle.CodePreserveUnknownFields); !found || !strings.HasPrefix(f.Fix, lifecycle.PreserveUnknownFieldsOff(name)) {
+		t.Errorf("status: %+v", s.Findings)
+	}
+	refuses(t, c, []string{name}, []string{"spec.preserveUnknownFields is true", "must be false in order to use defaults in the schema", ".spec.replicas", lifecycle.PreserveUnknownFieldsOff(name)},
+		"add-version", name, "v1beta1", "--schema-file", fx.path("v1beta1.schema.yaml"))
+
+	preserveUnknownFieldsOff(t, c, name)
+	releaseApplies(t, c, fx.path("release.yaml"), name)
+	assertHealthy(t, c, name, before)
+	succeeds(t, "add-version", name, "v1beta1", "--schema-file", fx.path("v1beta1.schema.yaml"))
+}
+
+// TestCase12PreserveUnknownFieldsBlocksWebhook: adding Webhook conversion to
+// a CRD that still has preserveUnknownFields: true is rejected by the API
+// server; add-version --conversion Webhook refuses first, naming the flag;
+// with the flag cleared the webhook is added and migrate finishes the move.
+func TestCase12PreserveUnknownFieldsBlocksWebhook(t *testing.T) {
+	c := newClients(t)
+	const name = "revisions.serving.example.com"
+	_, _, before := buildCase(t, c, "12-preserveunknownfields-blocks-webhook", name)
+	hook := newConversionWebhook(t)
+	ca := hook.caFile(t)
+
+	ctx := context.Background()
+	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+	naive := []byte(`{"spec":{"conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"` + hook.URL + `/convert"}}}}}`)
+	_, err := crds.Patch(ctx, name, types.MergePatchType, naive, metav1.PatchOptions{})
+	wantAPIError(t, "setting Webhook conversion", err, `spec.conversion.strategy: Invalid value: "Webhook": must be None if spec.preserveUnknownFields is true`)
+
+	args := []string{"add-version", name, "v2", "--conversion", "Webhook", "--webhook-url", hook.URL + "/convert", "--ca-bundle-file", ca}
+	refuses(t, c, []string{name}, []string{"spec.preserveUnknownFields is true", "must be None if spec.preserveUnknownFields is true", lifecycle.PreserveUnknownFieldsOff(name)}, args...)
+
+	preserveUnknownFieldsOff(t, c, name)
+	r := succeeds(t, args...)
+	if !strings.Contains(r.stdout, "the conversion webhook converted a sample Revision") {
+		t.Errorf("add-version:\n%s", r.stdout)
+	}
+	succeeds(t, "migrate", name)
+	assertHealthy(t, c, name, before)
+	if hook.calls.Load() == 0 {
+		t.Error("the conversion webhook was never called")
+	}
+}
+
+// TestCase16ConversionWebhookDown: objects still stored at v1alpha1, storage
+// v1beta1, and the conversion webhook's Service is gone. Every list at
+// v1beta1 fails; status names the webhook; migrate refuses to trim and names
+// the objects; once the webhook answers again migrate moves every object to
+// v1beta1, after which reads at v1beta1 no longer need the webhook at all.
+func TestCase16ConversionWebhookDown(t *testing.T) {
+	c := newClients(t)
+	const name = "kafkasources.sources.example.com"
+	_, crd, before := buildCase(t, c, "16-conversion-webhook-down", name)
+
+	_, err := c.dyn.Resource(gvr(crd, "v1beta1")).List(context.Background(), metav1.ListOptions{})
+	wantAPIError(t, "listing at v1beta1", err, `conversion webhook for sources.example.com/v1alpha1, Kind=KafkaSource failed`, `service "kafka-source-webhook" not found`)
+
+	s := statusJSON(t, name)
+	f, found := finding(s, lifecycle.CodeObjectsUnreadable)
+	if !found || !strings.Contains(f.Message, "kafka-source-webhook") || !strings.Contains(f.Fix, "sources-system/kafka-source-webhook") {
+		t.Errorf("status does not name the dead webhook: %+v", s.Findings)
+	}
+	r := refuses(t, c, []string{name}, []string{"kafka-source-webhook", "not trimmed"}, "migrate", name)
+	t.Logf("migrate with the webhook down:\n%s%s", r.stdout, r.stderr)
+	if got := storedVersionsOf(t, c, name); !slices.Equal(got, []string{"v1alpha1", "v1beta1"}) {
+		t.Errorf("storedVersions %v after a failed migrate", got)
+	}
+
+	// The webhook is back (here: a test webhook at a URL).
+	hook := newConversionWebhook(t)
+	ca, err := os.ReadFile(hook.caFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		url := hook.URL + "/resource-conversion"
+		crd.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: ca}
+	})
+	succeeds(t, "migrate", name)
+	assertHealthy(t, c, name, before)
+
+	// Stored at v1beta1, the objects are read at v1beta1 without the webhook.
+	hook.failing.Store(true)
+	if _, err := c.dyn.Resource(gvr(crd, "v1beta1")).List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Errorf("listing at the storage version with the webhook failing: %v", err)
+	}
+}
+
+// TestCase17ConversionWebhookGone: the operator and its conversion webhook
+// Service are gone, the CRD still says Webhook. The object sits at the
+// storage version, but kubectl and the namespace controller use the
+// preferred version v1alpha2, which needs conversion: deleting and listing
+// fail. status lists through v1alpha2 as well, names the dead Service and,
+// since every version has the same schema, prints the switch to None; after
+// it the object is intact and can be deleted.
+func TestCase17ConversionWebhookGone(t *testing.T) {
+	c := newClients(t)
+	const name = "meshconfigs.config.example.com"
+	_, crd, before := buildCase(t, c, "17-conversion-webhook-gone-deletion", name)
+	ctx := context.Background()
+
+	_, err := c.dyn.Resource(gvr(crd, "v1alpha2")).List(ctx, metav1.ListOptions{})
+	wantAPIError(t, "listing at the preferred version v1alpha2", err, `conversion webhook for config.example.com/v1alpha1, Kind=MeshConfig failed`, `service "mesh-bootstrap" not found`)
+
+	s := statusJSON(t, name)
+	f, found := finding(s, lifecycle.CodeObjectsUnreadable)
+	if !found || f.Version != "v1alpha2" || !strings.Contains(f.Fix, "service mesh-system/mesh-bootstrap:9443/convert/meshconfig") || !strings.HasSuffix(f.Fix, lifecycle.NoneConversionOn(name)) {
+		t.Fatalf("status does not name the dead webhook and the way out: %+v", s.Findings)
+	}
+
+	// The break-glass status printed.
+	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, name, types.MergePatchType,
+		[]byte(`{"spec":{"conversion":{"strategy":"None","webhook":null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("switching to None: %v", err)
+	}
+	waitFor(t, "a list at v1alpha2", func() (bool, error) {
+		_, err := c.dyn.Resource(gvr(crd, "v1alpha2")).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	assertHealthy(t, c, name, before)
+	if err := resource(c, crd, "v1alpha2", "mesh-system").Delete(ctx, "mesh-config", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting at v1alpha2 after the switch: %v", err)
+	}
 }

@@ -177,6 +177,10 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 	if out.Spec.Conversion != nil && out.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 		webhookConfigCheck(cs, out)
 	}
+	if paths := schema.DefaultPaths(schema.Of(&newVersion)); crd.Spec.PreserveUnknownFields && len(paths) > 0 {
+		c := cs.add("PreserveUnknownFields", Fail, "spec.preserveUnknownFields is true, and the API server rejects schema defaults then (\"must be false in order to use defaults in the schema\"); set it to false first: %s (keeping unknown fields with x-kubernetes-preserve-unknown-fields: true where they must stay)", lifecycle.PreserveUnknownFieldsOff(crd.Name))
+		c.Details = paths
+	}
 	noneConversionCheck(cs, out, spec.Name, spec.AllowPruning)
 	defaultVersionCheck(cs, crd, out)
 
@@ -214,7 +218,7 @@ func webhookConfigCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinitio
 		cs.add("WebhookConfig", Pass, "the conversion webhook configuration is complete")
 	}
 	if crd.Spec.PreserveUnknownFields {
-		cs.add("PreserveUnknownFields", Fail, "Webhook conversion is not allowed while spec.preserveUnknownFields is true; set it to false first (with x-kubernetes-preserve-unknown-fields where unknown fields must be kept)")
+		cs.add("PreserveUnknownFields", Fail, "spec.preserveUnknownFields is true, and the API server rejects Webhook conversion then (\"must be None if spec.preserveUnknownFields is true\"); set it to false first: %s (keeping unknown fields with x-kubernetes-preserve-unknown-fields: true where they must stay)", lifecycle.PreserveUnknownFieldsOff(crd.Name))
 	}
 }
 

@@ -21,6 +21,22 @@ func schemaWith(fields ...string) *apiextensionsv1.CustomResourceValidation {
 	}}
 }
 
+func withPUF(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	crd.Spec.PreserveUnknownFields = true
+	return crd
+}
+
+// defaulted is the schema of schemaWith("size") with a default for size.
+func defaulted() *apiextensionsv1.CustomResourceValidation {
+	v := schemaWith("size")
+	spec := v.OpenAPIV3Schema.Properties["spec"]
+	size := spec.Properties["size"]
+	size.Default = &apiextensionsv1.JSON{Raw: []byte(`"M"`)}
+	spec.Properties["size"] = size
+	v.OpenAPIV3Schema.Properties["spec"] = spec
+	return v
+}
+
 type version struct {
 	name            string
 	served, storage bool
@@ -100,6 +116,18 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass Schema=fail VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn", false},
 		{"existing name, now deprecated", one(), AddVersionSpec{Name: "v1", Served: true, Deprecated: true},
 			"VersionName=pass VersionAbsent=fail", false},
+		// Case 11: the API server rejects defaults while preserveUnknownFields is true.
+		{"defaults with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true, Schema: defaulted()},
+			"VersionName=pass VersionAbsent=pass PreserveUnknownFields=fail NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"defaults without preserveUnknownFields", one(), AddVersionSpec{Name: "v2", Served: true, Schema: defaulted()},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"no defaults with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		// Case 12: and Webhook conversion.
+		{"webhook with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true,
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://x.example.com"), CABundle: []byte("pem")}, ConversionReviewVersions: []string{"v1"}}}},
+			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=pass PreserveUnknownFields=fail DefaultVersion=warn", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -103,11 +103,19 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	if crd.Spec.PreserveUnknownFields {
 		add(Finding{
 			Code: CodePreserveUnknownFields, Severity: SeverityWarning,
-			Message: "spec.preserveUnknownFields is true: unknown fields are stored instead of pruned, schema defaults are not applied, and Webhook conversion is not allowed",
-			Fix:     "set spec.preserveUnknownFields: false, with x-kubernetes-preserve-unknown-fields: true in the schemas where unknown fields must be kept",
+			Message: "spec.preserveUnknownFields is true (a CRD created through apiextensions.k8s.io/v1beta1): unknown fields are stored instead of pruned, and the API server rejects schema defaults and Webhook conversion until it is false; a v1 manifest that omits the field leaves it true",
+			Fix:     PreserveUnknownFieldsOff(name) + " (from then on, fields of existing objects that no schema describes are pruned: add x-kubernetes-preserve-unknown-fields: true where they must be kept, first)",
 		})
 	}
 	return out
+}
+
+// PreserveUnknownFieldsOff is the kubectl command that sets
+// spec.preserveUnknownFields to false on the CRD name. A manifest applied
+// without the field leaves a live true in place, so it must be set
+// explicitly.
+func PreserveUnknownFieldsOff(name string) string {
+	return `kubectl patch crd ` + name + ` --type=merge -p '{"spec":{"preserveUnknownFields":false}}'`
 }
 
 // Condition findings: what the API server's own controllers report in
@@ -363,9 +371,47 @@ func UnreadableObjects(a Analysis, version, message string, forbidden bool) Find
 		f.Fix = fmt.Sprintf("kubectl crdversion add-version %s %s --from %s --served=false", a.CRD.Name, m[1], orPlaceholder(a.StorageVersion))
 		f.Message += fmt.Sprintf("; objects are stored at %s, which is no longer in spec.versions", m[1])
 	case strings.Contains(message, "conversion webhook"):
-		f.Fix = "repair the conversion webhook (is its Service running, does the caBundle match its certificate?); until then these objects cannot be read, written or deleted"
+		f.Fix = WebhookRepair(a)
 	}
 	return f
+}
+
+// WebhookRepair says what to do about a failing conversion webhook of the
+// analysed CRD: repair it (naming its Service or URL), or — when every
+// version has the same schema, so that None conversion loses nothing —
+// switch the strategy to None.
+func WebhookRepair(a Analysis) string {
+	target := "the conversion webhook"
+	if w := a.Conversion.Webhook; w != nil && w.Service != "" {
+		target += " (service " + w.Service + ")"
+	} else if w != nil && w.URL != "" {
+		target += " (" + w.URL + ")"
+	}
+	fix := "repair " + target + ": is its Service running with ready endpoints, does the caBundle match its certificate? Until then objects stored at another version than the one requested cannot be read, written or deleted (namespace deletion and garbage collection hang on them too)"
+	if a.sameSchemas() {
+		fix += "; every version has the same schema, so conversion strategy None loses nothing (a reversible break-glass): " + NoneConversionOn(a.CRD.Name)
+	}
+	return fix
+}
+
+// sameSchemas reports whether every version in spec.versions has the
+// storage version's schema.
+func (a Analysis) sameSchemas() bool {
+	if a.StorageVersion == "" {
+		return false
+	}
+	for _, v := range a.Versions {
+		if v.InSpec && v.Schema != SchemaIsStorage && v.Schema != SchemaIdentical {
+			return false
+		}
+	}
+	return true
+}
+
+// NoneConversionOn is the kubectl command that sets the conversion strategy
+// of the CRD name to None, removing the webhook configuration.
+func NoneConversionOn(name string) string {
+	return `kubectl patch crd ` + name + ` --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}'`
 }
 
 // ObjectsReadable records that every object of the CRD was listed through

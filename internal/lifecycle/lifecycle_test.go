@@ -343,6 +343,21 @@ func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
 	if hook.Next == nil || hook.Next.Command != "" || !strings.Contains(hook.Next.Reason, "repair the conversion webhook") {
 		t.Errorf("webhook: next = %+v", hook.Next)
 	}
+	// Case 17: the webhook's Service is named; same schemas everywhere
+	// make strategy None a lossless way out.
+	svc := newCRD().version("v1alpha1", true, true).version("v1alpha2", true, false).stored("v1alpha1").webhook(&apiextensionsv1.WebhookConversion{
+		ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "mesh-system", Name: "mesh-bootstrap", Port: ptr.To[int32](9443)}},
+		ConversionReviewVersions: []string{"v1"},
+	}).v()
+	same := Analyze(svc)
+	f := UnreadableObjects(same, "v1alpha2", "conversion webhook for example.com/v1alpha1, Kind=Widget failed: service \"mesh-bootstrap\" not found", false)
+	if !strings.Contains(f.Fix, "repair the conversion webhook (service mesh-system/mesh-bootstrap:9443)") || !strings.HasSuffix(f.Fix, NoneConversionOn("widgets.example.com")) {
+		t.Errorf("webhook fix, same schemas: %q", f.Fix)
+	}
+	svc.Spec.Versions[1].Schema = props("size", "colour")
+	if f := UnreadableObjects(Analyze(svc), "v1alpha2", "conversion webhook for x failed", false); strings.Contains(f.Fix, "None") {
+		t.Errorf("webhook fix, schemas differ: %q", f.Fix)
+	}
 
 	denied := Analyze(crd)
 	denied.AddFinding(UnreadableObjects(denied, "v2", "forbidden", true))

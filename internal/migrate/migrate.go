@@ -345,7 +345,7 @@ func (r *run) list(ctx context.Context, items chan<- item, pages chan<- *page) e
 	token := r.continueToken
 	for {
 		var list *metav1.PartialObjectMetadataList
-		err := retry.OnError(listBackoff, retriable, func() error {
+		err := retry.OnError(listBackoff, listRetriable, func() error {
 			var err error
 			list, err = res.List(ctx, metav1.ListOptions{Limit: r.opts.ChunkSize, Continue: token})
 			return err
@@ -436,6 +436,15 @@ var listBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, St
 
 func (r *run) backoff() wait.Backoff {
 	return wait.Backoff{Duration: r.opts.RetryDelay, Factor: 2, Jitter: 0.2, Steps: r.opts.Retries + 1}
+}
+
+// listRetriable errors of a list are retriable ones, except the API server
+// naming objects it cannot read from storage (a conversion webhook failing
+// for them, a version missing from spec.versions): waiting does not repair
+// that, even when it comes as 429 "storage is (re)initializing" from a
+// watch cache that cannot load those objects.
+func listRetriable(err error) bool {
+	return retriable(err) && !strings.Contains(err.Error(), "failed to read one or more")
 }
 
 // retriable errors are worth another try: server errors and timeouts.

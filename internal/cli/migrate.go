@@ -183,12 +183,13 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 			crd.Name, storage, next, storage, crd.Name, next, storage)
 	}
 	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 && !o.AllowPruning && !o.Engine.CountOnly {
+		storage := lifecycle.StorageVersion(crd)
 		var parts []string
 		for _, l := range losses {
-			parts = append(parts, fmt.Sprintf("objects stored at %s would lose %s", l.Version, strings.Join(l.Fields, ", ")))
+			parts = append(parts, l.Describe(storage))
 		}
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and %s when rewritten at the storage version %s; add the fields to its schema or use Webhook conversion, or pass --allow-pruning to accept the loss",
-			crd.Name, strings.Join(parts, "; "), lifecycle.StorageVersion(crd))
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
+			crd.Name, strings.Join(parts, "; "))
 	}
 	engine := &migrate.Engine{CRDs: o.client.CRDs, Metadata: o.client.Metadata, Dynamic: o.client.Dynamic}
 	opts := o.Engine

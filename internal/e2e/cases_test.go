@@ -17,6 +17,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
@@ -489,4 +490,86 @@ func TestCase17ConversionWebhookGone(t *testing.T) {
 	if err := resource(c, crd, "v1alpha2", "mesh-system").Delete(ctx, "mesh-config", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("deleting at v1alpha2 after the switch: %v", err)
 	}
+}
+
+// TestCase18SchemaChangePrunes: conversion None between schemas that differ
+// drops fields. add-version refuses the renamed field (variant B), naming
+// it; the release that shrinks v1 (variant A) is accepted by the API server
+// and the data disappears from reads, while migrate refuses to make the
+// loss permanent. Restoring the schemas with both fields brings the data
+// back, and the migration then keeps it.
+func TestCase18SchemaChangePrunes(t *testing.T) {
+	c := newClients(t)
+	const name = "standalones.ent.example.com"
+	fx, crd, _ := buildCase(t, c, "18-schema-change-prunes", name)
+	ctx := context.Background()
+	licenseOf := func(version string) (url, ref string) {
+		t.Helper()
+		var u *unstructured.Unstructured
+		// Right after a CRD change the new version's endpoint may lag.
+		waitFor(t, "s1 at "+version, func() (bool, error) {
+			var err error
+			u, err = resource(c, crd, version, "default").Get(ctx, "s1", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		url, _, _ = unstructured.NestedString(u.Object, "spec", "licenseUrl")
+		ref, _, _ = unstructured.NestedString(u.Object, "spec", "licenseRef")
+		return url, ref
+	}
+
+	// Variant B through the tool: refused, the lost field named.
+	refuses(t, c, []string{name}, []string{"conversion strategy None and the schemas differ", ".spec.licenseUrl at v1", ".spec.licenseRef at v2"},
+		"add-version", name, "v2", "--schema-file", fx.path("v2-renamed.schema.yaml"))
+
+	t.Run("check-upgrade", func(t *testing.T) {
+		needCommand(t, "check-upgrade", 5)
+		refuses(t, c, []string{name}, []string{".spec.licenseUrl", "v1"}, "check-upgrade", "-f", fx.path("release-a.yaml"))
+	})
+
+	// Variant A applied as users did: accepted, and the fields vanish.
+	releaseApplies(t, c, fx.path("release-a.yaml"), name)
+	if url, ref := licenseOf("v2"); url != "" || ref != "" {
+		t.Errorf("read at v2: licenseUrl %q licenseRef %q; the API server was expected to prune both", url, ref)
+	}
+	wantStoredAt(t, crd, "ent.example.com/v1", 1)
+	s := statusJSON(t, name)
+	if f, found := finding(s, lifecycle.CodeMigrationPrunes); !found || !strings.Contains(f.Message, "v1's schema does not describe .spec") {
+		t.Errorf("status does not warn that v1's schema no longer describes its objects: %+v", s.Findings)
+	}
+	// The data is still in etcd; migrate refuses to make the loss permanent.
+	refuses(t, c, []string{name}, []string{"v1's schema does not describe .spec", "--allow-pruning"}, "migrate", name)
+
+	// The repair the reports settled on: complete schemas, both fields side by side.
+	updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		full := fx.crds[0].Spec.Versions[0].Schema.DeepCopy()
+		spec := full.OpenAPIV3Schema.Properties["spec"]
+		spec.Properties["licenseRef"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		full.OpenAPIV3Schema.Properties["spec"] = spec
+		crd.Spec.Versions[0].Schema = full.DeepCopy()
+		crd.Spec.Versions[1].Schema = full
+	})
+	if url, _ := licenseOf("v2"); url != "https://license.example.com/l1" {
+		t.Fatalf("licenseUrl at v2 after restoring the schemas: %q", url)
+	}
+	succeeds(t, "migrate", name)
+	wantStoredAt(t, crd, "ent.example.com/v2", 1)
+	if url, _ := licenseOf("v2"); url != "https://license.example.com/l1" {
+		t.Errorf("licenseUrl after the migration: %q", url)
+	}
+}
+
+// TestCase19MigrationOfMissingCRD: migrating a CRD that is not installed
+// fails at once with a one-line error (no retry, nothing written); the
+// installed one migrates.
+func TestCase19MigrationOfMissingCRD(t *testing.T) {
+	c := newClients(t)
+	const name = "brokers.eventing.example.com"
+	_, _, before := buildCase(t, c, "19-migration-crd-not-installed", name)
+
+	r := refuses(t, c, []string{name}, []string{`no CustomResourceDefinition matches "inmemorychannels.messaging.example.com"`}, "migrate", "inmemorychannels.messaging.example.com")
+	if lines := strings.Count(strings.TrimSpace(r.stderr), "\n"); lines != 0 {
+		t.Errorf("the error is not one line:\n%s", r.stderr)
+	}
+	succeeds(t, "migrate", name)
+	assertHealthy(t, c, name, before)
 }

@@ -21,6 +21,9 @@ type Result struct {
 	NoOp   bool
 	// Summary says in one line what the edit does (or did).
 	Summary string
+	// NewlyServed are the versions the edit starts serving: once they are
+	// in discovery, clients can use them.
+	NewlyServed []string
 }
 
 // Refused returns a *RefusedError when a check failed, else nil.
@@ -193,6 +196,9 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		origin = "the given schema"
 	}
 	r.Summary = fmt.Sprintf("add version %s (%s) with %s", spec.Name, how, origin)
+	if spec.Served {
+		r.NewlyServed = []string{spec.Name}
+	}
 	return r
 }
 
@@ -297,6 +303,12 @@ func Deprecate(crd *apiextensionsv1.CustomResourceDefinition, version string, wa
 	if v.Storage {
 		cs.add("NotStorage", Warn, "%s is the storage version: promote another version before clients are told to leave this one", version)
 	}
+	if others := servedOthers(crd, version); len(others) == 0 {
+		cs.add("Replacement", Warn, "%s is the only served version: every client, the controllers that own this resource included, gets the warning on every request with nowhere to move; add and serve its replacement first", version)
+	}
+	if api := crd.Spec.Group + "/" + version; warning != nil && (!strings.Contains(*warning, api) || !strings.Contains(*warning, crd.Spec.Names.Kind)) {
+		cs.add("WarningText", Warn, "the warning does not name the API it is about (%s %s): clients log it without saying which resource to move; omit --warning for the API server's default (\"%s %s is deprecated; use …\"), or name it", api, crd.Spec.Names.Kind, api, crd.Spec.Names.Kind)
+	}
 	if lifecycle.DefaultVersion(crd) == version {
 		cs.add("NotDefault", Warn, "%s is kubectl's default version: `kubectl get %s` will print the deprecation warning", version, crd.Spec.Names.Plural)
 	}
@@ -329,12 +341,7 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		} else {
 			cs.add("NotStorage", Pass, "%s is not the storage version", version)
 		}
-		others := 0
-		for _, o := range crd.Spec.Versions {
-			if o.Served && o.Name != version {
-				others++
-			}
-		}
+		others := len(servedOthers(crd, version))
 		if others == 0 {
 			cs.add("AnotherServed", Fail, "%s is the last served version: the resource would disappear from the API", version)
 		} else {
@@ -345,6 +352,9 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		}
 	}
 	v.Served = served
+	if served {
+		r.NewlyServed = []string{version}
+	}
 	defaultVersionCheck(cs, crd, r.Edited)
 	r.Summary = fmt.Sprintf("%s %s", map[bool]string{true: "serve", false: "stop serving"}[served], version)
 	return r
@@ -361,6 +371,17 @@ func editVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) 
 	}
 	r.Checks.add("VersionExists", Pass, "%s is in spec.versions", version)
 	return r, v
+}
+
+// servedOthers are the served versions of crd other than version.
+func servedOthers(crd *apiextensionsv1.CustomResourceDefinition, version string) []string {
+	var out []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Name != version {
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }
 
 func strategyOf(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.ConversionStrategyType {

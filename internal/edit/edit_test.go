@@ -217,7 +217,11 @@ func TestSetServedAndDeprecate(t *testing.T) {
 		{"serve served", SetServed(two(), "v1", true), "VersionExists=pass", true},
 		{"serve unknown", SetServed(two(), "v9", true), "VersionExists=fail", false},
 		{"deprecate old", Deprecate(two(), "v1", nil, false), "VersionExists=pass", false},
-		{"deprecate storage and default", Deprecate(two(), "v2", ptr.To("x"), false), "VersionExists=pass NotStorage=warn NotDefault=warn", false},
+		{"deprecate storage and default", Deprecate(two(), "v2", ptr.To("example.com/v2 Widget is going away"), false), "VersionExists=pass NotStorage=warn NotDefault=warn", false},
+		// Case 23: a warning that names no API, on the only served version.
+		{"deprecate with a vague warning", Deprecate(two(), "v1", ptr.To("This API is deprecated and is scheduled to be removed in a future release."), false), "VersionExists=pass WarningText=warn", false},
+		{"deprecate the only served version", Deprecate(crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1", nil, false),
+			"VersionExists=pass NotStorage=warn Replacement=warn NotDefault=warn", false},
 		{"undo when not deprecated", Deprecate(two(), "v1", nil, true), "VersionExists=pass", true},
 	}
 	for _, tc := range cases {

@@ -279,7 +279,7 @@ func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis)
 	for _, f := range MigrationLosses(crd) {
 		out = append(out, Finding{
 			Code: CodeMigrationPrunes, Severity: SeverityWarning, Version: f.Version,
-			Message: fmt.Sprintf("conversion strategy None: objects stored at %s lose %s when rewritten at the storage version %s (reads through %s already drop them)", f.Version, strings.Join(f.Fields, ", "), a.StorageVersion, a.StorageVersion),
+			Message: "conversion strategy None: " + f.Describe(a.StorageVersion),
 			Fix:     fmt.Sprintf("add the fields to %s's schema, or use Webhook conversion, before kubectl crdversion migrate %s (which refuses without --allow-pruning)", a.StorageVersion, crd.Name),
 		})
 	}
@@ -308,12 +308,34 @@ func PromotionPending(crd *apiextensionsv1.CustomResourceDefinition) string {
 // Loss is what migrating objects stored at Version drops.
 type Loss struct {
 	Version string
-	Fields  []string
+	// Fields are declared by Version's schema and pruned by the storage
+	// version's: the rewrite drops them.
+	Fields []string
+	// Undescribed are declared by the storage version's schema but not by
+	// Version's, which prunes them when objects stored at Version are read.
+	// If Version's schema was shrunk after objects were stored at it (case
+	// 18: a release slimming an old version's schema), their data is
+	// unreadable already, and the rewrite makes the loss permanent; if the
+	// storage version merely added them, nothing is lost.
+	Undescribed []string
+}
+
+// Describe says in one sentence what rewriting the objects stored at
+// l.Version at the storage version loses.
+func (l Loss) Describe(storage string) string {
+	var parts []string
+	if len(l.Fields) > 0 {
+		parts = append(parts, fmt.Sprintf("objects stored at %s lose %s when rewritten at the storage version %s (reads through %s already drop them)", l.Version, strings.Join(l.Fields, ", "), storage, storage))
+	}
+	if len(l.Undescribed) > 0 {
+		parts = append(parts, fmt.Sprintf("%s's schema does not describe %s, which %s's does: objects stored at %s are read without them, so if %s's schema was shrunk after they were written, the rewrite makes that loss permanent", l.Version, strings.Join(l.Undescribed, ", "), storage, l.Version, l.Version))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // MigrationLosses lists, for conversion strategy None, each old version in
-// status.storedVersions whose schema has fields that the storage version's
-// schema prunes. It is empty for Webhook conversion (the webhook decides).
+// status.storedVersions whose schema and the storage version's prune each
+// other's fields. It is empty for Webhook conversion (the webhook decides).
 func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
 	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 		return nil
@@ -328,8 +350,9 @@ func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
 		if old == nil || old.Name == storage.Name {
 			continue
 		}
-		if fields := schema.PrunedFields(schema.Of(old), schema.Of(storage)); len(fields) > 0 {
-			out = append(out, Loss{Version: s, Fields: fields})
+		l := Loss{Version: s, Fields: schema.PrunedFields(schema.Of(old), schema.Of(storage)), Undescribed: schema.PrunedFields(schema.Of(storage), schema.Of(old))}
+		if len(l.Fields)+len(l.Undescribed) > 0 {
+			out = append(out, l)
 		}
 	}
 	return out

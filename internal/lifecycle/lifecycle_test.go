@@ -130,6 +130,8 @@ func TestAnalyzeStates(t *testing.T) {
 		}(), StateS0, "v1", "", "", CodeTerminating},
 		{"storedVersions lacks the storage version (a hand edit of /status)", newCRD().version("v1alpha1", false, false).version("v1beta1", true, true).stored("v1alpha1").v(),
 			StateS2, "v1alpha1", "v1beta1", "migrate widgets.example.com", CodeStorageVersionNotStored + "," + CodeMigrationPending},
+		{"an old version's schema describes less than the storage version's (case 18)", newCRD().version("v1", true, false, "size").version("v2", true, true, "size", "licenseRef").stored("v1", "v2").v(),
+			StateS2, "v1", "v2", "migrate widgets.example.com", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 		{"migrating would prune", newCRD().version("v1alpha1", true, false, "size", "legacy").version("v1", true, true, "size").stored("v1alpha1", "v1").v(),
 			StateS2, "v1alpha1", "v1", "migrate widgets.example.com", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 	}

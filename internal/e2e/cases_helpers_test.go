@@ -158,18 +158,22 @@ func buildCase(t *testing.T, c clients, dir, name string) (*caseFixture, *apiext
 // objects.yaml, keyed and stripped the same way.
 func (fx *caseFixture) contentsOf(crd *apiextensionsv1.CustomResourceDefinition) map[string]map[string]any {
 	out := map[string]map[string]any{}
-	for _, u := range fx.objectsOf(crd) {
+	addContents(out, crd, fx.objectsOf(crd))
+	return out
+}
+
+// addContents adds objs, objects of crd, to a contents map.
+func addContents(to map[string]map[string]any, crd *apiextensionsv1.CustomResourceDefinition, objs []*unstructured.Unstructured) {
+	for _, u := range objs {
 		ns := u.GetNamespace()
 		if ns == "" && crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
 			ns = "default"
 		}
-		key := ns + "/" + u.GetName()
-		obj := u.Object
+		obj := u.DeepCopy().Object
 		delete(obj, "apiVersion")
 		delete(obj, "metadata")
-		out[key] = obj
+		to[ns+"/"+u.GetName()] = obj
 	}
-	return out
 }
 
 // wantStoredAt fails the test unless n objects of crd are encoded at

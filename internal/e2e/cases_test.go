@@ -13,12 +13,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -468,7 +471,13 @@ func TestCase17ConversionWebhookGone(t *testing.T) {
 	_, crd, before := buildCase(t, c, "17-conversion-webhook-gone-deletion", name)
 	ctx := context.Background()
 
-	_, err := c.dyn.Resource(gvr(crd, "v1alpha2")).List(ctx, metav1.ListOptions{})
+	// The API server serves the new conversion strategy once its CRD
+	// informer has the update.
+	var err error
+	waitFor(t, "the webhook to be used", func() (bool, error) {
+		_, err = c.dyn.Resource(gvr(crd, "v1alpha2")).List(ctx, metav1.ListOptions{})
+		return err != nil, nil
+	})
 	wantAPIError(t, "listing at the preferred version v1alpha2", err, `conversion webhook for config.example.com/v1alpha1, Kind=MeshConfig failed`, `service "mesh-bootstrap" not found`)
 
 	s := statusJSON(t, name)
@@ -548,9 +557,11 @@ func TestCase18SchemaChangePrunes(t *testing.T) {
 		crd.Spec.Versions[0].Schema = full.DeepCopy()
 		crd.Spec.Versions[1].Schema = full
 	})
-	if url, _ := licenseOf("v2"); url != "https://license.example.com/l1" {
-		t.Fatalf("licenseUrl at v2 after restoring the schemas: %q", url)
-	}
+	// The data comes back once the API server serves the restored schemas.
+	waitFor(t, "licenseUrl at v2 after restoring the schemas", func() (bool, error) {
+		url, _ := licenseOf("v2")
+		return url == "https://license.example.com/l1", nil
+	})
 	succeeds(t, "migrate", name)
 	wantStoredAt(t, crd, "ent.example.com/v2", 1)
 	if url, _ := licenseOf("v2"); url != "https://license.example.com/l1" {
@@ -571,5 +582,220 @@ func TestCase19MigrationOfMissingCRD(t *testing.T) {
 		t.Errorf("the error is not one line:\n%s", r.stderr)
 	}
 	succeeds(t, "migrate", name)
+	assertHealthy(t, c, name, before)
+}
+
+// TestCase20MigrationAtScale: 1,000 Apps stored at v1alpha1 across 20
+// namespaces while a controller updates and a garbage collector deletes
+// them: migrate (paged, concurrent, each write pinned to uid and
+// resourceVersion) fails nothing, loses no update, re-creates nothing, and
+// trims. The measured rate is logged.
+func TestCase20MigrationAtScale(t *testing.T) {
+	c := newClients(t)
+	const name = "apps.platform.example.com"
+	_, crd, _ := buildCase(t, c, "20-migration-at-scale", name)
+	// Generated objects are written while v1alpha1 is the storage version.
+	setStorage(t, c, name, "v1alpha1")
+	nss := namespaces("space", 20)
+	createManyCronTabs(t, c, crd, "v1alpha1", 1000, nss)
+	crd = setStorage(t, c, name, "v1")
+	wantStoredAt(t, crd, "platform.example.com/v1alpha1", 1001)
+
+	m := migrateUnderLoad(t, c, crd, "v1alpha1", "v1", nss, 1000, "--chunk-size", "100")
+	t.Logf("migrated %d objects in %.1fs (%.0f objects/s)", m.Total, m.ElapsedSeconds, m.ObjectsPerSecond)
+	if m.Rewritten == 0 || m.Total < 900 {
+		t.Errorf("counts: %+v", m.Counts)
+	}
+}
+
+// TestCase21ObjectsInvalidAtNewVersion: v1alpha2 requires spec.container,
+// which existing Addons lack (one of them stuck in deletion). add-version
+// first refuses the schema because None conversion would prune the new
+// field at v1alpha1; with the schemas agreeing on the field, it adds
+// v1alpha2, and promote-storage refuses, naming every object invalid there
+// and why. Defaulting the new field (the fix the reports settled on) lets
+// the promotion and the migration through, the object in deletion included.
+func TestCase21ObjectsInvalidAtNewVersion(t *testing.T) {
+	c := newClients(t)
+	const name = "addons.tools.example.com"
+	fx, crd, _ := buildCase(t, c, "21-objects-fail-new-validation", name)
+	ctx := context.Background()
+	if err := resource(c, crd, "v1alpha1", "tools").Delete(ctx, "legacy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // let legacy go, or the CRD's deletion waits for it
+		_, _ = resource(c, crd, "v1alpha1", "tools").Patch(context.Background(), "legacy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	names := []string{name}
+	schemaFile := fx.path("v1alpha2.schema.yaml")
+	editSpec := func(version string, edit func(spec *apiextensionsv1.JSONSchemaProps)) {
+		updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			v := lifecycle.FindVersion(crd, version)
+			spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+			edit(&spec)
+			v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		})
+	}
+
+	refuses(t, c, names, []string{".spec.container at v1alpha2 (read or written through v1alpha1)"}, "add-version", name, "v1alpha2", "--schema-file", schemaFile)
+	editSpec("v1alpha1", func(spec *apiextensionsv1.JSONSchemaProps) {
+		spec.Properties["container"] = apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string"}}}
+	})
+	succeeds(t, "add-version", name, "v1alpha2", "--schema-file", schemaFile)
+
+	r := refuses(t, c, names, []string{"2 of 2 checked object(s) are invalid at v1alpha2", "tools/analyzer", "tools/legacy", "spec.container: Required value"}, "promote-storage", name, "v1alpha2")
+	t.Logf("promote-storage:\n%s%s", r.stdout, r.stderr)
+
+	editSpec("v1alpha2", func(spec *apiextensionsv1.JSONSchemaProps) {
+		container := spec.Properties["container"]
+		container.Default = &apiextensionsv1.JSON{Raw: []byte(`{"name":"main"}`)}
+		spec.Properties["container"] = container
+	})
+	succeeds(t, "promote-storage", name, "v1alpha2")
+	succeeds(t, "migrate", name)
+	wantStoredAt(t, crd, "tools.example.com/v1alpha2", 2)
+	assertHealthy(t, c, name, map[string]map[string]any{
+		"tools/analyzer": {"kind": "Addon", "spec": map[string]any{"image": "analyzer:1", "container": map[string]any{"name": "main"}}},
+		"tools/legacy":   {"kind": "Addon", "spec": map[string]any{"image": "legacy:0", "container": map[string]any{"name": "main"}}},
+	})
+}
+
+// recordWarnings is a rest.WarningHandler that keeps the warnings.
+type recordWarnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *recordWarnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+// warningsFor lists crd's objects at version and returns the warnings the
+// API server sent.
+func warningsFor(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, version string) []string {
+	t.Helper()
+	cfg := rest.CopyConfig(srv.Config)
+	w := &recordWarnings{}
+	cfg.WarningHandler = w
+	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(gvr(crd, version)).List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return w.seen
+}
+
+// TestCase23DeprecationWarningNoise: deprecating the only served version
+// with a text that names no API. deprecate warns about both; the order the
+// tool proposes instead — add and serve the replacement, then deprecate
+// with the API server's default text — gives clients a warning that names
+// the API and where to go.
+func TestCase23DeprecationWarningNoise(t *testing.T) {
+	c := newClients(t)
+	const name = "controllerconfigs.pkg.example.com"
+	_, crd, before := buildCase(t, c, "23-deprecation-warning-noise", name)
+	vague := "This API is deprecated and is scheduled to be removed in a future release."
+
+	r := succeeds(t, "deprecate", name, "v1alpha1", "--warning", vague, "--dry-run=server")
+	for _, w := range []string{"WARN  v1alpha1 is the only served version", "WARN  the warning does not name the API it is about (pkg.example.com/v1alpha1 ControllerConfig)"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("deprecate preflight lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	succeeds(t, "deprecate", name, "v1alpha1", "--warning", vague)
+	if got := warningsFor(t, crd, "v1alpha1"); !slices.Equal(got, []string{vague}) {
+		t.Errorf("warnings at v1alpha1: %q", got)
+	}
+
+	succeeds(t, "deprecate", name, "v1alpha1", "--undo")
+	succeeds(t, "add-version", name, "v1beta1")
+	r = succeeds(t, "deprecate", name, "v1alpha1")
+	if strings.Contains(r.stdout, "WARN  v1alpha1 is the only served version") || strings.Contains(r.stdout, "does not name the API") {
+		t.Errorf("deprecate with a replacement and the default text still warns:\n%s", r.stdout)
+	}
+	want := "pkg.example.com/v1alpha1 ControllerConfig is deprecated; use pkg.example.com/v1beta1 ControllerConfig"
+	if got := warningsFor(t, crd, "v1alpha1"); !slices.Equal(got, []string{want}) {
+		t.Errorf("warnings at v1alpha1: %q, want %q", got, want)
+	}
+	if got := warningsFor(t, crd, "v1beta1"); len(got) != 0 {
+		t.Errorf("warnings at v1beta1: %q", got)
+	}
+	succeeds(t, "promote-storage", name, "v1beta1")
+	succeeds(t, "migrate", name)
+	succeeds(t, "unserve", name, "v1alpha1")
+	assertHealthy(t, c, name, before)
+}
+
+// TestCase24UnservedVersionBreaksClients: unserving v1alpha2 leaves the
+// data intact but breaks every client still using it ("no matches for
+// kind"); serving it again is the immediate repair. In order — migrate,
+// move the consumers, unserve — the CRD ends healthy; retire (issue 4) then
+// removes v1alpha2.
+func TestCase24UnservedVersionBreaksClients(t *testing.T) {
+	c := newClients(t)
+	const name = "certificates.certs.example.com"
+	fx, crd, before := buildCase(t, c, "24-served-false-breaks-clients", name)
+	consumer := fx.read(t, "consumer.yaml")
+
+	r := succeeds(t, "unserve", name, "v1alpha2")
+	if !strings.Contains(r.stdout, "WARN  v1alpha2 is still in status.storedVersions") {
+		t.Errorf("unserve:\n%s", r.stdout)
+	}
+	_, err := fixture.Apply(context.Background(), srv.Config, consumer)
+	wantAPIError(t, "a consumer's manifest at v1alpha2", err, `no matches for kind "Certificate" in version "certs.example.com/v1alpha2"`)
+	if got := contents(t, c, crd, "v1"); len(got) != 1 {
+		t.Errorf("objects at v1 after unserve: %v", got)
+	}
+
+	// Reversible: serve it again and the consumer works.
+	r = succeeds(t, "serve", name, "v1alpha2")
+	if !strings.Contains(r.stdout, "Served: certs.example.com/v1alpha2 is in discovery") {
+		t.Errorf("serve:\n%s", r.stdout)
+	}
+	if _, err := fixture.Apply(context.Background(), srv.Config, consumer); err != nil {
+		t.Fatalf("the consumer after serve: %v", err)
+	}
+	addContents(before, crd, consumer)
+
+	succeeds(t, "migrate", name)
+	succeeds(t, "unserve", name, "v1alpha2")
+	assertHealthy(t, c, name, before)
+
+	t.Run("retire", func(t *testing.T) {
+		needCommand(t, "retire", 4)
+		succeeds(t, "retire", name, "v1alpha2", "--skip-usage-check")
+		if lifecycle.FindVersion(getCRD(t, c, name), "v1alpha2") != nil {
+			t.Error("retire left v1alpha2 in spec.versions")
+		}
+		assertHealthy(t, c, name, before)
+	})
+}
+
+// TestCase26ReleaseUsesMissingVersion: the chart's templates use v1beta1,
+// which the CRD in the cluster lacks. add-version adds it and says when
+// clients can use it; the templates then apply, and the usual promotion and
+// migration follow.
+func TestCase26ReleaseUsesMissingVersion(t *testing.T) {
+	c := newClients(t)
+	const name = "stores.config.example.com"
+	fx, crd, before := buildCase(t, c, "26-release-uses-missing-version", name)
+	templates := fx.read(t, "templates.yaml")
+
+	_, err := fixture.Apply(context.Background(), srv.Config, templates)
+	wantAPIError(t, "the chart's templates at v1beta1", err, `no matches for kind "Store" in version "config.example.com/v1beta1"`)
+
+	r := succeeds(t, "add-version", name, "v1beta1")
+	if !strings.Contains(r.stdout, "Served: config.example.com/v1beta1 is in discovery; clients can use it now") {
+		t.Errorf("add-version:\n%s", r.stdout)
+	}
+	if _, err := fixture.Apply(context.Background(), srv.Config, templates); err != nil {
+		t.Fatalf("the templates after add-version: %v", err)
+	}
+	addContents(before, crd, templates)
+	succeeds(t, "promote-storage", name, "v1beta1")
+	succeeds(t, "migrate", name)
+	// The new release's CRD now applies as it is.
+	releaseApplies(t, c, fx.path("release.yaml"), name)
+	wantStoredAt(t, crd, "config.example.com/v1beta1", 2)
 	assertHealthy(t, c, name, before)
 }

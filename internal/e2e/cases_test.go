@@ -424,7 +424,11 @@ func TestCase16ConversionWebhookDown(t *testing.T) {
 	const name = "kafkasources.sources.example.com"
 	_, crd, before := buildCase(t, c, "16-conversion-webhook-down", name)
 
-	_, err := c.dyn.Resource(gvr(crd, "v1beta1")).List(context.Background(), metav1.ListOptions{})
+	var err error
+	waitFor(t, "the webhook to be used", func() (bool, error) { // once the API server's CRD informer has it
+		_, err = c.dyn.Resource(gvr(crd, "v1beta1")).List(context.Background(), metav1.ListOptions{})
+		return err != nil, nil
+	})
 	wantAPIError(t, "listing at v1beta1", err, `conversion webhook for sources.example.com/v1alpha1, Kind=KafkaSource failed`, `service "kafka-source-webhook" not found`)
 
 	s := statusJSON(t, name)

@@ -19,7 +19,13 @@ var deprecateLong = templates.LongDesc(`
 	and client-go print: the text of --warning, or the API server's default,
 	for example "stable.example.com/v1beta1 CronTab is deprecated; use
 	stable.example.com/v1 CronTab". The API server counts these requests in
-	apiserver_requested_deprecated_apis. --undo removes the deprecation.`)
+	apiserver_requested_deprecated_apis. --undo removes the deprecation.
+
+	Preflight (warnings): the version is the storage version or kubectl's
+	default; it is the only served version, so every client — the owning
+	controllers too — gets the warning with nowhere to move; --warning does not
+	name the API (group/version and kind), so clients log it without saying
+	what it is about.`)
 
 var deprecateExample = templates.Examples(`
 	# Deprecate v1beta1 with the API server's default warning

@@ -276,6 +276,10 @@ func (o *EditOptions) apply(ctx context.Context, r *edit.Result) error {
 	fmt.Fprintf(o.Out, "%s edited%s: %s\n", crdRef(written.Name), dryRunSuffix(o.DryRun), r.Summary)
 	if notServed != nil {
 		fmt.Fprintf(o.ErrOut, "Warning: %v\n", notServed)
+	} else if o.DryRun == cmdutil.DryRunNone {
+		for _, v := range r.NewlyServed {
+			fmt.Fprintf(o.Out, "Served: %s/%s is in discovery; clients can use it now\n", written.Spec.Group, v)
+		}
 	}
 	if o.DryRun == cmdutil.DryRunNone {
 		a := lifecycle.Analyze(written)

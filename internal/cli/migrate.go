@@ -42,8 +42,14 @@ var migrateLong = templates.LongDesc(`
 	(with the API server's message). storedVersions is trimmed only after a
 	complete pass with no failure, when the storage version is still the one
 	the run started with; the write goes to the status subresource, pinned
-	to the resourceVersion just read. Otherwise nothing is trimmed and the
-	output says why. The exit code is 1 when any object failed.
+	to the resourceVersion just read, and the answer is checked. Otherwise
+	nothing is trimmed and the output says why. The exit code is 1 when any
+	object failed or a trim that was due did not happen.
+
+	migrate refuses to run while a newer served version waits to become the
+	storage version and storedVersions lists only the current one: such a run
+	rewrites every object at the old version and retires nothing. Run
+	promote-storage first (or pass --no-trim to rewrite anyway).
 
 	--checkpoint FILE records progress after each page; a re-run with the same
 	file resumes there. Without it, a re-run starts over, and objects already
@@ -164,13 +170,19 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if next := lifecycle.PromotionPending(crd); next != "" && !o.Engine.NoTrim && !o.Engine.CountOnly {
+		storage := lifecycle.StorageVersion(crd)
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
+			crd.Name, storage, next, storage, crd.Name, next, storage)
+	}
 	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 && !o.AllowPruning && !o.Engine.CountOnly {
+		storage := lifecycle.StorageVersion(crd)
 		var parts []string
 		for _, l := range losses {
-			parts = append(parts, fmt.Sprintf("objects stored at %s would lose %s", l.Version, strings.Join(l.Fields, ", ")))
+			parts = append(parts, l.Describe(storage))
 		}
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and %s when rewritten at the storage version %s; add the fields to its schema or use Webhook conversion, or pass --allow-pruning to accept the loss",
-			crd.Name, strings.Join(parts, "; "), lifecycle.StorageVersion(crd))
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
+			crd.Name, strings.Join(parts, "; "))
 	}
 	if !o.Engine.CountOnly {
 		if missing, _ := o.client.Missing(ctx, access.Migrate(crd, !o.Engine.NoTrim && !o.Engine.DryRun)); len(missing) > 0 {
@@ -190,9 +202,18 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case res.Failed > 0:
-		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed", res.Failed, crd.Name)
+		hint := ""
+		for _, f := range res.Failures {
+			if strings.Contains(f.Message, "conversion webhook") {
+				hint = "; the conversion webhook failed for them: " + lifecycle.WebhookRepair(lifecycle.Analyze(crd))
+				break
+			}
+		}
+		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed%s", res.Failed, crd.Name, hint)
 	case !res.Complete:
 		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, resumeHint(o.Engine.Checkpoint))
+	case res.Trim.Failed:
+		return fmt.Errorf("every object of %s is at %s, but status.storedVersions was not trimmed: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
 	}
 	return nil
 }

@@ -30,7 +30,9 @@ var statusLong = templates.LongDesc(`
 	default version is marked), and whether its schema is identical to the
 	storage version's. Below it: the conversion strategy, the number of objects
 	(listed metadata only, page by page), the lifecycle state S0-S6, findings
-	(errors, warnings, notes) and the next command to run.
+	(errors, warnings, notes) and the next command to run. With Webhook
+	conversion the objects are listed a second time through another served
+	version, so that a conversion webhook that does not answer is reported.
 
 	CRD is a CRD name (crontabs.stable.example.com) or a resource, short name or
 	kind as kubectl resolves them (crontabs, ct, CronTab).
@@ -190,6 +192,20 @@ func statusOf(ctx context.Context, c *cluster.Client, arg string, count bool, ch
 				r.Objects.Error = err.Error()
 				forbidden := apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 				r.AddFinding(lifecycle.UnreadableObjects(r.Analysis, r.Objects.Version, err.Error(), forbidden))
+				break
+			}
+			r.ObjectsReadable(r.Objects.Version)
+			// Listed at the storage version, objects stored there need no
+			// conversion: list them once more through another served
+			// version, as clients using it (and the namespace controller,
+			// which uses the preferred version) do, to exercise the webhook.
+			if probe := cluster.ConversionProbeVersion(crd, r.Objects.Version); probe != "" && n > 0 {
+				if _, err := o.client.CountObjects(ctx, crd, probe, o.ChunkSize); err != nil {
+					if _, answered := err.(apierrors.APIStatus); !answered {
+						return err
+					}
+					r.AddFinding(lifecycle.UnreadableObjects(r.Analysis, probe, err.Error(), apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)))
+				}
 			}
 		}
 	}

@@ -279,6 +279,30 @@ func ListVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	return lifecycle.DefaultVersion(crd)
 }
 
+// ConversionProbeVersion returns a served version other than listed through
+// which a list of crd's objects exercises its conversion webhook: kubectl's
+// default version when it differs from listed, else the served version of
+// highest priority that does. It is empty when crd uses no webhook or
+// serves no other version.
+func ConversionProbeVersion(crd *apiextensionsv1.CustomResourceDefinition, listed string) string {
+	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+		return ""
+	}
+	var served []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Name != listed {
+			served = append(served, v.Name)
+		}
+	}
+	if def := lifecycle.DefaultVersion(crd); def != listed && containsString(served, def) {
+		return def
+	}
+	if len(served) == 0 {
+		return ""
+	}
+	return lifecycle.ByPriority(served)[0]
+}
+
 // GVR is the resource of crd at version.
 func GVR(crd *apiextensionsv1.CustomResourceDefinition, version string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}

@@ -40,3 +40,29 @@ func TestMatchCRDs(t *testing.T) {
 		}
 	}
 }
+
+func TestConversionProbeVersion(t *testing.T) {
+	crd := func(conv apiextensionsv1.ConversionStrategyType, versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: conv}, Versions: versions,
+		}}
+	}
+	v := func(name string, served, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: served, Storage: storage}
+	}
+	cases := []struct {
+		name string
+		crd  *apiextensionsv1.CustomResourceDefinition
+		want string
+	}{
+		{"default version differs from the storage version", crd(apiextensionsv1.WebhookConverter, v("v1alpha1", true, true), v("v1alpha2", true, false)), "v1alpha2"},
+		{"storage is the default: the next served one", crd(apiextensionsv1.WebhookConverter, v("v1beta1", true, false), v("v1", true, true), v("v1alpha1", true, false)), "v1beta1"},
+		{"the only other version is unserved", crd(apiextensionsv1.WebhookConverter, v("v1", true, true), v("v2", false, false)), ""},
+		{"None conversion", crd(apiextensionsv1.NoneConverter, v("v1alpha1", true, true), v("v1alpha2", true, false)), ""},
+	}
+	for _, tc := range cases {
+		if got := ConversionProbeVersion(tc.crd, ListVersion(tc.crd)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -21,6 +21,9 @@ type Result struct {
 	NoOp   bool
 	// Summary says in one line what the edit does (or did).
 	Summary string
+	// NewlyServed are the versions the edit starts serving: once they are
+	// in discovery, clients can use them.
+	NewlyServed []string
 }
 
 // Refused returns a *RefusedError when a check failed, else nil.
@@ -177,6 +180,10 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 	if out.Spec.Conversion != nil && out.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 		webhookConfigCheck(cs, out)
 	}
+	if paths := schema.DefaultPaths(schema.Of(&newVersion)); crd.Spec.PreserveUnknownFields && len(paths) > 0 {
+		c := cs.add("PreserveUnknownFields", Fail, "spec.preserveUnknownFields is true, and the API server rejects schema defaults then (\"must be false in order to use defaults in the schema\"); set it to false first: %s (keeping unknown fields with x-kubernetes-preserve-unknown-fields: true where they must stay)", lifecycle.PreserveUnknownFieldsOff(crd.Name))
+		c.Details = paths
+	}
 	noneConversionCheck(cs, out, spec.Name, spec.AllowPruning)
 	defaultVersionCheck(cs, crd, out)
 
@@ -189,6 +196,9 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		origin = "the given schema"
 	}
 	r.Summary = fmt.Sprintf("add version %s (%s) with %s", spec.Name, how, origin)
+	if spec.Served {
+		r.NewlyServed = []string{spec.Name}
+	}
 	return r
 }
 
@@ -214,7 +224,7 @@ func webhookConfigCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinitio
 		cs.add("WebhookConfig", Pass, "the conversion webhook configuration is complete")
 	}
 	if crd.Spec.PreserveUnknownFields {
-		cs.add("PreserveUnknownFields", Fail, "Webhook conversion is not allowed while spec.preserveUnknownFields is true; set it to false first (with x-kubernetes-preserve-unknown-fields where unknown fields must be kept)")
+		cs.add("PreserveUnknownFields", Fail, "spec.preserveUnknownFields is true, and the API server rejects Webhook conversion then (\"must be None if spec.preserveUnknownFields is true\"); set it to false first: %s (keeping unknown fields with x-kubernetes-preserve-unknown-fields: true where they must stay)", lifecycle.PreserveUnknownFieldsOff(crd.Name))
 	}
 }
 
@@ -239,7 +249,16 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		return r
 	}
 	cs.add("VersionServed", Pass, "%s exists and is served", version)
-	old := lifecycle.StorageVersion(crd)
+	current := lifecycle.StorageVersion(crd)
+	old := current
+	if storage := lifecycle.StorageVersions(crd); len(storage) != 1 {
+		// Only a manifest can be in this state: the API server rejects it.
+		old = "none"
+		if len(storage) > 1 {
+			old = strings.Join(storage, " and ")
+		}
+		cs.add("StorageVersionCount", Warn, "%s storage: true (the API server rejects that: \"must have exactly one version marked as storage version\"); this edit leaves %s the only one", map[bool]string{true: "no version has", false: old + " have"}[len(storage) == 0], version)
+	}
 	for i := range out.Spec.Versions {
 		out.Spec.Versions[i].Storage = out.Spec.Versions[i].Name == version
 	}
@@ -247,8 +266,8 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		cs.add("NotDeprecated", Warn, "%s is deprecated: objects will be stored at a version clients are told to leave", version)
 	}
 	noneConversionCheck(cs, out, version, allowPruning)
-	if old != "" && !slices.Contains(crd.Status.StoredVersions, old) {
-		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, old)
+	if current != "" && !slices.Contains(crd.Status.StoredVersions, current) {
+		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, current)
 	}
 	r.Summary = fmt.Sprintf("make %s the storage version (was %s); storedVersions becomes [%s]", version, orNone(old), strings.Join(appendUnique(crd.Status.StoredVersions, version), ", "))
 	return r
@@ -284,6 +303,12 @@ func Deprecate(crd *apiextensionsv1.CustomResourceDefinition, version string, wa
 	if v.Storage {
 		cs.add("NotStorage", Warn, "%s is the storage version: promote another version before clients are told to leave this one", version)
 	}
+	if others := servedOthers(crd, version); len(others) == 0 {
+		cs.add("Replacement", Warn, "%s is the only served version: every client, the controllers that own this resource included, gets the warning on every request with nowhere to move; add and serve its replacement first", version)
+	}
+	if api := crd.Spec.Group + "/" + version; warning != nil && (!strings.Contains(*warning, api) || !strings.Contains(*warning, crd.Spec.Names.Kind)) {
+		cs.add("WarningText", Warn, "the warning does not name the API it is about (%s %s): clients log it without saying which resource to move; omit --warning for the API server's default (\"%s %s is deprecated; use …\"), or name it", api, crd.Spec.Names.Kind, api, crd.Spec.Names.Kind)
+	}
 	if lifecycle.DefaultVersion(crd) == version {
 		cs.add("NotDefault", Warn, "%s is kubectl's default version: `kubectl get %s` will print the deprecation warning", version, crd.Spec.Names.Plural)
 	}
@@ -316,12 +341,7 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		} else {
 			cs.add("NotStorage", Pass, "%s is not the storage version", version)
 		}
-		others := 0
-		for _, o := range crd.Spec.Versions {
-			if o.Served && o.Name != version {
-				others++
-			}
-		}
+		others := len(servedOthers(crd, version))
 		if others == 0 {
 			cs.add("AnotherServed", Fail, "%s is the last served version: the resource would disappear from the API", version)
 		} else {
@@ -332,6 +352,9 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		}
 	}
 	v.Served = served
+	if served {
+		r.NewlyServed = []string{version}
+	}
 	defaultVersionCheck(cs, crd, r.Edited)
 	r.Summary = fmt.Sprintf("%s %s", map[bool]string{true: "serve", false: "stop serving"}[served], version)
 	return r
@@ -348,6 +371,17 @@ func editVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) 
 	}
 	r.Checks.add("VersionExists", Pass, "%s is in spec.versions", version)
 	return r, v
+}
+
+// servedOthers are the served versions of crd other than version.
+func servedOthers(crd *apiextensionsv1.CustomResourceDefinition, version string) []string {
+	var out []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Name != version {
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }
 
 func strategyOf(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.ConversionStrategyType {

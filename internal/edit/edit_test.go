@@ -21,6 +21,22 @@ func schemaWith(fields ...string) *apiextensionsv1.CustomResourceValidation {
 	}}
 }
 
+func withPUF(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	crd.Spec.PreserveUnknownFields = true
+	return crd
+}
+
+// defaulted is the schema of schemaWith("size") with a default for size.
+func defaulted() *apiextensionsv1.CustomResourceValidation {
+	v := schemaWith("size")
+	spec := v.OpenAPIV3Schema.Properties["spec"]
+	size := spec.Properties["size"]
+	size.Default = &apiextensionsv1.JSON{Raw: []byte(`"M"`)}
+	spec.Properties["size"] = size
+	v.OpenAPIV3Schema.Properties["spec"] = spec
+	return v
+}
+
 type version struct {
 	name            string
 	served, storage bool
@@ -100,6 +116,18 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass Schema=fail VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn", false},
 		{"existing name, now deprecated", one(), AddVersionSpec{Name: "v1", Served: true, Deprecated: true},
 			"VersionName=pass VersionAbsent=fail", false},
+		// Case 11: the API server rejects defaults while preserveUnknownFields is true.
+		{"defaults with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true, Schema: defaulted()},
+			"VersionName=pass VersionAbsent=pass PreserveUnknownFields=fail NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"defaults without preserveUnknownFields", one(), AddVersionSpec{Name: "v2", Served: true, Schema: defaulted()},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"no defaults with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		// Case 12: and Webhook conversion.
+		{"webhook with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true,
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://x.example.com"), CABundle: []byte("pem")}, ConversionReviewVersions: []string{"v1"}}}},
+			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=pass PreserveUnknownFields=fail DefaultVersion=warn", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,6 +174,11 @@ func TestPromoteStorage(t *testing.T) {
 			"VersionServed=pass", true},
 		{"None conversion that prunes", crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b"}}, version{name: "v2", served: true, fields: []string{"a"}}), "v2",
 			"VersionServed=pass NoneConversionPruning=fail", false},
+		// Manifests only (case 15): the API server rejects both.
+		{"two storage versions in a manifest", crd([]string{"v1alpha1"}, version{name: "v1", served: true, storage: true}, version{name: "v1alpha1", served: true, storage: true}), "v1",
+			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
+		{"no storage version in a manifest", crd([]string{"v1alpha1"}, version{name: "v1", served: true}, version{name: "v1alpha1", served: true}), "v1",
+			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,7 +217,11 @@ func TestSetServedAndDeprecate(t *testing.T) {
 		{"serve served", SetServed(two(), "v1", true), "VersionExists=pass", true},
 		{"serve unknown", SetServed(two(), "v9", true), "VersionExists=fail", false},
 		{"deprecate old", Deprecate(two(), "v1", nil, false), "VersionExists=pass", false},
-		{"deprecate storage and default", Deprecate(two(), "v2", ptr.To("x"), false), "VersionExists=pass NotStorage=warn NotDefault=warn", false},
+		{"deprecate storage and default", Deprecate(two(), "v2", ptr.To("example.com/v2 Widget is going away"), false), "VersionExists=pass NotStorage=warn NotDefault=warn", false},
+		// Case 23: a warning that names no API, on the only served version.
+		{"deprecate with a vague warning", Deprecate(two(), "v1", ptr.To("This API is deprecated and is scheduled to be removed in a future release."), false), "VersionExists=pass WarningText=warn", false},
+		{"deprecate the only served version", Deprecate(crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1", nil, false),
+			"VersionExists=pass NotStorage=warn Replacement=warn NotDefault=warn", false},
 		{"undo when not deprecated", Deprecate(two(), "v1", nil, true), "VersionExists=pass", true},
 	}
 	for _, tc := range cases {

@@ -89,6 +89,7 @@ type Finding struct {
 const (
 	CodeStoredVersionNotInSpec   = "StoredVersionNotInSpec"
 	CodeMigrationPending         = "MigrationPending"
+	CodeStorageVersionNotStored  = "StorageVersionNotStored"
 	CodeDeprecatedServed         = "DeprecatedVersionServed"
 	CodeNoneConversionPrunes     = "NoneConversionPrunesFields"
 	CodeNoneConversionSchemas    = "NoneConversionSchemasDiffer"
@@ -431,7 +432,7 @@ func repairStep(a Analysis) *NextStep {
 		}
 		if strings.HasPrefix(f.Fix, "kubectl crdversion ") {
 			reason := "resolve first: " + f.Message
-			if f.Code == CodeStoredVersionNotInSpec {
+			if f.Code == CodeStoredVersionNotInSpec && !strings.Contains(f.Fix, " migrate ") {
 				reason = fmt.Sprintf("objects stored at %s are unreadable until %s is back in spec.versions; then kubectl crdversion migrate %s rewrites them and trims storedVersions", f.Version, f.Version, a.CRD.Name)
 			}
 			return &NextStep{Command: f.Fix, Reason: reason}

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,11 +18,14 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	out := []Finding{}
 	add := func(f Finding) { out = append(out, f) }
 
-	if n := len(StorageVersions(crd)); n != 1 {
+	if storage := StorageVersions(crd); len(storage) != 1 {
+		msg := "no version has storage: true; exactly one must (the API server rejects the CRD: \"must have exactly one version marked as storage version\")"
+		if len(storage) > 1 {
+			msg = fmt.Sprintf("%d versions have storage: true (%s); exactly one must (the API server rejects the CRD: \"must have exactly one version marked as storage version\")", len(storage), strings.Join(storage, ", "))
+		}
 		add(Finding{
-			Code: CodeStorageVersionCount, Severity: SeverityError,
-			Message: fmt.Sprintf("%d versions have storage: true; exactly one must", n),
-			Fix:     "set storage: true on exactly one version in spec.versions",
+			Code: CodeStorageVersionCount, Severity: SeverityError, Message: msg,
+			Fix: "set storage: true on exactly one version in spec.versions (kubectl crdversion promote-storage -f FILE CRD VERSION does it in a manifest)",
 		})
 	}
 
@@ -36,6 +40,14 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 				name, s, orPlaceholder(a.StorageVersion)),
 		})
 	}
+	if a.StorageVersion != "" && len(crd.Status.StoredVersions) > 0 && !slices.Contains(crd.Status.StoredVersions, a.StorageVersion) {
+		add(Finding{
+			Code: CodeStorageVersionNotStored, Severity: SeverityWarning, Version: a.StorageVersion,
+			Message: fmt.Sprintf("status.storedVersions [%s] lacks the storage version %s (a hand edit of the status subresource, which the API server accepts): objects stored at %s are not accounted for, and a later storage change could let %s leave spec.versions while objects are stored at it",
+				strings.Join(crd.Status.StoredVersions, ", "), a.StorageVersion, a.StorageVersion, a.StorageVersion),
+			Fix: migrateFix(a),
+		})
+	}
 	for _, s := range crd.Status.StoredVersions {
 		if s == a.StorageVersion || FindVersion(crd, s) == nil || a.StorageVersion == "" {
 			continue
@@ -43,7 +55,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeMigrationPending, Severity: SeverityWarning, Version: s,
 			Message: fmt.Sprintf("status.storedVersions still lists %s: objects may be stored at %s until every object is rewritten at %s; %s cannot be removed from spec.versions before that", s, s, a.StorageVersion, s),
-			Fix:     migrateFix(crd, a),
+			Fix:     migrateFix(a),
 		})
 	}
 
@@ -91,11 +103,19 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	if crd.Spec.PreserveUnknownFields {
 		add(Finding{
 			Code: CodePreserveUnknownFields, Severity: SeverityWarning,
-			Message: "spec.preserveUnknownFields is true: unknown fields are stored instead of pruned, schema defaults are not applied, and Webhook conversion is not allowed",
-			Fix:     "set spec.preserveUnknownFields: false, with x-kubernetes-preserve-unknown-fields: true in the schemas where unknown fields must be kept",
+			Message: "spec.preserveUnknownFields is true (a CRD created through apiextensions.k8s.io/v1beta1): unknown fields are stored instead of pruned, and the API server rejects schema defaults and Webhook conversion until it is false; a v1 manifest that omits the field leaves it true",
+			Fix:     PreserveUnknownFieldsOff(name) + " (from then on, fields of existing objects that no schema describes are pruned: add x-kubernetes-preserve-unknown-fields: true where they must be kept, first)",
 		})
 	}
 	return out
+}
+
+// PreserveUnknownFieldsOff is the kubectl command that sets
+// spec.preserveUnknownFields to false on the CRD name. A manifest applied
+// without the field leaves a live true in place, so it must be set
+// explicitly.
+func PreserveUnknownFieldsOff(name string) string {
+	return `kubectl patch crd ` + name + ` --type=merge -p '{"spec":{"preserveUnknownFields":false}}'`
 }
 
 // Condition findings: what the API server's own controllers report in
@@ -221,11 +241,12 @@ func conversionFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysi
 
 // migrateFix is migrate, or serving the storage version first when it is
 // not served (migrate writes through it).
-func migrateFix(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) string {
-	if v := FindVersion(crd, a.StorageVersion); v != nil && !v.Served {
-		return fmt.Sprintf("kubectl crdversion serve %s %s (migrate writes through the storage version), then kubectl crdversion migrate %s", crd.Name, a.StorageVersion, crd.Name)
+func migrateFix(a Analysis) string {
+	name := a.CRD.Name
+	if !a.versionServed(a.StorageVersion) {
+		return fmt.Sprintf("kubectl crdversion serve %s %s (migrate writes through the storage version), then kubectl crdversion migrate %s", name, a.StorageVersion, name)
 	}
-	return fmt.Sprintf("kubectl crdversion migrate %s", crd.Name)
+	return fmt.Sprintf("kubectl crdversion migrate %s", name)
 }
 
 func orPlaceholder(s string) string {
@@ -258,22 +279,63 @@ func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis)
 	for _, f := range MigrationLosses(crd) {
 		out = append(out, Finding{
 			Code: CodeMigrationPrunes, Severity: SeverityWarning, Version: f.Version,
-			Message: fmt.Sprintf("conversion strategy None: objects stored at %s lose %s when rewritten at the storage version %s (reads through %s already drop them)", f.Version, strings.Join(f.Fields, ", "), a.StorageVersion, a.StorageVersion),
+			Message: "conversion strategy None: " + f.Describe(a.StorageVersion),
 			Fix:     fmt.Sprintf("add the fields to %s's schema, or use Webhook conversion, before kubectl crdversion migrate %s (which refuses without --allow-pruning)", a.StorageVersion, crd.Name),
 		})
 	}
 	return out
 }
 
+// PromotionPending returns the version that should become the storage
+// version before a migration is worth running: in state S1 (a newer version
+// is served but the old one is still storage) with nothing but the storage
+// version in status.storedVersions, a migration rewrites every object at the
+// old version and can trim nothing — the "completed but useless" migration
+// run before the storage flip. It returns "" otherwise.
+func PromotionPending(crd *apiextensionsv1.CustomResourceDefinition) string {
+	a := Analyze(crd)
+	if a.State != StateS1 {
+		return ""
+	}
+	for _, s := range crd.Status.StoredVersions {
+		if s != a.StorageVersion {
+			return ""
+		}
+	}
+	return a.NewVersion
+}
+
 // Loss is what migrating objects stored at Version drops.
 type Loss struct {
 	Version string
-	Fields  []string
+	// Fields are declared by Version's schema and pruned by the storage
+	// version's: the rewrite drops them.
+	Fields []string
+	// Undescribed are declared by the storage version's schema but not by
+	// Version's, which prunes them when objects stored at Version are read.
+	// If Version's schema was shrunk after objects were stored at it (case
+	// 18: a release slimming an old version's schema), their data is
+	// unreadable already, and the rewrite makes the loss permanent; if the
+	// storage version merely added them, nothing is lost.
+	Undescribed []string
+}
+
+// Describe says in one sentence what rewriting the objects stored at
+// l.Version at the storage version loses.
+func (l Loss) Describe(storage string) string {
+	var parts []string
+	if len(l.Fields) > 0 {
+		parts = append(parts, fmt.Sprintf("objects stored at %s lose %s when rewritten at the storage version %s (reads through %s already drop them)", l.Version, strings.Join(l.Fields, ", "), storage, storage))
+	}
+	if len(l.Undescribed) > 0 {
+		parts = append(parts, fmt.Sprintf("%s's schema does not describe %s, which %s's does: objects stored at %s are read without them, so if %s's schema was shrunk after they were written, the rewrite makes that loss permanent", l.Version, strings.Join(l.Undescribed, ", "), storage, l.Version, l.Version))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // MigrationLosses lists, for conversion strategy None, each old version in
-// status.storedVersions whose schema has fields that the storage version's
-// schema prunes. It is empty for Webhook conversion (the webhook decides).
+// status.storedVersions whose schema and the storage version's prune each
+// other's fields. It is empty for Webhook conversion (the webhook decides).
 func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
 	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 		return nil
@@ -288,8 +350,9 @@ func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
 		if old == nil || old.Name == storage.Name {
 			continue
 		}
-		if fields := schema.PrunedFields(schema.Of(old), schema.Of(storage)); len(fields) > 0 {
-			out = append(out, Loss{Version: s, Fields: fields})
+		l := Loss{Version: s, Fields: schema.PrunedFields(schema.Of(old), schema.Of(storage)), Undescribed: schema.PrunedFields(schema.Of(storage), schema.Of(old))}
+		if len(l.Fields)+len(l.Undescribed) > 0 {
+			out = append(out, l)
 		}
 	}
 	return out
@@ -331,9 +394,65 @@ func UnreadableObjects(a Analysis, version, message string, forbidden bool) Find
 		f.Fix = fmt.Sprintf("kubectl crdversion add-version %s %s --from %s --served=false", a.CRD.Name, m[1], orPlaceholder(a.StorageVersion))
 		f.Message += fmt.Sprintf("; objects are stored at %s, which is no longer in spec.versions", m[1])
 	case strings.Contains(message, "conversion webhook"):
-		f.Fix = "repair the conversion webhook (is its Service running, does the caBundle match its certificate?); until then these objects cannot be read, written or deleted"
+		f.Fix = WebhookRepair(a)
 	}
 	return f
+}
+
+// WebhookRepair says what to do about a failing conversion webhook of the
+// analysed CRD: repair it (naming its Service or URL), or — when every
+// version has the same schema, so that None conversion loses nothing —
+// switch the strategy to None.
+func WebhookRepair(a Analysis) string {
+	target := "the conversion webhook"
+	if w := a.Conversion.Webhook; w != nil && w.Service != "" {
+		target += " (service " + w.Service + ")"
+	} else if w != nil && w.URL != "" {
+		target += " (" + w.URL + ")"
+	}
+	fix := "repair " + target + ": is its Service running with ready endpoints, does the caBundle match its certificate? Until then objects stored at another version than the one requested cannot be read, written or deleted (namespace deletion and garbage collection hang on them too)"
+	if a.sameSchemas() {
+		fix += "; every version has the same schema, so conversion strategy None loses nothing (a reversible break-glass): " + NoneConversionOn(a.CRD.Name)
+	}
+	return fix
+}
+
+// sameSchemas reports whether every version in spec.versions has the
+// storage version's schema.
+func (a Analysis) sameSchemas() bool {
+	if a.StorageVersion == "" {
+		return false
+	}
+	for _, v := range a.Versions {
+		if v.InSpec && v.Schema != SchemaIsStorage && v.Schema != SchemaIdentical {
+			return false
+		}
+	}
+	return true
+}
+
+// NoneConversionOn is the kubectl command that sets the conversion strategy
+// of the CRD name to None, removing the webhook configuration.
+func NoneConversionOn(name string) string {
+	return `kubectl patch crd ` + name + ` --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}'`
+}
+
+// ObjectsReadable records that every object of the CRD was listed through
+// version without error. No object can then be stored at a version missing
+// from spec.versions (reading it would fail with "invalid group/version"),
+// so a storedVersions entry missing from spec — typically a mistaken write
+// to the status subresource, which the API server does not validate — is
+// repaired by migrate (a clean pass trims storedVersions to the storage
+// version) rather than by restoring the version.
+func (a *Analysis) ObjectsReadable(version string) {
+	for i, f := range a.Findings {
+		if f.Code != CodeStoredVersionNotInSpec || a.StorageVersion == "" {
+			continue
+		}
+		a.Findings[i].Message = fmt.Sprintf("status.storedVersions lists %s but spec.versions does not, so every update of this CRD is rejected; every object could be read at %s, so none is stored at %s (a mistaken write to the status subresource, which the API server accepts unchecked)", f.Version, version, f.Version)
+		a.Findings[i].Fix = migrateFix(*a)
+	}
+	a.settle()
 }
 
 func versionInSpec(a Analysis, name string) bool {

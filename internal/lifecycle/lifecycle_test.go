@@ -128,6 +128,10 @@ func TestAnalyzeStates(t *testing.T) {
 			crd.DeletionTimestamp = &now
 			return crd
 		}(), StateS0, "v1", "", "", CodeTerminating},
+		{"storedVersions lacks the storage version (a hand edit of /status)", newCRD().version("v1alpha1", false, false).version("v1beta1", true, true).stored("v1alpha1").v(),
+			StateS2, "v1alpha1", "v1beta1", "migrate widgets.example.com", CodeStorageVersionNotStored + "," + CodeMigrationPending},
+		{"an old version's schema describes less than the storage version's (case 18)", newCRD().version("v1", true, false, "size").version("v2", true, true, "size", "licenseRef").stored("v1", "v2").v(),
+			StateS2, "v1", "v2", "migrate widgets.example.com", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 		{"migrating would prune", newCRD().version("v1alpha1", true, false, "size", "legacy").version("v1", true, true, "size").stored("v1alpha1", "v1").v(),
 			StateS2, "v1alpha1", "v1", "migrate widgets.example.com", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 	}
@@ -155,6 +159,50 @@ func TestAnalyzeStates(t *testing.T) {
 				t.Error("Analyze modified its input")
 			}
 		})
+	}
+}
+
+// TestObjectsReadable: a storedVersions entry missing from spec.versions is
+// repaired by restoring the version, unless every object could be read —
+// then nothing is stored at it, and migrate trims it.
+func TestObjectsReadable(t *testing.T) {
+	a := Analyze(newCRD().version("v1beta1", true, true).stored("v1beta1", "v9").v())
+	if a.Next == nil || a.Next.Command != "kubectl crdversion add-version widgets.example.com v9 --from v1beta1 --served=false" {
+		t.Fatalf("before: next %+v", a.Next)
+	}
+	a.ObjectsReadable("v1beta1")
+	f := a.Findings[0]
+	if f.Code != CodeStoredVersionNotInSpec || f.Fix != "kubectl crdversion migrate widgets.example.com" || !strings.Contains(f.Message, "none is stored at v9") {
+		t.Errorf("finding after ObjectsReadable: %+v", f)
+	}
+	if a.Next == nil || a.Next.Command != "kubectl crdversion migrate widgets.example.com" || strings.Contains(a.Next.Reason, "unreadable") {
+		t.Errorf("next after ObjectsReadable: %+v", a.Next)
+	}
+	// An unserved storage version is served first (migrate writes through it).
+	b := Analyze(newCRD().version("v1beta1", false, true).version("v1", true, false).stored("v1beta1", "v9").v())
+	b.ObjectsReadable("v1")
+	if !strings.HasPrefix(b.Findings[0].Fix, "kubectl crdversion serve widgets.example.com v1beta1") {
+		t.Errorf("fix with the storage version unserved: %q", b.Findings[0].Fix)
+	}
+}
+
+func TestPromotionPending(t *testing.T) {
+	cases := []struct {
+		name string
+		crd  *apiextensionsv1.CustomResourceDefinition
+		want string
+	}{
+		{"S1: the flip comes first", newCRD().version("v1alpha1", true, true).version("v1beta1", true, false).stored("v1alpha1").v(), "v1beta1"},
+		{"S1 with an older version to trim", newCRD().version("v1alpha1", true, true).version("v1beta1", true, false).stored("v0", "v1alpha1").v(), ""},
+		{"S1, new version not served yet", newCRD().version("v1", true, true).version("v2", false, false).stored("v1").v(), "v2"},
+		{"S2", newCRD().version("v1", true, false).version("v2", true, true).stored("v1", "v2").v(), ""},
+		{"S3", newCRD().version("v1", true, false).version("v2", true, true).stored("v2").v(), ""},
+		{"S0", newCRD().version("v1", true, true).stored("v1").v(), ""},
+	}
+	for _, tc := range cases {
+		if got := PromotionPending(tc.crd); got != tc.want {
+			t.Errorf("%s: PromotionPending = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -296,6 +344,21 @@ func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
 	hook.AddFinding(UnreadableObjects(hook, "v2", "conversion webhook for example.com/v2 failed: connection refused", false))
 	if hook.Next == nil || hook.Next.Command != "" || !strings.Contains(hook.Next.Reason, "repair the conversion webhook") {
 		t.Errorf("webhook: next = %+v", hook.Next)
+	}
+	// Case 17: the webhook's Service is named; same schemas everywhere
+	// make strategy None a lossless way out.
+	svc := newCRD().version("v1alpha1", true, true).version("v1alpha2", true, false).stored("v1alpha1").webhook(&apiextensionsv1.WebhookConversion{
+		ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "mesh-system", Name: "mesh-bootstrap", Port: ptr.To[int32](9443)}},
+		ConversionReviewVersions: []string{"v1"},
+	}).v()
+	same := Analyze(svc)
+	f := UnreadableObjects(same, "v1alpha2", "conversion webhook for example.com/v1alpha1, Kind=Widget failed: service \"mesh-bootstrap\" not found", false)
+	if !strings.Contains(f.Fix, "repair the conversion webhook (service mesh-system/mesh-bootstrap:9443)") || !strings.HasSuffix(f.Fix, NoneConversionOn("widgets.example.com")) {
+		t.Errorf("webhook fix, same schemas: %q", f.Fix)
+	}
+	svc.Spec.Versions[1].Schema = props("size", "colour")
+	if f := UnreadableObjects(Analyze(svc), "v1alpha2", "conversion webhook for x failed", false); strings.Contains(f.Fix, "None") {
+		t.Errorf("webhook fix, schemas differ: %q", f.Fix)
 	}
 
 	denied := Analyze(crd)

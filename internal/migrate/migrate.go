@@ -130,6 +130,11 @@ type Trim struct {
 	After  []string `json:"after"`
 	// Reason says why nothing was trimmed, when nothing was.
 	Reason string `json:"reason,omitempty"`
+	// Failed is true when the pass was complete and clean, so the trim was
+	// due, but it did not happen: the storage version or the spec changed
+	// during the run, the write failed, or the API server did not keep
+	// [storage]. storedVersions then still lists the old versions.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // Result of a run.
@@ -340,7 +345,7 @@ func (r *run) list(ctx context.Context, items chan<- item, pages chan<- *page) e
 	token := r.continueToken
 	for {
 		var list *metav1.PartialObjectMetadataList
-		err := retry.OnError(listBackoff, retriable, func() error {
+		err := retry.OnError(listBackoff, listRetriable, func() error {
 			var err error
 			list, err = res.List(ctx, metav1.ListOptions{Limit: r.opts.ChunkSize, Continue: token})
 			return err
@@ -431,6 +436,15 @@ var listBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, St
 
 func (r *run) backoff() wait.Backoff {
 	return wait.Backoff{Duration: r.opts.RetryDelay, Factor: 2, Jitter: 0.2, Steps: r.opts.Retries + 1}
+}
+
+// listRetriable errors of a list are retriable ones, except the API server
+// naming objects it cannot read from storage (a conversion webhook failing
+// for them, a version missing from spec.versions): waiting does not repair
+// that, even when it comes as 429 "storage is (re)initializing" from a
+// watch cache that cannot load those objects.
+func listRetriable(err error) bool {
+	return retriable(err) && !strings.Contains(err.Error(), "failed to read one or more")
 }
 
 // retriable errors are worth another try: server errors and timeouts.
@@ -550,25 +564,25 @@ func (e *Engine) trim(ctx context.Context, name, storage string, generation int6
 	for attempt := 0; attempt < 5; attempt++ {
 		crd, err := e.CRDs.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			t.Reason = "re-reading the CRD failed: " + err.Error()
+			t.Reason, t.Failed = "re-reading the CRD failed: "+err.Error(), true
 			return t
 		}
 		t.After = crd.Status.StoredVersions
 		now := lifecycle.StorageVersion(crd)
 		if now != storage {
-			t.Reason = fmt.Sprintf("the storage version changed from %s to %s during the run; objects written since may be stored at either: run migrate again", storage, now)
+			t.Reason, t.Failed = fmt.Sprintf("the storage version changed from %s to %s during the run; objects written since may be stored at either: run migrate again", storage, now), true
 			return t
 		}
 		if crd.Generation != generation {
 			// Any spec change may have been a storage flip and back, during
 			// which objects were written (or found current) at another
 			// version; only a run without spec changes proves the pass.
-			t.Reason = fmt.Sprintf("the CRD's spec changed during the run (generation %d -> %d), possibly the storage version and back: run migrate again", generation, crd.Generation)
+			t.Reason, t.Failed = fmt.Sprintf("the CRD's spec changed during the run (generation %d -> %d), possibly the storage version and back: run migrate again", generation, crd.Generation), true
 			return t
 		}
 		for _, v := range crd.Status.StoredVersions {
 			if v != storage && !slices.Contains(res.Trim.Before, v) {
-				t.Reason = fmt.Sprintf("%s was added to storedVersions during the run (the storage version changed and changed back): run migrate again", v)
+				t.Reason, t.Failed = fmt.Sprintf("%s was added to storedVersions during the run (the storage version changed and changed back): run migrate again", v), true
 				return t
 			}
 		}
@@ -582,17 +596,17 @@ func (e *Engine) trim(ctx context.Context, name, storage string, generation int6
 			continue // someone changed the CRD: re-check the storage version
 		}
 		if err != nil {
-			t.Reason = "writing status.storedVersions failed: " + err.Error()
+			t.Reason, t.Failed = "writing status.storedVersions failed: "+err.Error(), true
 			return t
 		}
 		if len(updated.Status.StoredVersions) != 1 || updated.Status.StoredVersions[0] != storage {
 			t.After = updated.Status.StoredVersions
-			t.Reason = fmt.Sprintf("the API server kept storedVersions %v", updated.Status.StoredVersions)
+			t.Reason, t.Failed = fmt.Sprintf("the API server kept storedVersions %v", updated.Status.StoredVersions), true
 			return t
 		}
 		t.Trimmed, t.After = true, updated.Status.StoredVersions
 		return t
 	}
-	t.Reason = "the CRD kept changing while storedVersions was written; run migrate again"
+	t.Reason, t.Failed = "the CRD kept changing while storedVersions was written; run migrate again", true
 	return t
 }

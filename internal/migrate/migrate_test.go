@@ -42,3 +42,14 @@ func TestRetriable(t *testing.T) {
 		}
 	}
 }
+
+// Case 16: a watch cache that cannot load objects whose conversion webhook
+// is down answers 429 "storage is (re)initializing" for good; the list is
+// not retried for it.
+func TestListRetriable(t *testing.T) {
+	initializing := apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+	unreadable := apierrors.NewTooManyRequests("storage is (re)initializing: failed to list <unspecified>: failed to read one or more kafkasources.sources.example.com from the storage: StorageError: corrupt object", 1)
+	if !listRetriable(initializing) || listRetriable(unreadable) || !retriable(unreadable) {
+		t.Errorf("listRetriable(initializing) = %v, listRetriable(unreadable) = %v", listRetriable(initializing), listRetriable(unreadable))
+	}
+}

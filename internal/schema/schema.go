@@ -157,3 +157,48 @@ func sortedKeys(m map[string]apiextensionsv1.JSONSchemaProps) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// DefaultPaths lists the paths of s (".spec.replicas", ".spec.items[*].x")
+// that declare a default, sorted. The API server rejects any of them while
+// the CRD has spec.preserveUnknownFields: true ("must be false in order to
+// use defaults in the schema").
+func DefaultPaths(s *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
+	defaults(s, "", &out)
+	sort.Strings(out)
+	return out
+}
+
+func defaults(s *apiextensionsv1.JSONSchemaProps, path string, out *[]string) {
+	if s == nil {
+		return
+	}
+	if s.Default != nil {
+		*out = append(*out, orRoot(path))
+	}
+	for _, k := range sortedKeys(s.Properties) {
+		p := s.Properties[k]
+		defaults(&p, path+"."+k, out)
+	}
+	if s.Items != nil {
+		defaults(s.Items.Schema, path+"[*]", out)
+		for i := range s.Items.JSONSchemas {
+			defaults(&s.Items.JSONSchemas[i], path+"[*]", out)
+		}
+	}
+	if s.AdditionalProperties != nil {
+		defaults(s.AdditionalProperties.Schema, path+".*", out)
+	}
+	for _, group := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
+		for i := range group {
+			defaults(&group[i], path, out)
+		}
+	}
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "."
+	}
+	return path
+}

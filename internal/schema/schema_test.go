@@ -127,3 +127,29 @@ properties:
 		t.Error("a nil schema must prune nothing")
 	}
 }
+
+func TestDefaultPaths(t *testing.T) {
+	one := &apiextensionsv1.JSON{Raw: []byte("1")}
+	s := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"replicas": {Type: "integer", Default: one},
+			"image":    {Type: "string"},
+			"ports": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"protocol": {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"TCP"`)}}},
+			}}},
+			"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`""`)}}}},
+		}},
+	}}
+	got := strings.Join(DefaultPaths(s), " ")
+	if want := ".spec.labels.* .spec.ports[*].protocol .spec.replicas"; got != want {
+		t.Errorf("DefaultPaths = %q, want %q", got, want)
+	}
+	if got := DefaultPaths(&apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTrue()}); len(got) != 0 {
+		t.Errorf("no defaults: %v", got)
+	}
+	if got := DefaultPaths(nil); len(got) != 0 {
+		t.Errorf("nil schema: %v", got)
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }

@@ -200,9 +200,9 @@ func statusOf(ctx context.Context, c *cluster.Client, arg string, count bool, ch
 			// version, as clients using it (and the namespace controller,
 			// which uses the preferred version) do, to exercise the webhook.
 			if probe := cluster.ConversionProbeVersion(crd, r.Objects.Version); probe != "" && n > 0 {
-				if _, err := o.client.CountObjects(ctx, crd, probe, o.ChunkSize); err != nil {
+				if _, err := c.CountObjects(ctx, crd, probe, chunkSize); err != nil {
 					if _, answered := err.(apierrors.APIStatus); !answered {
-						return err
+						return nil, err
 					}
 					r.AddFinding(lifecycle.UnreadableObjects(r.Analysis, probe, err.Error(), apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)))
 				}

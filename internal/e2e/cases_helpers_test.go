@@ -200,7 +200,7 @@ func (fx *caseFixture) objectsOf(crd *apiextensionsv1.CustomResourceDefinition) 
 // kubectl apply and Helm do for fields they set: a merge patch of each
 // CRD's spec (lists replaced, fields the manifest omits left as they are).
 // It returns the API server's error per CRD name (nil when accepted).
-func applyRelease(t *testing.T, c clients, file string) map[string]error {
+func applyReleaseFile(t *testing.T, c clients, file string) map[string]error {
 	t.Helper()
 	objs, err := fixture.Read(file)
 	if err != nil {
@@ -230,7 +230,7 @@ func applyRelease(t *testing.T, c clients, file string) map[string]error {
 // test unless the API server accepts it.
 func releaseApplies(t *testing.T, c clients, file, name string) {
 	t.Helper()
-	if err, found := applyRelease(t, c, file)[name]; !found || err != nil {
+	if err, found := applyReleaseFile(t, c, file)[name]; !found || err != nil {
 		t.Fatalf("applying %s (%s): %v", filepath.Base(file), name, err)
 	}
 }
@@ -315,18 +315,23 @@ func needCommand(t *testing.T, name string, issue int) {
 }
 
 // contents are the objects of crd read at version: "namespace/name" to the
-// object without apiVersion and metadata.
+// object without apiVersion and metadata, but with its labels and
+// annotations. Right after a change of the CRD, the list is retried while
+// the API server swaps the resource's storage.
 func contents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) map[string]map[string]any {
 	t.Helper()
-	list, err := c.dyn.Resource(gvr(crd, version)).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("listing %s at %s: %v", crd.Name, version, err)
-	}
+	var list *unstructured.UnstructuredList
+	waitFor(t, "a list of "+crd.Name+" at "+version, func() (bool, error) {
+		var err error
+		list, err = c.dyn.Resource(gvr(crd, version)).List(context.Background(), metav1.ListOptions{})
+		return err == nil, nil
+	})
 	out := map[string]map[string]any{}
 	for _, u := range list.Items {
 		obj := u.DeepCopy().Object
 		delete(obj, "apiVersion")
 		delete(obj, "metadata")
+		obj["labels"], obj["annotations"] = u.GetLabels(), u.GetAnnotations()
 		out[u.GetNamespace()+"/"+u.GetName()] = obj
 	}
 	return out

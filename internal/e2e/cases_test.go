@@ -70,7 +70,7 @@ func TestCase01SkippedReleaseDropsStoredVersion(t *testing.T) {
 	fx, crd, before := buildCase(t, c, "01-clusterctl-certmanager-skipped-release", name)
 
 	rv := getCRD(t, c, name).ResourceVersion
-	wantAPIError(t, "applying the release", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha2"))
+	wantAPIError(t, "applying the release", applyReleaseFile(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha2"))
 	if getCRD(t, c, name).ResourceVersion != rv {
 		t.Fatal("the refused release changed the CRD")
 	}
@@ -107,7 +107,7 @@ func TestCase02OldClusterHistory(t *testing.T) {
 	fx, crd, before := buildCase(t, c, "02-crossplane-locks-old-cluster-history", name)
 	wantStoredAt(t, crd, "pkg.example.com/v1alpha1", 1)
 
-	wantAPIError(t, "applying the release", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha1"))
+	wantAPIError(t, "applying the release", applyReleaseFile(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha1"))
 
 	s := statusJSON(t, name)
 	var row *lifecycle.VersionStatus
@@ -203,7 +203,7 @@ func TestCase06MigratedButNotTrimmed(t *testing.T) {
 	fx, crd, before := buildCase(t, c, "06-migrated-but-storedversions-not-pruned", name)
 	wantStoredAt(t, crd, "policies.example.com/v1", 3)
 
-	wantAPIError(t, "applying the chart", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha2"))
+	wantAPIError(t, "applying the chart", applyReleaseFile(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha2"))
 
 	r := succeeds(t, "migrate", name)
 	if !strings.Contains(r.stdout, "total 3, rewritten 0, already current 3") || !strings.Contains(r.stdout, "[v1alpha2, v1] -> [v1]") {
@@ -226,7 +226,7 @@ func TestCase07ManyCRDsOneRelease(t *testing.T) {
 		before[n] = fx.contentsOf(crd)
 	}
 
-	errs := applyRelease(t, c, fx.path("release.yaml"))
+	errs := applyReleaseFile(t, c, fx.path("release.yaml"))
 	wantAPIError(t, "applying the release to "+a, errs[a], missingStoredVersion("v2beta1"))
 	wantAPIError(t, "applying the release to "+b, errs[b], missingStoredVersion("v1beta1"))
 	if errs[healthy] != nil {
@@ -246,7 +246,7 @@ func TestCase07ManyCRDsOneRelease(t *testing.T) {
 
 	succeeds(t, "migrate", a)
 	succeeds(t, "migrate", b)
-	for n, err := range applyRelease(t, c, fx.path("release.yaml")) {
+	for n, err := range applyReleaseFile(t, c, fx.path("release.yaml")) {
 		if err != nil {
 			t.Errorf("the release after migrate, %s: %v", n, err)
 		}
@@ -270,7 +270,7 @@ func TestCase09MigrationBeforeTheFlip(t *testing.T) {
 	wantStoredAt(t, crd, "eventing.example.com/v1alpha1", 2)
 
 	// Step B: the release that flips the storage version.
-	if err := applyRelease(t, c, fx.path("release-flip.yaml"))[name]; err != nil {
+	if err := applyReleaseFile(t, c, fx.path("release-flip.yaml"))[name]; err != nil {
 		t.Fatal(err)
 	}
 	s := statusJSON(t, name)
@@ -278,7 +278,7 @@ func TestCase09MigrationBeforeTheFlip(t *testing.T) {
 		t.Errorf("after the flip: state %s, next %+v; want S2 and migrate", s.State, s.Next)
 	}
 	// Step C, as users met it.
-	wantAPIError(t, "applying the release without v1alpha1", applyRelease(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha1"))
+	wantAPIError(t, "applying the release without v1alpha1", applyReleaseFile(t, c, fx.path("release.yaml"))[name], missingStoredVersion("v1alpha1"))
 
 	r := succeeds(t, "migrate", name)
 	if !strings.Contains(r.stdout, "rewritten 2") || !strings.Contains(r.stdout, "[v1alpha1, v1beta1] -> [v1beta1]") {
@@ -298,7 +298,7 @@ func TestCase15StorageVersionCount(t *testing.T) {
 	fx, _, before := buildCase(t, c, "15-two-or-zero-storage-versions", name)
 
 	for _, file := range []string{"release.yaml", "release-zero.yaml"} {
-		wantAPIError(t, "applying "+file, applyRelease(t, c, fx.path(file))[name], "must have exactly one version marked as storage version")
+		wantAPIError(t, "applying "+file, applyReleaseFile(t, c, fx.path(file))[name], "must have exactly one version marked as storage version")
 	}
 	for _, file := range []string{"release-zero.yaml", "release.yaml"} {
 		repaired := filepath.Join(t.TempDir(), file)
@@ -323,7 +323,7 @@ func TestCase15StorageVersionCount(t *testing.T) {
 			t.Errorf("%s repaired by promote-storage -f has storage versions %v, want [v1]\n%s", file, s, r.stderr)
 		}
 		if file == "release.yaml" {
-			if err := applyRelease(t, c, repaired)[name]; err != nil {
+			if err := applyReleaseFile(t, c, repaired)[name]; err != nil {
 				t.Fatalf("the repaired manifest: %v", err)
 			}
 		}
@@ -366,7 +366,7 @@ func TestCase11PreserveUnknownFieldsBlocksDefaults(t *testing.T) {
 	const name = "rollouts.deploy.example.com"
 	fx, _, before := buildCase(t, c, "11-preserveunknownfields-blocks-defaults", name)
 
-	wantAPIError(t, "applying the v1 manifest", applyRelease(t, c, fx.path("release.yaml"))[name],
+	wantAPIError(t, "applying the v1 manifest", applyReleaseFile(t, c, fx.path("release.yaml"))[name],
 		`spec.preserveUnknownFields: Invalid value: true: must be false in order to use defaults in the schema`)
 
 	s := statusJSON(t, name)

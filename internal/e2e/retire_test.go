@@ -76,25 +76,6 @@ func applyObject(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDef
 	return err
 }
 
-// contents lists every object at version and keeps what must survive a
-// lifecycle: labels, annotations, spec and status, by namespace/name.
-func contents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) map[string]any {
-	t.Helper()
-	var list *unstructured.UnstructuredList
-	waitFor(t, "a list at "+version, func() (bool, error) {
-		var err error
-		list, err = c.dyn.Resource(gvr(crd, version)).List(context.Background(), metav1.ListOptions{})
-		return err == nil, nil
-	})
-	out := map[string]any{}
-	for _, o := range list.Items {
-		out[o.GetNamespace()+"/"+o.GetName()] = map[string]any{
-			"labels": o.GetLabels(), "annotations": o.GetAnnotations(), "spec": o.Object["spec"], "status": o.Object["status"],
-		}
-	}
-	return out
-}
-
 // healthy checks that status reports want with no warning or error.
 func healthy(t *testing.T, name string, want lifecycle.State) report.Status {
 	t.Helper()

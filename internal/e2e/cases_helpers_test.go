@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cli"
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
@@ -282,16 +284,28 @@ func refuses(t *testing.T, c clients, names []string, want []string, args ...str
 		}
 	}
 	if after := resourceVersions(t, c, names); !reflect.DeepEqual(before, after) {
-		t.Errorf("kubectl crdversion %s refused but wrote a CRD: resourceVersions %v -> %v", strings.Join(args, " "), before, after)
+		t.Errorf("kubectl crdversion %s refused but wrote a CRD: %v -> %v", strings.Join(args, " "), before, after)
 	}
 	return r
 }
 
+// resourceVersions fingerprints what a command could write on each CRD:
+// its generation (spec), annotations, status.storedVersions and the
+// managedFields entries of this plugin's field manager. The API server's
+// own controllers also update the CRD's status conditions shortly after it
+// is created, which changes its resourceVersion but none of these.
 func resourceVersions(t *testing.T, c clients, names []string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, n := range names {
-		out[n] = getCRD(t, c, n).ResourceVersion
+		crd := getCRD(t, c, n)
+		var ours []string
+		for _, m := range crd.ManagedFields {
+			if m.Manager == cli.FieldManager {
+				ours = append(ours, fmt.Sprintf("%s/%s@%v", m.Operation, m.Subresource, m.Time))
+			}
+		}
+		out[n] = fmt.Sprintf("generation %d, annotations %v, storedVersions %v, %s entries %v", crd.Generation, crd.Annotations, crd.Status.StoredVersions, cli.FieldManager, ours)
 	}
 	return out
 }
@@ -316,7 +330,7 @@ func needCommand(t *testing.T, name string, issue int) {
 
 // contents are the objects of crd read at version: "namespace/name" to the
 // object without apiVersion and metadata, but with its labels and
-// annotations. Right after a change of the CRD, the list is retried while
+// annotations when it has any. Right after a change of the CRD, the list is retried while
 // the API server swaps the resource's storage.
 func contents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) map[string]map[string]any {
 	t.Helper()
@@ -331,7 +345,12 @@ func contents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefini
 		obj := u.DeepCopy().Object
 		delete(obj, "apiVersion")
 		delete(obj, "metadata")
-		obj["labels"], obj["annotations"] = u.GetLabels(), u.GetAnnotations()
+		if l := u.GetLabels(); l != nil {
+			obj["labels"] = l
+		}
+		if a := u.GetAnnotations(); a != nil {
+			obj["annotations"] = a
+		}
 		out[u.GetNamespace()+"/"+u.GetName()] = obj
 	}
 	return out

@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build sandbox demo test unit integration check fmt tidy clean bench
+.PHONY: all build sandbox demo test unit integration check fmt tidy clean bench krew-manifest krew-check docs
 
 all: build
 
@@ -59,6 +59,16 @@ tidy:
 
 clean:
 	rm -rf $(BIN) dist
+
+## krew-manifest: a snapshot release in dist/: archives (binary, LICENSE, completion script) for PLATFORMS
+## (host, all, or e.g. linux/amd64,darwin/arm64), checksums.txt, and plugin.yaml rendered as dist/krew/crdversion.yaml
+PLATFORMS ?= host
+krew-manifest:
+	go run ./internal/release/cmd/krew-snapshot -version "$(VERSION)" -ldflags "$(LDFLAGS)" -platforms "$(PLATFORMS)" -dist dist
+
+## krew-check: validate dist/krew/crdversion.yaml with krew's validator, krew-install each archive, run the plugin through kubectl
+krew-check: krew-manifest
+	VERSION="$(VERSION)" .ci/krew-check
 
 ## bench: migrate vs. a sequential loop vs. the API server's ceiling (N objects, default 10000; N=100000 on request)
 N ?= 10000

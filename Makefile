@@ -41,7 +41,11 @@ integration:
 	cd internal/e2e && go vet ./... && go test -count=1 -timeout $(E2E_TIMEOUT) ./...
 	cd cmd/crdversion-sandbox && go vet ./...
 
-## check: formatting and go.mod tidiness of all three modules
+## docs: regenerate the command reference in docs/commands from the command tree
+docs:
+	go run ./internal/clidocs/cmd/gendocs docs/commands
+
+## check: formatting, go.mod tidiness of all three modules, the command reference up to date
 check:
 	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed"; exit 1; }
 	@for m in . internal/e2e cmd/crdversion-sandbox; do \
@@ -50,6 +54,7 @@ check:
 		   cp /tmp/crdversion-go.mod go.mod; cp /tmp/crdversion-go.sum go.sum; echo "go mod tidy changes $$m"; exit 1; fi) || exit 1; \
 	done
 	@grep -q '^replace' go.mod && { echo "the root go.mod must have no replace lines"; exit 1; } || true
+	@go test -count=1 -run TestCommandReferenceIsCurrent ./internal/clidocs >/dev/null || { go test -count=1 -run TestCommandReferenceIsCurrent ./internal/clidocs; exit 1; }
 
 fmt:
 	gofmt -w cmd internal

@@ -44,7 +44,7 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 	}
 	o := newEditOptions(name, streams)
 	cmd := &cobra.Command{
-		Use:                   name + " CRD VERSION [flags]",
+		Use:                   name + " CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 short,
 		Long:                  long,

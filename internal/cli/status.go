@@ -12,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -31,7 +30,7 @@ var statusLong = templates.LongDesc(`
 	(listed metadata only, page by page), the lifecycle state S0-S6, findings
 	(errors, warnings, notes) and the next command to run.
 
-	CRD is a CRD name (crontabs.stable.example.com) or a resource, short name or
+	CRD_NAME is a CRD name (crontabs.stable.example.com) or a resource, short name or
 	kind as kubectl resolves them (crontabs, ct, CronTab).`)
 
 var statusExample = templates.Examples(`
@@ -77,7 +76,7 @@ func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewStatusOptions(streams)
 	cmd := &cobra.Command{
-		Use:                   "status CRD [flags]",
+		Use:                   "status CRD_NAME [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Show the versions, lifecycle state, findings and next step of a CRD",
 		Long:                  statusLong,
@@ -256,16 +255,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// crdNameCompletion completes the first argument with the names of the
-// cluster's CRDs.
-func crdNameCompletion(f cmdutil.Factory) cobra.CompletionFunc {
-	names := completion.ResourceNameCompletionFunc(f, "customresourcedefinitions.apiextensions.k8s.io")
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return names(cmd, args, toComplete)
-	}
 }

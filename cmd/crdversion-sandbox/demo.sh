@@ -19,17 +19,43 @@ crdversion version
 # stores v1beta1, with one example route.
 crdversion status httproutes.gateway.networking.k8s.io
 
-# Add v1 with v1beta1's schema (same schema, so conversion None is safe)...
+# Retire v1alpha2 first. The plan: every step done, to do or blocked.
+crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --dry-run --usage-window 2s
+crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --usage-window 2s
+
+# HTTPRoute now has one version. Add v1 with v1beta1's schema (same schema,
+# so conversion None is safe), as Gateway API v1.0 did...
 crdversion add-version httproutes.gateway.networking.k8s.io v1 --from v1beta1
 crdversion status httproutes
 
-# ...and make it the storage version, after checking every route at v1.
+# ...make it the storage version, after checking every route at v1...
 crdversion promote-storage httproutes.gateway.networking.k8s.io v1
 crdversion status httproute
 
-# Rewrite every stored route at v1, then trim storedVersions to [v1].
+# ...rewrite every stored route at v1, then trim storedVersions to [v1]...
 crdversion migrate httproutes.gateway.networking.k8s.io
 crdversion status httproutes.gateway.networking.k8s.io -o jsonpath='{.state}{" storedVersions="}{.storedVersions}{" next: "}{.next.command}{"\n"}'
+
+# ...and deprecate v1beta1, so that its clients get a warning.
+crdversion deprecate httproutes.gateway.networking.k8s.io v1beta1
+
+# A client still reading v1beta1 blocks its retirement (and unserve): the
+# API server's request counters show it.
+if command -v kubectl >/dev/null 2>&1; then
+	( while :; do kubectl get httproutes.v1beta1.gateway.networking.k8s.io -A >/dev/null 2>&1; sleep 0.2; done ) &
+	client=$!
+	crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-window 2s || echo "(refused, exit code $?; nothing was changed)"
+	kill "$client"
+	wait "$client" 2>/dev/null || true
+	sleep 1 # let its last request finish
+fi
+
+# The example route was written through v1beta1, so its managedFields name
+# it: server-side apply would fail once v1beta1 is gone. retire refuses
+# until the entries are rewritten, which --clean-managed-fields does.
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-window 2s || echo "(refused, exit code $?; nothing was changed)"
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-window 2s --clean-managed-fields
+crdversion status httproutes.gateway.networking.k8s.io
 
 # ReferenceGrant stores v1alpha2 and serves v1beta1 beside it: a promotion
 # is due. A server-side dry run runs every check and writes nothing.

@@ -95,15 +95,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 		Long:                  migrateLong,
 		Example:               migrateExample,
 		ValidArgsFunction:     crdNameCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runOptions(f, o),
 	}
 	o.PrintFlags.AddFlags(cmd)
 	cmdutil.AddDryRunFlag(cmd)
@@ -179,14 +171,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and %s when rewritten at the storage version %s; add the fields to its schema or use Webhook conversion, or pass --allow-pruning to accept the loss",
 			crd.Name, strings.Join(parts, "; "), lifecycle.StorageVersion(crd))
 	}
-	engine := &migrate.Engine{CRDs: o.client.CRDs, Metadata: o.client.Metadata, Dynamic: o.client.Dynamic}
-	opts := o.Engine
-	stop := func() {}
-	if o.Progress && term.IsTerminal(o.ErrOut) {
-		opts.Progress, stop = progressBar(o.ErrOut, crd.Name)
-	}
-	res, err := engine.Run(ctx, crd.Name, opts)
-	stop()
+	res, err := runEngine(ctx, o.client, crd.Name, o.Engine, o.Progress, o.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -204,6 +189,18 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, resumeHint(o.Engine.Checkpoint))
 	}
 	return nil
+}
+
+// runEngine runs the migrate engine on the CRD named name, with a progress
+// bar on errOut when progress is set and errOut is a terminal.
+func runEngine(ctx context.Context, c *cluster.Client, name string, opts migrate.Options, progress bool, errOut io.Writer) (*migrate.Result, error) {
+	engine := &migrate.Engine{CRDs: c.CRDs, Metadata: c.Metadata, Dynamic: c.Dynamic}
+	stop := func() {}
+	if progress && term.IsTerminal(errOut) {
+		opts.Progress, stop = progressBar(errOut, name)
+	}
+	defer stop()
+	return engine.Run(ctx, name, opts)
 }
 
 func resumeHint(checkpoint string) string {

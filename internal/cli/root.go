@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"context"
 	goflag "flag"
 	"io"
 
@@ -83,6 +84,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdServe(f, streams),
 		NewCmdUnserve(f, streams),
 		NewCmdMigrate(f, streams),
+		NewCmdRetire(f, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd
@@ -112,4 +114,25 @@ func addKlogVerbosity(cmd *cobra.Command) *goflag.FlagSet {
 	v.Usage = "number for the log level verbosity (klog)"
 	cmd.PersistentFlags().AddGoFlag(v)
 	return fs
+}
+
+// options is the kubectl command pattern: complete the options from the
+// flags and arguments, validate them, run.
+type options interface {
+	Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runOptions is the RunE of a command whose options follow that pattern.
+func runOptions(f cmdutil.Factory, o options) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(f, cmd, args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 }

@@ -82,15 +82,7 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 		Long:                  statusLong,
 		Example:               statusExample,
 		ValidArgsFunction:     crdNameCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runOptions(f, o),
 	}
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().BoolVar(&o.Count, "count", o.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 )
@@ -14,15 +15,7 @@ import (
 // testdata/ and deletes the CRDs when the test ends.
 func installTestdata(t *testing.T, c clients, paths ...string) *fixture.Result {
 	t.Helper()
-	var abs []string
-	for _, p := range paths {
-		abs = append(abs, filepath.Join(repoRoot, "testdata", p))
-	}
-	objs, err := fixture.Read(abs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := fixture.Apply(context.Background(), srv.Config, objs)
+	res, err := fixture.Apply(context.Background(), srv.Config, readTestdata(t, paths...))
 	if res != nil {
 		for _, crd := range res.CRDs {
 			name := crd.Name
@@ -35,4 +28,18 @@ func installTestdata(t *testing.T, c clients, paths ...string) *fixture.Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// readTestdata reads the objects of the given paths under testdata/.
+func readTestdata(t *testing.T, paths ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var abs []string
+	for _, p := range paths {
+		abs = append(abs, filepath.Join(repoRoot, "testdata", p))
+	}
+	objs, err := fixture.Read(abs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
 }

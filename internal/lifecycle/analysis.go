@@ -484,7 +484,7 @@ func nextStep(name string, a Analysis) *NextStep {
 	case StateS5:
 		return &NextStep{
 			Command: cmd("retire %s %s", name, a.OldVersion),
-			Reason:  fmt.Sprintf("remove %s from spec.versions (retire is not in this release yet: until it is, check that no object's managedFields name %s, then remove it from spec.versions by hand)", a.OldVersion, a.OldVersion),
+			Reason:  fmt.Sprintf("remove %s from spec.versions once no object's managedFields name it (retire checks, and --clean-managed-fields rewrites them)", a.OldVersion),
 		}
 	}
 	return nil

@@ -10,8 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/retire"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
 )
 
@@ -26,6 +29,7 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("CRDStatus"), &Status{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("PluginVersion"), &Version{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("MigrationReport"), &Migration{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("RetirePlan"), &Retire{})
 	return s
 }
 
@@ -96,5 +100,37 @@ func (m *Migration) DeepCopyObject() runtime.Object {
 	out.Failures = append([]migrate.Failure(nil), m.Failures...)
 	out.Trim.Before = append([]string(nil), m.Trim.Before...)
 	out.Trim.After = append([]string(nil), m.Trim.After...)
+	return &out
+}
+
+// Retire (kind RetirePlan) is the output of `kubectl crdversion retire -o
+// json|yaml`: the steps as evaluated last, what the run did, and the
+// evidence it used.
+type Retire struct {
+	metav1.TypeMeta `json:",inline"`
+	CRD             string `json:"crd"`
+	Version         string `json:"version"`
+	// DryRun is true when only the plan was made.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Outcome is Complete (the version is retired), Blocked (a step is
+	// blocked; see Steps), Planned (a dry run with no blocked step) or
+	// Interrupted (a step failed while running).
+	Outcome string        `json:"outcome"`
+	Steps   []retire.Step `json:"steps"`
+	// Taken lists the steps this run took, in order.
+	Taken []string `json:"taken,omitempty"`
+	// Usage is the client-usage evidence, when measured.
+	Usage *usage.Report `json:"usage,omitempty"`
+	// Migration is the migrate report, when this run migrated.
+	Migration *migrate.Result `json:"migration,omitempty"`
+	// ManagedFields is the managedFields clean-up, when this run did one.
+	ManagedFields *cluster.ManagedFieldsCleanup `json:"managedFields,omitempty"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *Retire) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Steps = append([]retire.Step(nil), r.Steps...)
+	out.Taken = append([]string(nil), r.Taken...)
 	return &out
 }

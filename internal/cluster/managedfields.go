@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
+)
+
+// ObjectRef names one custom object.
+type ObjectRef struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+func (r ObjectRef) String() string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+// StaleManagedFields lists (paged, metadata only, through the storage
+// version) the objects of crd whose managedFields still have an entry
+// naming version. It sends no request to version itself.
+func (c *Client) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]ObjectRef, error) {
+	apiVersion := crd.Spec.Group + "/" + version
+	res := c.Metadata.Resource(GVR(crd, lifecycle.StorageVersion(crd)))
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return res.List(ctx, opts)
+	})
+	p.PageSize = pageSize
+	var stale []ObjectRef
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if ok && managedfields.Stale(m.ManagedFields, apiVersion) {
+			stale = append(stale, ObjectRef{Namespace: m.Namespace, Name: m.Name})
+		}
+		return nil
+	})
+	return stale, err
+}
+
+// ManagedFieldsCleanup is the outcome of CleanManagedFields.
+type ManagedFieldsCleanup struct {
+	// Rewritten objects had their managedFields rewritten.
+	Rewritten int `json:"rewritten"`
+	// Current objects no longer had a stale entry when read.
+	Current int `json:"current"`
+	// Deleted objects were gone (404); nothing was re-created.
+	Deleted int `json:"deleted"`
+	// Relabeled and Merged count entries (see managedfields.Relabel).
+	Relabeled int `json:"relabeled"`
+	Merged    int `json:"merged"`
+	// Failed objects, with the API server's message.
+	Failed []ObjectFailure `json:"failed,omitempty"`
+}
+
+// ObjectFailure is an object a write failed for.
+type ObjectFailure struct {
+	Object  string `json:"object"`
+	Message string `json:"message"`
+}
+
+// CleanManagedFields rewrites the managedFields of each object in objs so
+// that no entry names version (managedfields.Relabel to the storage
+// version), with at most concurrency writes in flight. Each write is a
+// merge patch of metadata.managedFields pinned to the object's uid and
+// resourceVersion, sent through the storage version, so it can neither
+// create an object nor overwrite another writer; on a conflict the object
+// is read again and the relabel redone.
+func (c *Client) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []ObjectRef, concurrency int, fieldManager string) (*ManagedFieldsCleanup, error) {
+	storage := lifecycle.StorageVersion(crd)
+	from, to := crd.Spec.Group+"/"+version, crd.Spec.Group+"/"+storage
+	res := c.Metadata.Resource(GVR(crd, storage))
+	out := &ManagedFieldsCleanup{}
+	var mu sync.Mutex
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(concurrency, 1))
+	for _, ref := range objs {
+		g.Go(func() error {
+			var relabeled, merged int
+			current := false
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				m, err := res.Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if !managedfields.Stale(m.ManagedFields, from) {
+					current = true
+					return nil
+				}
+				entries, r, mg, err := managedfields.Relabel(m.ManagedFields, from, to)
+				if err != nil {
+					return err
+				}
+				relabeled, merged = r, mg
+				patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+					"uid": m.UID, "resourceVersion": m.ResourceVersion, "managedFields": entries}})
+				if err != nil {
+					return err
+				}
+				_, err = res.Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+				return err
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case apierrors.IsNotFound(err):
+				out.Deleted++
+			case err != nil && ctx.Err() != nil:
+				return ctx.Err()
+			case err != nil:
+				out.Failed = append(out.Failed, ObjectFailure{Object: ref.String(), Message: err.Error()})
+			case current:
+				out.Current++
+			default:
+				out.Rewritten++
+				out.Relabeled += relabeled
+				out.Merged += merged
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return out, err
+	}
+	if len(out.Failed) > 0 {
+		return out, fmt.Errorf("the managedFields of %d object(s) could not be rewritten; first: %s: %s", len(out.Failed), out.Failed[0].Object, out.Failed[0].Message)
+	}
+	return out, nil
+}

@@ -1,0 +1,402 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+// realCRD reads a CRD (and objects) from testdata and moves them to group,
+// so that a test can own them whatever other tests install. keep, when set,
+// lists the versions to keep in spec.versions.
+func realCRD(t *testing.T, group string, keep []string, paths ...string) (*apiextensionsv1.CustomResourceDefinition, []*unstructured.Unstructured) {
+	t.Helper()
+	objs := readTestdata(t, paths...)
+	var err error
+	var crd *apiextensionsv1.CustomResourceDefinition
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if fixture.IsCRD(o) {
+			if crd, err = fixture.CRD(o); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		_, version, _ := strings.Cut(o.GetAPIVersion(), "/")
+		o.SetAPIVersion(group + "/" + version)
+		out = append(out, o)
+	}
+	crd.Spec.Group = group
+	crd.Name = crd.Spec.Names.Plural + "." + group
+	crd.ResourceVersion, crd.Status = "", apiextensionsv1.CustomResourceDefinitionStatus{}
+	if keep != nil {
+		var versions []apiextensionsv1.CustomResourceDefinitionVersion
+		for _, v := range crd.Spec.Versions {
+			for _, k := range keep {
+				if v.Name == k {
+					versions = append(versions, v)
+				}
+			}
+		}
+		crd.Spec.Versions = versions
+		crd.Spec.Versions[0].Storage, crd.Spec.Versions[0].Served = true, true
+	}
+	return crd, out
+}
+
+// applyObject creates or updates obj with server-side apply as manager,
+// through version.
+func applyObject(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, manager string, obj *unstructured.Unstructured) error {
+	t.Helper()
+	obj = obj.DeepCopy()
+	obj.SetAPIVersion(crd.Spec.Group + "/" + version)
+	ns := obj.GetNamespace()
+	if ns == "" && crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
+		ns = "default"
+	}
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = resource(c, crd, version, ns).Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)})
+	return err
+}
+
+// contents lists every object at version and keeps what must survive a
+// lifecycle: labels, annotations, spec and status, by namespace/name.
+func contents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) map[string]any {
+	t.Helper()
+	var list *unstructured.UnstructuredList
+	waitFor(t, "a list at "+version, func() (bool, error) {
+		var err error
+		list, err = c.dyn.Resource(gvr(crd, version)).List(context.Background(), metav1.ListOptions{})
+		return err == nil, nil
+	})
+	out := map[string]any{}
+	for _, o := range list.Items {
+		out[o.GetNamespace()+"/"+o.GetName()] = map[string]any{
+			"labels": o.GetLabels(), "annotations": o.GetAnnotations(), "spec": o.Object["spec"], "status": o.Object["status"],
+		}
+	}
+	return out
+}
+
+// healthy checks that status reports want with no warning or error.
+func healthy(t *testing.T, name string, want lifecycle.State) report.Status {
+	t.Helper()
+	s := statusJSON(t, name)
+	if s.State != want {
+		t.Errorf("%s: state %s, want %s", name, s.State, want)
+	}
+	for _, f := range s.Findings {
+		if f.Severity != lifecycle.SeverityInfo {
+			t.Errorf("%s: %s finding %s: %s", name, f.Severity, f.Code, f.Message)
+		}
+	}
+	return s
+}
+
+// TestRetireLifecycle takes three real CRDs from S0 to S6 with the plugin:
+// Gateway API's HTTPRoute (conversion None, identical schemas, the v1
+// Gateway API added), Istio's VirtualService (three versions, upgraded
+// from Istio 1.21 to 1.22 on the way), and a CronTab behind a conversion
+// webhook. Objects are written with server-side apply, so their
+// managedFields name the old versions; every object's content at the new
+// version is the same before and after.
+func TestRetireLifecycle(t *testing.T) {
+	c := newClients(t)
+	retireArgs := []string{"--migrate", "--clean-managed-fields", "--usage-window=500ms"}
+
+	t.Run("Gateway API HTTPRoute", func(t *testing.T) {
+		crd, objs := realCRD(t, "gateway.retire.test", []string{"v1beta1"},
+			"crds/gateway-api/v0.6.2/httproutes.nodesc.yaml", "crds/gateway-api/v0.6.2/examples/standard_basic-http.yaml")
+		crd = createCRD(t, c, crd)
+		name := crd.Name
+		var routes []*unstructured.Unstructured
+		for _, o := range objs {
+			if o.GetKind() == "HTTPRoute" {
+				routes = append(routes, o)
+			}
+		}
+		if len(routes) == 0 {
+			t.Fatal("no HTTPRoute in the example")
+		}
+		for i := range 10 {
+			r := routes[i%len(routes)].DeepCopy()
+			r.SetName(r.GetName() + "-" + itoa(i))
+			if err := applyObject(t, c, crd, "v1beta1", "gitops", r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		healthy(t, name, lifecycle.StateS0)
+
+		mustRun(t, "add-version", name, "v1", "--from", "v1beta1")
+		before := contents(t, c, crd, "v1")
+		mustRun(t, "promote-storage", name, "v1")
+		mustRun(t, "migrate", name)
+		mustRun(t, "deprecate", name, "v1beta1")
+		healthyOrDeprecated(t, name, lifecycle.StateS4)
+		r := mustRun(t, append([]string{"retire", name, "v1beta1"}, retireArgs...)...)
+		if !strings.Contains(r.stdout, "v1beta1 retired from "+name) {
+			t.Errorf("retire output:\n%s", r.stdout)
+		}
+		healthy(t, name, lifecycle.StateS6)
+		if after := contents(t, c, crd, "v1"); !reflect.DeepEqual(before, after) {
+			t.Errorf("contents at v1 changed:\nbefore %v\nafter  %v", before, after)
+		}
+		// The applier keeps working at the remaining version.
+		if err := applyObject(t, c, crd, "v1", "gitops", routes[0]); err != nil {
+			t.Errorf("server-side apply at v1 after the retirement: %v", err)
+		}
+	})
+
+	t.Run("Istio VirtualService, three versions", func(t *testing.T) {
+		crd, objs := realCRD(t, "istio.retire.test", []string{"v1alpha3"},
+			"crds/istio/1.21.0/virtualservices.nodesc.yaml", "crds/istio/1.21.0/examples")
+		crd = createCRD(t, c, crd)
+		name := crd.Name
+		for _, o := range objs {
+			if err := applyObject(t, c, crd, "v1alpha3", "istioctl", o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		healthy(t, name, lifecycle.StateS0)
+		// Upgrade to Istio 1.22's CRD, as its installer does: v1 added,
+		// storage v1alpha3 -> v1beta1.
+		next, _ := realCRD(t, "istio.retire.test", nil, "crds/istio/1.22.0/virtualservices.nodesc.yaml")
+		updateCRD(t, c, name, func(live *apiextensionsv1.CustomResourceDefinition) { live.Spec.Versions = next.Spec.Versions })
+		before := contents(t, c, crd, "v1")
+
+		mustRun(t, "promote-storage", name, "v1")
+		mustRun(t, "migrate", name)
+		for _, old := range []string{"v1alpha3", "v1beta1"} {
+			mustRun(t, "deprecate", name, old)
+			mustRun(t, append([]string{"retire", name, old}, retireArgs...)...)
+		}
+		s := healthy(t, name, lifecycle.StateS6)
+		if len(s.Versions) != 1 || s.Versions[0].Name != "v1" || !reflect.DeepEqual(s.StoredVersions, []string{"v1"}) {
+			t.Errorf("versions %+v, storedVersions %v; want v1 only", s.Versions, s.StoredVersions)
+		}
+		if after := contents(t, c, crd, "v1"); !reflect.DeepEqual(before, after) || len(after) != len(objs) {
+			t.Errorf("contents at v1 changed (%d objects, %d applied):\nbefore %v\nafter  %v", len(after), len(objs), before, after)
+		}
+		for _, o := range objs {
+			if err := applyObject(t, c, crd, "v1", "istioctl", o); err != nil {
+				t.Errorf("server-side apply of %s at v1 after the retirement: %v", o.GetName(), err)
+			}
+		}
+	})
+
+	t.Run("CronTab with a conversion webhook", func(t *testing.T) {
+		hook := newConversionWebhook(t)
+		crd := advance(t, c, "retirehook.example.com", apiextensionsv1.NamespaceScoped, 6, lifecycle.StateS0)
+		name := crd.Name
+		mustRun(t, "add-version", name, "v2", "--conversion", "Webhook", "--webhook-url", hook.URL+"/convert", "--ca-bundle-file", hook.caFile(t))
+		before := contents(t, c, crd, "v2")
+		mustRun(t, "promote-storage", name, "v2")
+		mustRun(t, "migrate", name)
+		mustRun(t, "deprecate", name, "v1")
+		calls := hook.calls.Load()
+		r := mustRun(t, append([]string{"retire", name, "v1"}, retireArgs...)...)
+		if !strings.Contains(r.stdout, "spec.conversion.strategy can become None") {
+			t.Errorf("retire does not say that the webhook can go:\n%s", r.stdout)
+		}
+		healthy(t, name, lifecycle.StateS6)
+		if after := contents(t, c, crd, "v2"); !reflect.DeepEqual(before, after) || len(after) != 6 {
+			t.Errorf("contents at v2 changed:\nbefore %v\nafter  %v", before, after)
+		}
+		if hook.calls.Load() == calls {
+			t.Error("the webhook was not called during retire (the migration rewrites objects stored at v1 through it)")
+		}
+	})
+}
+
+// healthyOrDeprecated is healthy for S4, where the deprecated version is
+// reported as a warning by design.
+func healthyOrDeprecated(t *testing.T, name string, want lifecycle.State) {
+	t.Helper()
+	s := statusJSON(t, name)
+	if s.State != want {
+		t.Errorf("%s: state %s, want %s", name, s.State, want)
+	}
+	for _, f := range s.Findings {
+		if f.Severity == lifecycle.SeverityError {
+			t.Errorf("%s: error finding %s: %s", name, f.Code, f.Message)
+		}
+	}
+}
+
+// TestRetireClientUsage: a client of the old version during the window
+// blocks unserve and retire, and the output names the verbs and counts; an
+// open watch blocks them too; once the clients are gone, retire runs.
+func TestRetireClientUsage(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "usage.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS4)
+	name := crd.Name
+	v1 := resource(c, crd, "v1", "team-a")
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			_, _ = v1.List(ctx, metav1.ListOptions{})
+			_, _ = v1.Get(ctx, "crontab-0", metav1.GetOptions{})
+		}
+	}()
+	r := refused(t, c, name, []string{"clients still use usage.example.com/v1"}, "unserve", name, "v1", "--usage-window=1s")
+	evidence := regexp.MustCompile(`requests to usage.example.com/v1 crontabs in the last [0-9.]+s: GET [1-9][0-9]*, LIST [1-9][0-9]*`)
+	if !evidence.MatchString(r.stdout) {
+		t.Errorf("unserve does not name the verbs and counts:\n%s", r.stdout)
+	}
+	r = refused(t, c, name, []string{"stopped at step 1", "nothing was changed", "clients still use v1"}, "retire", name, "v1", "--usage-window=1s", "--clean-managed-fields")
+	if !evidence.MatchString(r.stdout) || !strings.Contains(r.stdout, "1. BLOCKED") || !strings.Contains(r.stdout, "1 API server instance") {
+		t.Errorf("retire does not show the evidence:\n%s", r.stdout)
+	}
+	stop()
+	wg.Wait()
+
+	// An informer's watch sends nothing for long stretches; it is seen as
+	// an open request.
+	w, err := v1.Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = refused(t, c, name, []string{"stopped at step 1"}, "retire", name, "v1", "--usage-window=0", "--clean-managed-fields")
+	if !strings.Contains(r.stdout, "open now: WATCH 1") {
+		t.Errorf("retire does not report the open watch:\n%s", r.stdout)
+	}
+	w.Stop()
+	waitFor(t, "the watch to end on the server", func() (bool, error) {
+		return plugin(t, "retire", name, "v1", "--usage-window=0", "--dry-run", "--clean-managed-fields").err == nil, nil
+	})
+
+	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--clean-managed-fields")
+	healthy(t, name, lifecycle.StateS6)
+}
+
+// TestRetireManagedFields reproduces kubernetes/kubernetes#111937 — after an
+// old version is removed, server-side apply on objects whose managedFields
+// still name it fails — and shows retire refusing to remove the version
+// until the entries are rewritten, and apply working after it did.
+func TestRetireManagedFields(t *testing.T) {
+	c := newClients(t)
+	// s5 builds a CRD whose objects were applied at v1, then migrated to v2,
+	// with v1 unserved.
+	s5 := func(group string) (*apiextensionsv1.CustomResourceDefinition, *unstructured.Unstructured) {
+		crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+		ensureNamespace(t, c, "team-a")
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"kind": "CronTab", "metadata": map[string]any{"name": "applied", "namespace": "team-a"},
+			"spec": map[string]any{"cronSpec": "0 * * * *", "image": "example/cron:1"},
+		}}
+		if err := applyObject(t, c, crd, "v1", "gitops", obj); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, "add-version", crd.Name, "v2", "--from", "v1")
+		mustRun(t, "promote-storage", crd.Name, "v2")
+		mustRun(t, "migrate", crd.Name)
+		mustRun(t, "unserve", crd.Name, "v1", "--skip-usage-check")
+		return getCRD(t, c, crd.Name), obj
+	}
+
+	// Without the clean-up: the version removed by hand, apply fails.
+	broken, obj := s5("mf-broken.example.com")
+	updateCRD(t, c, broken.Name, func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions = crd.Spec.Versions[1:] })
+	obj.Object["spec"].(map[string]any)["image"] = "example/cron:2"
+	err := applyObject(t, c, broken, "v2", "gitops", obj)
+	if err == nil || !strings.Contains(err.Error(), "request to convert CR to an invalid group/version: mf-broken.example.com/v1") {
+		t.Fatalf("server-side apply after removing v1 by hand: %v; want the invalid group/version failure", err)
+	}
+
+	// With retire: step 5 blocks without --clean-managed-fields.
+	fixed, obj := s5("mf-fixed.example.com")
+	name := fixed.Name
+	refused(t, c, name, []string{"stopped at step 5", "team-a/applied", "kubernetes/kubernetes#111937", "--clean-managed-fields"}, "retire", name, "v1")
+	mustRun(t, "retire", name, "v1", "--clean-managed-fields")
+	healthy(t, name, lifecycle.StateS6)
+	live, err := resource(c, fixed, "v2", "team-a").Get(context.Background(), "applied", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range live.GetManagedFields() {
+		if m.APIVersion == "mf-fixed.example.com/v1" {
+			t.Errorf("managedFields entry of %s still names v1", m.Manager)
+		}
+	}
+	obj.Object["spec"].(map[string]any)["image"] = "example/cron:2"
+	if err := applyObject(t, c, fixed, "v2", "gitops", obj); err != nil {
+		t.Errorf("server-side apply after retire: %v", err)
+	}
+	// The applier still owns its fields: dropping one from its apply
+	// configuration removes it from the object.
+	delete(obj.Object["spec"].(map[string]any), "cronSpec")
+	if err := applyObject(t, c, fixed, "v2", "gitops", obj); err != nil {
+		t.Fatal(err)
+	}
+	live, _ = resource(c, fixed, "v2", "team-a").Get(context.Background(), "applied", metav1.GetOptions{})
+	if _, found, _ := unstructured.NestedString(live.Object, "spec", "cronSpec"); found {
+		t.Error("the applier lost ownership of spec.cronSpec in the clean-up: the field was not removed when it left the apply configuration")
+	}
+}
+
+// TestRetireResume starts retire from every state the workflow can be
+// interrupted in and checks that it finishes, that a second run changes
+// nothing, and that each refusal leaves the CRD unchanged.
+func TestRetireResume(t *testing.T) {
+	c := newClients(t)
+	args := []string{"--migrate", "--clean-managed-fields", "--usage-window=0"}
+	for _, state := range []lifecycle.State{lifecycle.StateS2, lifecycle.StateS3, lifecycle.StateS4, lifecycle.StateS5, lifecycle.StateS6} {
+		t.Run(string(state), func(t *testing.T) {
+			crd := advance(t, c, "resume-"+strings.ToLower(string(state))+".example.com", apiextensionsv1.NamespaceScoped, 4, state)
+			name := crd.Name
+			if state != lifecycle.StateS6 {
+				plan := plugin(t, append([]string{"retire", name, "v1", "--dry-run", "-o", "json"}, args...)...)
+				var rep report.Retire
+				if plan.err != nil || json.Unmarshal([]byte(plan.stdout), &rep) != nil || rep.Outcome != "Planned" || len(rep.Steps) != 7 || rep.Kind != "RetirePlan" {
+					t.Fatalf("dry run: %v\n%s", plan.err, plan.stdout)
+				}
+				if getCRD(t, c, name).ResourceVersion != crd.ResourceVersion {
+					t.Error("the dry run wrote the CRD")
+				}
+			}
+			mustRun(t, append([]string{"retire", name, "v1"}, args...)...)
+			healthy(t, name, lifecycle.StateS6)
+			rv := getCRD(t, c, name).ResourceVersion
+			again := mustRun(t, append([]string{"retire", name, "v1"}, args...)...)
+			if !strings.Contains(again.stdout, "v1 retired from") || getCRD(t, c, name).ResourceVersion != rv {
+				t.Errorf("a second run wrote the CRD or did not report completion:\n%s", again.stdout)
+			}
+		})
+	}
+
+	t.Run("refusals", func(t *testing.T) {
+		crd := advance(t, c, "resume-refusals.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS1)
+		name := crd.Name
+		refused(t, c, name, []string{"stopped at step 2", "v1 is the storage version", "promote-storage " + name + " v2"}, append([]string{"retire", name, "v1"}, args...)...)
+		refused(t, c, name, []string{"has no version v9"}, "retire", name, "v9")
+		setStorage(t, c, name, "v2")
+		refused(t, c, name, []string{"stopped at step 4", "--migrate"}, "retire", name, "v1", "--usage-window=0", "--clean-managed-fields")
+		r := refused(t, c, name, []string{"stopped at step 5"}, "retire", name, "v1", "--usage-window=0", "--migrate")
+		if !strings.Contains(r.stdout, "4. TO DO") {
+			t.Errorf("plan:\n%s", r.stdout)
+		}
+		refused(t, c, name, []string{"--usage-window must not be negative"}, "retire", name, "v1", "--usage-window=-1s")
+		refused(t, c, name, []string{"-o name is not supported"}, "retire", name, "v1", "-o", "name")
+	})
+}

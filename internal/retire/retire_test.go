@@ -1,0 +1,126 @@
+package retire
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
+)
+
+type ver struct {
+	name            string
+	served, storage bool
+}
+
+func crd(stored []string, webhook bool, versions ...ver) *apiextensionsv1.CustomResourceDefinition {
+	c := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "stable.example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
+	}
+	if webhook {
+		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	}
+	for _, v := range versions {
+		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v.name, Served: v.served, Storage: v.storage,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}})
+	}
+	return c
+}
+
+func notInUse() *usage.Report { return &usage.Report{Verdict: usage.NotInUse, WindowSeconds: 10} }
+func none() *[]string         { return &[]string{} }
+
+// statuses renders a plan as "1=done 2=to do …".
+func statuses(steps []Step) string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, string(rune('0'+s.Number))+"="+string(s.Status))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestPlan(t *testing.T) {
+	s3 := func() *apiextensionsv1.CustomResourceDefinition {
+		return crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+	}
+	s2 := crd([]string{"v1", "v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+	s1 := crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"v2", true, false})
+	s5 := crd([]string{"v2"}, false, ver{"v1", false, false}, ver{"v2", true, true})
+	s6 := crd([]string{"v2"}, false, ver{"v2", true, true})
+	lost := crd([]string{"v1", "v2"}, false, ver{"v2", true, true})
+	hook := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true})
+	three := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true}, ver{"v3", true, false})
+	inUse := &usage.Report{Verdict: usage.InUse, Window: map[string]int64{"LIST": 3}, WindowSeconds: 10, Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	unknown := &usage.Report{Verdict: usage.Unknown, Reason: "restarted"}
+	stale := &[]string{"a/one", "b/two", "c/three", "d/four"}
+
+	for _, tc := range []struct {
+		name  string
+		crd   *apiextensionsv1.CustomResourceDefinition
+		facts Facts
+		want  string
+		// first is the first step to take, 0 when complete; in is text
+		// expected in that step's message or command.
+		first int
+		in    string
+	}{
+		{"S3, nothing measured yet", s3(), Facts{}, "1=to do 2=to do 3=done 4=done 5=to do 6=to do 7=info", 1, "measure"},
+		{"S3, not in use, no stale entries", s3(), Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=done 4=done 5=done 6=to do 7=info", 2, "served: false"},
+		{"S3, in use", s3(), Facts{Usage: inUse, StaleManagedFields: none()}, "1=blocked 2=to do 3=done 4=done 5=done 6=blocked 7=info", 1, "clients still use v1"},
+		{"S3, counters not comparable", s3(), Facts{Usage: unknown}, "1=blocked 2=to do 3=done 4=done 5=to do 6=blocked 7=info", 1, "restarted"},
+		{"S3, metrics forbidden", s3(), Facts{UsageError: "forbidden"}, "1=blocked 2=to do 3=done 4=done 5=to do 6=blocked 7=info", 1, "--skip-usage-check"},
+		{"S3, usage check skipped", s3(), Facts{SkipUsage: true, StaleManagedFields: none()}, "1=skipped 2=to do 3=done 4=done 5=done 6=to do 7=info", 2, ""},
+		{"S2 without --migrate", s2, Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "--migrate"},
+		{"S2 with --migrate", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true}, "1=done 2=to do 3=done 4=to do 5=done 6=to do 7=info", 2, ""},
+		{"S1: old is the storage version", s1, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true}, "1=done 2=blocked 3=blocked 4=blocked 5=done 6=blocked 7=info", 2, "promote-storage crontabs.stable.example.com v2"},
+		{"S5, stale managedFields", s5, Facts{StaleManagedFields: stale}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5, "a/one, b/two, c/three and 1 more"},
+		{"S5, stale managedFields, clean", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
+		{"S5, clean", s5, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, "remove v1"},
+		{"S6: already retired", s6, Facts{}, "1=done 2=done 3=done 4=done 5=done 6=done 7=info", 0, ""},
+		{"removed while still stored", lost, Facts{}, "1=done 2=done 3=done 4=blocked 5=done 6=done 7=info", 4, "add-version crontabs.stable.example.com v1 --from v2 --served=false"},
+		{"webhook, last other version", hook, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, ""},
+		{"webhook, versions left", three, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, ""},
+		{"last served version", crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", false, true}), Facts{Usage: notInUse(), StaleManagedFields: none()},
+			"1=done 2=blocked 3=done 4=done 5=done 6=blocked 7=info", 2, "last served version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.crd.DeepCopy()
+			steps := Plan(tc.crd, "v1", tc.facts)
+			if got := statuses(steps); got != tc.want {
+				t.Errorf("plan:\n got %s\nwant %s", got, tc.want)
+			}
+			first := Next(steps)
+			switch {
+			case tc.first == 0 && first != nil:
+				t.Errorf("first step %d, want none", first.Number)
+			case tc.first != 0 && (first == nil || first.Number != tc.first):
+				t.Errorf("first step %v, want %d", first, tc.first)
+			case first != nil && !strings.Contains(first.Message+" "+first.Command, tc.in):
+				t.Errorf("step %d says %q (command %q), want %q in it", first.Number, first.Message, first.Command, tc.in)
+			}
+			for _, s := range steps {
+				if s.Status == Blocked && s.Command == "" && !strings.Contains(s.Message, "waits for step") && s.Number < 6 && s.ID != StorageMoved && s.ID != Migrated {
+					t.Errorf("blocked step %d has no command that unblocks it: %s", s.Number, s.Message)
+				}
+			}
+			if before.String() != tc.crd.String() {
+				t.Error("Plan changed its input")
+			}
+		})
+	}
+
+	if got := Plan(hook, "v1", Facts{StaleManagedFields: none()})[6].Message; !strings.Contains(got, "can become None") {
+		t.Errorf("webhook CRD left with one version: %q", got)
+	}
+	if got := Plan(three, "v1", Facts{StaleManagedFields: none()})[6].Message; !strings.Contains(got, "no longer needs to convert") {
+		t.Errorf("webhook CRD left with two versions: %q", got)
+	}
+	if ev := Plan(s3(), "v1", Facts{Usage: inUse})[0].Evidence; len(ev) == 0 || !strings.Contains(ev[0], "LIST 3") {
+		t.Errorf("in-use evidence: %q", ev)
+	}
+}

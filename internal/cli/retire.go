@@ -110,7 +110,7 @@ func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 		IOStreams:  streams,
 	}
 	cmd := &cobra.Command{
-		Use:                   "retire CRD VERSION [flags]",
+		Use:                   "retire CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Remove an old version in order: clients, unserve, migrate, managedFields, removal",
 		Long:                  retireLong,

@@ -51,8 +51,8 @@ func TestCheckReportsChanges(t *testing.T) {
 			find(t, root, "serve").Use = "serve CRD_NAME VERSION_NAME [flags]"
 		}, "kubectl_crdversion_serve.md differs"},
 		{"a new command", func(t *testing.T, root *cobra.Command) {
-			root.AddCommand(&cobra.Command{Use: "retire CRD_NAME VERSION", Short: "Remove a version", Run: func(*cobra.Command, []string) {}})
-		}, "kubectl_crdversion_retire.md is missing"},
+			root.AddCommand(&cobra.Command{Use: "frobnicate CRD_NAME", Short: "A command added later", Run: func(*cobra.Command, []string) {}})
+		}, "kubectl_crdversion_frobnicate.md is missing"},
 		{"a removed command", func(t *testing.T, root *cobra.Command) {
 			root.RemoveCommand(find(t, root, "deprecate"))
 		}, "kubectl_crdversion_deprecate.md documents no command"},

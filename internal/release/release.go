@@ -191,6 +191,20 @@ func Checksums(sums map[string]string) []byte {
 	return b.Bytes()
 }
 
+// ParseChecksums reads checksums.txt ("<sha256>  <name>" lines, as
+// Checksums and goreleaser write it) into sums by name.
+func ParseChecksums(data []byte) (map[string]string, error) {
+	sums := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != 64 || name == "" {
+			return nil, fmt.Errorf("checksums.txt line %d: %q is not \"<sha256>  <name>\"", i+1, line)
+		}
+		sums[name] = sum
+	}
+	return sums, nil
+}
+
 // RenderManifest renders a krew manifest template the way krew-release-bot
 // does: the template sees .TagName (and .Version, the tag's numeric part),
 // and {{ addURIAndSha URL TAG }} expands URL, itself a template over the

@@ -138,6 +138,14 @@ func TestChecksums(t *testing.T) {
 	if want := "11  a.tar.gz\n22  b.zip\n"; got != want {
 		t.Errorf("Checksums = %q, want %q", got, want)
 	}
+	sums := map[string]string{"a.tar.gz": SHA256([]byte("a")), "b.zip": SHA256([]byte("b"))}
+	back, err := ParseChecksums(Checksums(sums))
+	if err != nil || len(back) != 2 || back["a.tar.gz"] != sums["a.tar.gz"] || back["b.zip"] != sums["b.zip"] {
+		t.Errorf("ParseChecksums(Checksums(%v)) = %v, %v", sums, back, err)
+	}
+	if _, err := ParseChecksums([]byte("abc a.tar.gz\n")); err == nil {
+		t.Error("a malformed line was accepted")
+	}
 	if SHA256([]byte("abc")) != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
 		t.Error("SHA256 of abc is wrong")
 	}

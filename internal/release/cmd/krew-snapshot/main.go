@@ -36,13 +36,21 @@ func run() error {
 		platforms = flag.String("platforms", "host", `platforms to build: "all", "host", or a comma-separated list such as linux/amd64,darwin/arm64`)
 		dist      = flag.String("dist", "dist", "output folder; emptied first")
 		tmplPath  = flag.String("template", "plugin.yaml", "krew manifest template in krew-release-bot's form")
+		render    = flag.Bool("render-only", false, "build nothing: render the manifest for the archives DIST/checksums.txt lists (as `goreleaser release --snapshot` leaves them); -version is then the release tag")
 	)
 	flag.Parse()
-	ps, err := release.ParsePlatforms(*platforms)
-	if err != nil {
-		return err
+	if *render {
+		data, err := os.ReadFile(filepath.Join(*dist, "checksums.txt"))
+		if err != nil {
+			return err
+		}
+		sums, err := release.ParseChecksums(data)
+		if err != nil {
+			return err
+		}
+		return writeManifest(*tmplPath, *dist, release.SnapshotTag(*version), sums)
 	}
-	tmpl, err := os.ReadFile(*tmplPath)
+	ps, err := release.ParsePlatforms(*platforms)
 	if err != nil {
 		return err
 	}
@@ -97,7 +105,16 @@ func run() error {
 	if err := os.WriteFile(filepath.Join(*dist, "checksums.txt"), release.Checksums(sums), 0o644); err != nil {
 		return err
 	}
+	return writeManifest(*tmplPath, *dist, tag, sums)
+}
 
+// writeManifest renders the template for tag into DIST/krew/crdversion.yaml,
+// with the platforms whose archives sums lists.
+func writeManifest(tmplPath, dist, tag string, sums map[string]string) error {
+	tmpl, err := os.ReadFile(tmplPath)
+	if err != nil {
+		return err
+	}
 	listed := map[string]bool{}
 	manifest, err := release.RenderManifest(tmpl, tag, func(url string) (string, error) {
 		name := path.Base(url)
@@ -109,11 +126,11 @@ func run() error {
 		return strings.Repeat("0", 64), nil
 	})
 	if err != nil {
-		return fmt.Errorf("rendering %s: %w", *tmplPath, err)
+		return fmt.Errorf("rendering %s: %w", tmplPath, err)
 	}
 	for name := range sums {
 		if !listed[name] {
-			return fmt.Errorf("%s lists no platform with the archive %s", *tmplPath, name)
+			return fmt.Errorf("%s lists no platform with the archive %s", tmplPath, name)
 		}
 	}
 	if len(listed) != len(sums) {
@@ -123,7 +140,10 @@ func run() error {
 		}
 		fmt.Fprintf(os.Stderr, "the manifest lists only the %d platform(s) built; PLATFORMS=all builds every one\n", len(sums))
 	}
-	out := filepath.Join(*dist, "krew", "crdversion.yaml")
+	if err := os.MkdirAll(filepath.Join(dist, "krew"), 0o755); err != nil {
+		return err
+	}
+	out := filepath.Join(dist, "krew", "crdversion.yaml")
 	if err := os.WriteFile(out, manifest, 0o644); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,13 +18,24 @@ import (
 
 func main() {
 	cmd := cli.NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	// CheckErr prints API errors in kubectl's form ("Error from server
-	// (NotFound): …", "error: …") and exits 1, or with the code of an
-	// exec.CodeExitError.
 	// SIGINT/SIGTERM cancel the context: a migration stops after the writes
 	// in flight and keeps its checkpoint.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cmd.ExecuteContext(ctx)
 	stop()
+	// diff, check-upgrade and doctor exit like kubectl diff: 1 when their
+	// report has error-level findings (already printed), 2 or more when
+	// they failed.
+	var found *cli.FindingsError
+	var failed *cli.CheckError
+	switch {
+	case errors.As(err, &found):
+		os.Exit(1)
+	case errors.As(err, &failed):
+		cmdutil.CheckDiffErr(failed.Err)
+	}
+	// CheckErr prints API errors in kubectl's form ("Error from server
+	// (NotFound): …", "error: …") and exits 1, or with the code of an
+	// exec.CodeExitError.
 	cmdutil.CheckErr(err)
 }

@@ -88,12 +88,27 @@ func checkUsage(c *cobra.Command) []error {
 		return nil
 	}
 	var errs []error
-	words := strings.Fields(c.Use)[1:]
+	// kubectl's usage grammar: (A | B) alternatives, [optional], NAME...
+	// repeated, and flags with their values (-f FILENAME, --old FILE).
+	words := strings.Fields(strings.NewReplacer("(", " ", ")", " ", "|", " ").Replace(c.Use))[1:]
 	var positional []string
-	for _, w := range words {
-		if strings.HasPrefix(w, "[") || strings.HasPrefix(w, "--") || strings.HasSuffix(w, "]") || w == "|" {
+	optional := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case strings.HasPrefix(w, "["):
+			optional = !strings.HasSuffix(w, "]")
+			continue
+		case optional:
+			optional = !strings.HasSuffix(w, "]")
+			continue
+		case strings.HasPrefix(w, "-"):
+			if i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") && !strings.Contains(w, "=") {
+				i++ // the flag's value
+			}
 			continue
 		}
+		w = strings.TrimSuffix(w, "...")
 		positional = append(positional, w)
 		if !regexp.MustCompile(`^[A-Z][A-Z_]*$`).MatchString(w) {
 			errs = append(errs, fmt.Errorf("%s: usage placeholder %q is not upper case", c.CommandPath(), w))
@@ -214,6 +229,8 @@ func TestConventionChecksFail(t *testing.T) {
 		}, checkHelp, "does not run kubectl crdversion retire"},
 		{"CRD placeholder", func(c *cobra.Command) { c.Use = "retire CRD VERSION" }, checkUsage, "spelled CRD_NAME"},
 		{"lower-case placeholder", func(c *cobra.Command) { c.Use = "retire crd-name VERSION" }, checkUsage, "not upper case"},
+		{"CRD in alternatives", func(c *cobra.Command) { c.Use = "retire (CRD... | --all) [flags]" }, checkUsage, "spelled CRD_NAME"},
+		{"lower case after a flag's value", func(c *cobra.Command) { c.Use = "retire -f FILE name" }, checkUsage, `"name" is not upper case`},
 		{"no completion", func(c *cobra.Command) { c.ValidArgsFunction = nil }, checkUsage, "completes none of them"},
 		{"other shorthand", func(c *cobra.Command) { c.Flags().StringP("output", "O", "", "") }, checkShorthands, "kubectl spells -o as --output"},
 		{"shorthand taken", func(c *cobra.Command) { c.Flags().BoolP("force", "f", false, "") }, checkShorthands, "kubectl spells -f as --filename"},

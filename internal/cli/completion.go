@@ -38,18 +38,27 @@ const (
 	// argNew is a name that does not exist yet (add-version's new
 	// version): nothing is offered.
 	argNew
+	// argCRDs, last, is any number of CRD names (CRD_NAME...); those
+	// already given are not offered again.
+	argCRDs
 )
 
 // completeArgs completes positional argument i as kinds[i]; arguments past
 // the last kind complete nothing. Files are never offered.
 func completeArgs(f cmdutil.Factory, kinds ...argKind) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) >= len(kinds) {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+		kind := argNew
+		switch {
+		case len(args) < len(kinds):
+			kind = kinds[len(args)]
+		case len(kinds) > 0 && kinds[len(kinds)-1] == argCRDs:
+			kind = argCRDs
 		}
-		switch kinds[len(args)] {
+		switch kind {
 		case argCRD:
-			return completeCRDNames(cmd, f, toComplete), cobra.ShellCompDirectiveNoFileComp
+			return completeCRDNames(cmd, f, nil, toComplete), cobra.ShellCompDirectiveNoFileComp
+		case argCRDs:
+			return completeCRDNames(cmd, f, args, toComplete), cobra.ShellCompDirectiveNoFileComp
 		case argVersion:
 			if len(args) == 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
@@ -87,8 +96,8 @@ func completionContext(cmd *cobra.Command) context.Context {
 }
 
 // completeCRDNames returns the names of the cluster's CRDs that start with
-// prefix, each described by its kind.
-func completeCRDNames(cmd *cobra.Command, f cmdutil.Factory, prefix string) []string {
+// prefix and are not in given, each described by its kind.
+func completeCRDNames(cmd *cobra.Command, f cmdutil.Factory, given []string, prefix string) []string {
 	c, err := cluster.New(f)
 	if err != nil {
 		return nil
@@ -99,7 +108,7 @@ func completeCRDNames(cmd *cobra.Command, f cmdutil.Factory, prefix string) []st
 	}
 	var out []string
 	for _, crd := range list.Items {
-		if strings.HasPrefix(crd.Name, prefix) {
+		if strings.HasPrefix(crd.Name, prefix) && !slices.Contains(given, crd.Name) {
 			out = append(out, crd.Name+"\t"+crd.Spec.Names.Kind)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -252,6 +253,9 @@ func (o *EditOptions) apply(ctx context.Context, r *edit.Result) error {
 	}
 	written := r.Edited
 	if o.DryRun != cmdutil.DryRunClient {
+		if missing, _ := o.client.Missing(ctx, access.EditCRD()); len(missing) > 0 {
+			return &access.MissingError{Operation: o.operation, CRD: r.Edited.Name, Missing: missing}
+		}
 		var err error
 		written, err = o.client.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun == cmdutil.DryRunServer, FieldManager: o.FieldManager})
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 	"k8s.io/kubectl/pkg/util/term"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
@@ -170,6 +171,11 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and %s when rewritten at the storage version %s; add the fields to its schema or use Webhook conversion, or pass --allow-pruning to accept the loss",
 			crd.Name, strings.Join(parts, "; "), lifecycle.StorageVersion(crd))
+	}
+	if !o.Engine.CountOnly {
+		if missing, _ := o.client.Missing(ctx, access.Migrate(crd, !o.Engine.NoTrim && !o.Engine.DryRun)); len(missing) > 0 {
+			return &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}
+		}
 	}
 	res, err := runEngine(ctx, o.client, crd.Name, o.Engine, o.Progress, o.ErrOut)
 	if err != nil {

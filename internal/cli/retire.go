@@ -18,6 +18,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -77,6 +78,10 @@ type RetireOptions struct {
 	Engine             migrate.Options
 	Progress           bool
 
+	// Fleet runs retire in several clusters, each independently.
+	Fleet    *FleetFlags
+	contexts []string
+
 	CRD, Version string
 	client       *cluster.Client
 	printer      printers.ResourcePrinter
@@ -89,8 +94,8 @@ type UsageFlags struct {
 	SkipUsageCheck bool
 }
 
-func (u *UsageFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&u.UsageWindow, "usage-window", 15*time.Second, "How long to watch the API server's request counters for client requests to the version (0: one sample; only open watches then count as use).")
+func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
+	cmd.Flags().DurationVar(&u.UsageWindow, "usage-window", window, "How long to watch the API server's request counters for client requests to the version (0: one sample; only open watches then count as use).")
 	cmd.Flags().BoolVar(&u.SkipUsageCheck, "skip-usage-check", false, "Do not check the API server's metrics for clients of the version (the output records that the check was skipped).")
 }
 
@@ -102,8 +107,9 @@ func (u *UsageFlags) validate() error {
 }
 
 // NewCmdRetire returns the retire command.
-func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &RetireOptions{
+		Fleet:      newFleetFlags(conn, 30*time.Minute),
 		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
 		Engine:     migrate.DefaultOptions(),
 		Progress:   true,
@@ -121,7 +127,8 @@ func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 	o.PrintFlags.AddFlags(cmd)
 	cmdutil.AddDryRunFlag(cmd)
 	cmdutil.AddFieldManagerFlagVar(cmd, &o.Engine.FieldManager, FieldManager)
-	o.UsageFlags.addFlags(cmd)
+	o.UsageFlags.addFlags(cmd, 15*time.Second)
+	o.Fleet.addFlags(cmd)
 	fl := cmd.Flags()
 	fl.BoolVar(&o.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
 	fl.BoolVar(&o.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
@@ -149,6 +156,10 @@ func (o *RetireOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []s
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
 			return err
 		}
+	}
+	if o.Fleet.enabled() {
+		o.contexts, err = o.Fleet.resolve()
+		return err
 	}
 	o.client, err = cluster.New(f)
 	return err
@@ -201,16 +212,14 @@ type retireRun struct {
 
 // Run plans and, unless a dry run, takes the steps.
 func (o *RetireOptions) Run(ctx context.Context) error {
+	if o.Fleet.enabled() {
+		return o.runFleet(ctx)
+	}
 	crd, err := o.client.ResolveCRD(ctx, o.CRD)
 	if err != nil {
 		return err
 	}
-	r := &retireRun{o: o, crd: crd, log: o.Out,
-		facts: retire.Facts{SkipUsage: o.SkipUsageCheck, Migrate: o.Migrate, CleanManagedFields: o.CleanManagedFields},
-		rep:   report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone}}
-	if o.printer != nil {
-		r.log = o.ErrOut
-	}
+	r := o.newRun(crd)
 	runErr := r.run(ctx)
 	if o.printer != nil {
 		if err := o.printer.PrintObj(&r.rep, o.Out); err != nil {
@@ -218,6 +227,16 @@ func (o *RetireOptions) Run(ctx context.Context) error {
 		}
 	}
 	return runErr
+}
+
+func (o *RetireOptions) newRun(crd *apiextensionsv1.CustomResourceDefinition) *retireRun {
+	r := &retireRun{o: o, crd: crd, log: o.Out,
+		facts: retire.Facts{SkipUsage: o.SkipUsageCheck, Migrate: o.Migrate, CleanManagedFields: o.CleanManagedFields},
+		rep:   report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone}}
+	if o.printer != nil {
+		r.log = o.ErrOut
+	}
+	return r
 }
 
 func (r *retireRun) run(ctx context.Context) error {
@@ -245,6 +264,25 @@ func (r *retireRun) run(ctx context.Context) error {
 			r.rep.Outcome = "Planned"
 		}
 		return nil
+	}
+	// Every permission the steps to do need, before the first is taken.
+	var needs []access.Need
+	for _, s := range steps {
+		if s.Status != retire.ToDo {
+			continue
+		}
+		switch s.ID {
+		case retire.Unserved, retire.Removed:
+			needs = append(needs, access.EditCRD()...)
+		case retire.Migrated:
+			needs = append(needs, access.Migrate(r.crd, true)...)
+		case retire.ManagedFieldsClean:
+			needs = append(needs, access.CleanManagedFields(r.crd)...)
+		}
+	}
+	if missing, _ := o.client.Missing(ctx, needs); len(missing) > 0 {
+		r.rep.Outcome = "Blocked"
+		return &access.MissingError{Operation: "retire " + o.Version + " of", CRD: r.crd.Name, Missing: missing}
 	}
 	fmt.Fprintf(r.log, "Retiring %s from %s\n", o.Version, r.crd.Name)
 	taken := map[retire.StepID]int{}

@@ -77,14 +77,17 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 	f := cmdutil.NewFactory(configFlags)
 	cmd.AddCommand(
-		NewCmdStatus(f, streams),
+		NewCmdStatus(f, streams, configFlags),
 		NewCmdAddVersion(f, streams),
 		NewCmdPromoteStorage(f, streams),
 		NewCmdDeprecate(f, streams),
 		NewCmdServe(f, streams),
 		NewCmdUnserve(f, streams),
 		NewCmdMigrate(f, streams),
-		NewCmdRetire(f, streams),
+		NewCmdRetire(f, streams, configFlags),
+		NewCmdDiff(f, streams),
+		NewCmdCheckUpgrade(f, streams, configFlags),
+		NewCmdDoctor(f, streams, configFlags),
 		NewCmdVersion(streams),
 	)
 	return cmd

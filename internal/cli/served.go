@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -66,7 +67,7 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 	}
 	o.addFlags(cmd)
 	if !served {
-		usageFlags.addFlags(cmd)
+		usageFlags.addFlags(cmd, 15*time.Second)
 	}
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,14 @@ var statusLong = templates.LongDesc(`
 	(errors, warnings, notes) and the next command to run.
 
 	CRD_NAME is a CRD name (crontabs.stable.example.com) or a resource, short name or
-	kind as kubectl resolves them (crontabs, ct, CronTab).`)
+	kind as kubectl resolves them (crontabs, ct, CronTab).
+
+	With --contexts or --all-contexts, status reads the CRD in each cluster at
+	once and prints one table — context, state, storage version, storedVersions,
+	objects, blocking findings — and, for each version on its way out, whether
+	it can leave the CRD manifest: only when no reachable cluster's
+	status.storedVersions lists it, and never while a cluster cannot be read.
+	Each blocking cluster comes with the command that unblocks it there.`)
 
 var statusExample = templates.Examples(`
 	# Show the versions, state and next step of a CRD
@@ -44,7 +52,10 @@ var statusExample = templates.Examples(`
 	kubectl crdversion status crontabs.stable.example.com -o json
 
 	# Only the lifecycle state
-	kubectl crdversion status crontabs.stable.example.com -o jsonpath='{.state}'`)
+	kubectl crdversion status crontabs.stable.example.com -o jsonpath='{.state}'
+
+	# The same CRD in three clusters: can v1beta1 leave the manifest?
+	kubectl crdversion status crontabs.stable.example.com --contexts prod-eu,prod-us,staging --version v1beta1`)
 
 // StatusOptions are the inputs of `kubectl crdversion status`.
 type StatusOptions struct {
@@ -53,6 +64,12 @@ type StatusOptions struct {
 	Count bool
 	// ChunkSize is the page size of that list.
 	ChunkSize int64
+
+	// Fleet runs status against several contexts at once; Versions are the
+	// versions whose verdict is asked (default: every version on its way out).
+	Fleet    *FleetFlags
+	Versions []string
+	contexts []string
 
 	// CRD is the argument naming the CRD.
 	CRD     string
@@ -73,8 +90,9 @@ func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 }
 
 // NewCmdStatus returns the status command.
-func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
 	o := NewStatusOptions(streams)
+	o.Fleet = newFleetFlags(conn, 30*time.Second)
 	cmd := &cobra.Command{
 		Use:                   "status CRD_NAME [flags]",
 		DisableFlagsInUseLine: true,
@@ -85,6 +103,8 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 		RunE:                  runOptions(f, o),
 	}
 	o.PrintFlags.AddFlags(cmd)
+	o.Fleet.addFlags(cmd)
+	cmd.Flags().StringSliceVar(&o.Versions, "version", nil, "With --contexts or --all-contexts: the versions to ask about (can each leave the CRD manifest?); default every version that is not the storage version everywhere.")
 	cmd.Flags().BoolVar(&o.Count, "count", o.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
 	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Objects per page when counting.")
 	return cmd
@@ -105,6 +125,11 @@ func (o *StatusOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []s
 			return err
 		}
 		o.printer = p
+	}
+	var err error
+	if o.Fleet.enabled() {
+		o.contexts, err = o.Fleet.resolve()
+		return err
 	}
 	c, err := cluster.New(f)
 	if err != nil {
@@ -127,20 +152,37 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	crd, err := o.client.ResolveCRD(ctx, o.CRD)
+	if o.Fleet.enabled() {
+		return o.runFleet(ctx)
+	}
+	r, err := statusOf(ctx, o.client, o.CRD, o.Count, o.ChunkSize)
 	if err != nil {
 		return err
 	}
+	if o.printer != nil {
+		return o.printer.PrintObj(r, o.Out)
+	}
+	return printStatus(o.Out, r)
+}
+
+// statusOf reads the CRD arg names, analyses it and, when count is set,
+// counts its objects (pages of chunkSize, metadata only). An object list the
+// API server refuses becomes a finding; other errors are returned.
+func statusOf(ctx context.Context, c *cluster.Client, arg string, count bool, chunkSize int64) (*report.Status, error) {
+	crd, err := c.ResolveCRD(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
 	r := &report.Status{Analysis: lifecycle.Analyze(crd)}
-	if o.Count {
+	if count {
 		r.Objects = &report.ObjectCount{Version: cluster.ListVersion(crd)}
 		switch {
 		case r.Objects.Version == "":
 			r.Objects.Error = "no version is served"
 		default:
-			n, err := o.client.CountObjects(ctx, crd, r.Objects.Version, o.ChunkSize)
+			n, err := c.CountObjects(ctx, crd, r.Objects.Version, chunkSize)
 			if _, answered := err.(apierrors.APIStatus); err != nil && !answered {
-				return err
+				return nil, err
 			}
 			r.Objects.Count = n
 			if err != nil {
@@ -150,10 +192,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if o.printer != nil {
-		return o.printer.PrintObj(r, o.Out)
-	}
-	return printStatus(o.Out, r)
+	return r, nil
 }
 
 // printStatus writes the human-readable view of r.

@@ -30,27 +30,36 @@ func (e *MetricsError) Unwrap() error { return e.Err }
 // request to gvr itself. Reading /metrics needs `get` on the non-resource
 // URL /metrics; an error reading or parsing it is a *MetricsError.
 func (c *Client) ClientUsage(ctx context.Context, gvr schema.GroupVersionResource, window time.Duration) (usage.Report, error) {
-	first, err := c.metricsSnapshot(ctx, gvr)
+	first, second, err := c.MetricsSamples(ctx, window)
 	if err != nil {
 		return usage.Report{}, err
 	}
-	var second *usage.Snapshot
-	if window > 0 {
-		select {
-		case <-ctx.Done():
-			return usage.Report{}, ctx.Err()
-		case <-time.After(window):
-		}
-		if second, err = c.metricsSnapshot(ctx, gvr); err != nil {
-			return usage.Report{}, err
-		}
-	}
-	r := usage.Compare(gvr, first, second)
-	r.APIServers = c.apiServerCount(ctx)
+	r := usage.CompareMetrics(gvr, first, second)
+	r.APIServers = c.APIServerCount(ctx)
 	return r, nil
 }
 
-func (c *Client) metricsSnapshot(ctx context.Context, gvr schema.GroupVersionResource) (*usage.Snapshot, error) {
+// MetricsSamples reads the API server's /metrics once, or twice window
+// apart (second is nil when window is 0). Errors reading or parsing it are
+// *MetricsError.
+func (c *Client) MetricsSamples(ctx context.Context, window time.Duration) (first, second *usage.Metrics, err error) {
+	if first, err = c.metrics(ctx); err != nil {
+		return nil, nil, err
+	}
+	if window > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(window):
+		}
+		if second, err = c.metrics(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	return first, second, nil
+}
+
+func (c *Client) metrics(ctx context.Context) (*usage.Metrics, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(c.config)
 	if err != nil {
 		return nil, err
@@ -61,21 +70,21 @@ func (c *Client) metricsSnapshot(ctx context.Context, gvr schema.GroupVersionRes
 		return nil, &MetricsError{Err: err}
 	}
 	defer body.Close()
-	s, err := usage.Parse(body, gvr, start)
+	m, err := usage.ParseMetrics(body, start)
 	if err != nil {
 		return nil, &MetricsError{Err: err}
 	}
-	if !s.HasRequestMetric {
+	if !m.HasRequestMetric() {
 		return nil, &MetricsError{Err: fmt.Errorf("/metrics has no apiserver_request_total")}
 	}
-	return s, nil
+	return m, nil
 }
 
-// apiServerCount is the number of API server instances: the unexpired
+// APIServerCount is the number of API server instances: the unexpired
 // identity leases kube-apiservers hold in kube-system (one per instance),
 // else the ready endpoints of the default/kubernetes Service; 0 when
 // neither can be read.
-func (c *Client) apiServerCount(ctx context.Context) int {
+func (c *Client) APIServerCount(ctx context.Context) int {
 	cs, err := kubernetes.NewForConfig(c.config)
 	if err != nil {
 		return 0

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,9 +16,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
@@ -130,28 +133,25 @@ func benchMigrate(b *testing.B, n, ceiling int) {
 		if failed.Load() > 0 {
 			b.Fatalf("ceiling: %d writes failed", failed.Load())
 		}
-		// (b) sequential GET + PUT of every object, at v1 after flipping back.
+		// (b) sequential GET + PUT of every object, at v1 after flipping
+		// back, in a process of its own like cmctl or clusterctl (and like
+		// (a)), unthrottled.
 		flip("v1")
-		res := dyn.Resource(gvr(crd, "v1"))
-		listed := listAll(b, res)
-		start = time.Now()
-		for _, item := range listed {
-			obj, err := res.Namespace(item.GetNamespace()).Get(ctx, item.GetName(), metav1.GetOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := res.Namespace(item.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
-				b.Fatal(err)
-			}
+		self, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
 		}
-		seq = float64(n) / time.Since(start).Seconds()
+		loop := executeWithin(b, time.Hour, self, []string{"CRDVERSION_BENCH_LOOP=" + group + "/v1/crontabs", "KUBECONFIG=" + srv.Kubeconfig})
+		if _, err := fmt.Sscanf(loop.stdout, "%f", &seq); loop.code != 0 || err != nil {
+			b.Fatalf("sequential loop: exit %d %v\n%s\n%s", loop.code, err, loop.stdout, loop.stderr)
+		}
 
 	}
 
 	// (a) the plugin, as a user runs it, back at v2.
 	flip("v2")
 	start = time.Now()
-	r := binary(b, nil, "migrate", crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", filepath.Join(b.TempDir(), "cache"))
+	r := executeWithin(b, time.Hour, filepath.Join(pluginDir, "kubectl-crdversion"), nil, "migrate", crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", filepath.Join(b.TempDir(), "cache"))
 	a := float64(n) / time.Since(start).Seconds()
 	if r.code != 0 {
 		b.Fatalf("migrate: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -170,4 +170,37 @@ func benchMigrate(b *testing.B, n, ceiling int) {
 	b.ReportMetric(a/seq, "a/b")
 	b.ReportMetric(a/top, "a/c")
 	b.ReportMetric(rss, "migrate-peak-RSS-MiB")
+}
+
+// sequentialLoop is the test binary's loop mode (CRDVERSION_BENCH_LOOP set
+// to group/version/resource): it lists the objects, then reads and writes
+// back each in turn with an unthrottled client, and prints objects/s.
+func sequentialLoop(spec string) error {
+	parts := strings.Split(spec, "/")
+	if len(parts) != 3 {
+		return fmt.Errorf("CRDVERSION_BENCH_LOOP=%q: want group/version/resource", spec)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	res := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]})
+	ctx := context.Background()
+	list, err := res.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for _, item := range list.Items {
+		obj, err := res.Namespace(item.GetNamespace()).Get(ctx, item.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, err := res.Namespace(item.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%.1f\n", float64(len(list.Items))/time.Since(start).Seconds())
+	return nil
 }

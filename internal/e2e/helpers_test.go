@@ -76,7 +76,13 @@ func binary(t testing.TB, env []string, args ...string) result {
 
 func execute(t testing.TB, path string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return executeWithin(t, time.Minute, path, env, args...)
+}
+
+// executeWithin is execute with a time limit other than a minute.
+func executeWithin(t testing.TB, limit time.Duration, path string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	var out, errOut bytes.Buffer

@@ -29,6 +29,13 @@ var (
 var setupErr error
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("CRDVERSION_BENCH_LOOP"); spec != "" {
+		// BenchmarkMigrate's sequential loop, run as a process of its own.
+		if err := sequentialLoop(spec); err != nil {
+			panic(err)
+		}
+		return
+	}
 	flag.Parse()
 	stop := setup()
 	defer stop()

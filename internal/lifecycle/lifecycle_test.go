@@ -304,3 +304,18 @@ func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
 		t.Errorf("forbidden: %+v, next %+v", f, denied.Next)
 	}
 }
+
+func TestReadyToTrim(t *testing.T) {
+	a := Analysis{CRD: CRDRef{Name: "crontabs.stable.example.com"}, StorageVersion: "v2", StoredVersions: []string{"v1", "v2"}}
+	f := ReadyToTrim(a, 0)
+	if f == nil || f.Code != CodeStoredVersionsReadyToTrim || f.Version != "v1" || f.Fix != "kubectl crdversion migrate crontabs.stable.example.com" {
+		t.Errorf("stale entry, no objects: %+v", f)
+	}
+	if f := ReadyToTrim(a, 3); f != nil {
+		t.Errorf("with objects (MigrationPending's case): %+v", f)
+	}
+	a.StoredVersions = []string{"v2"}
+	if f := ReadyToTrim(a, 0); f != nil {
+		t.Errorf("trimmed: %+v", f)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
@@ -30,6 +31,13 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("PluginVersion"), &Version{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("MigrationReport"), &Migration{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("RetirePlan"), &Retire{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetStatus"), &FleetStatus{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetRetire"), &FleetRetire{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetUpgradeCheck"), &FleetUpgradeCheck{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("FleetDoctor"), &FleetDoctor{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("SchemaDiff"), &Diff{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("UpgradeCheck"), &UpgradeCheck{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("DoctorReport"), &Doctor{})
 	return s
 }
 
@@ -132,5 +140,116 @@ func (r *Retire) DeepCopyObject() runtime.Object {
 	out := *r
 	out.Steps = append([]retire.Step(nil), r.Steps...)
 	out.Taken = append([]string(nil), r.Taken...)
+	return &out
+}
+
+// FleetStatus (kind FleetStatus) is the output of `kubectl crdversion status
+// CRD --contexts …|--all-contexts -o json|yaml`.
+type FleetStatus struct {
+	metav1.TypeMeta `json:",inline"`
+	CRD             string          `json:"crd"`
+	Clusters        []fleet.Cluster `json:"clusters"`
+	Verdicts        []fleet.Verdict `json:"verdicts"`
+	// Seconds is the time the whole run took; each cluster's is in Clusters.
+	Seconds float64 `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetStatus) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]fleet.Cluster(nil), r.Clusters...)
+	out.Verdicts = append([]fleet.Verdict(nil), r.Verdicts...)
+	return &out
+}
+
+// FleetRetire (kind FleetRetire) is the output of `kubectl crdversion retire
+// CRD OLD --contexts …|--all-contexts -o json|yaml`.
+type FleetRetire struct {
+	metav1.TypeMeta `json:",inline"`
+	CRD             string               `json:"crd"`
+	Version         string               `json:"version"`
+	DryRun          bool                 `json:"dryRun,omitempty"`
+	Clusters        []FleetRetireCluster `json:"clusters"`
+	Seconds         float64              `json:"seconds"`
+}
+
+// FleetRetireCluster is the outcome of retire in one cluster.
+type FleetRetireCluster struct {
+	Context string      `json:"context"`
+	Server  string      `json:"server,omitempty"`
+	Reach   fleet.Reach `json:"reach"`
+	// Outcome is the RetirePlan outcome, or Unreachable, Forbidden,
+	// NotInstalled or Failed when retire could not run there.
+	Outcome string  `json:"outcome"`
+	Error   string  `json:"error,omitempty"`
+	Report  *Retire `json:"report,omitempty"`
+	// Log is what retire printed for this cluster.
+	Log     string  `json:"log,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetRetire) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]FleetRetireCluster(nil), r.Clusters...)
+	return &out
+}
+
+// FleetUpgradeCheck (kind FleetUpgradeCheck) is the output of `kubectl
+// crdversion check-upgrade -f FILE --contexts …|--all-contexts -o json|yaml`.
+type FleetUpgradeCheck struct {
+	metav1.TypeMeta `json:",inline"`
+	Source          string                `json:"source"`
+	Clusters        []FleetUpgradeCluster `json:"clusters"`
+	// Answer to "can the release be applied in every cluster?": yes, no (a
+	// cluster would reject it or has error-level findings), unknown (a
+	// cluster could not be checked).
+	Answer  fleet.Answer `json:"answer"`
+	Summary Summary      `json:"summary"`
+	Seconds float64      `json:"seconds"`
+}
+
+// FleetUpgradeCluster is the check of one cluster.
+type FleetUpgradeCluster struct {
+	Context string        `json:"context"`
+	Server  string        `json:"server,omitempty"`
+	Reach   fleet.Reach   `json:"reach"`
+	Error   string        `json:"error,omitempty"`
+	Check   *UpgradeCheck `json:"check,omitempty"`
+	Seconds float64       `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetUpgradeCheck) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]FleetUpgradeCluster(nil), r.Clusters...)
+	return &out
+}
+
+// FleetDoctor (kind FleetDoctor) is the output of `kubectl crdversion
+// doctor … --contexts …|--all-contexts -o json|yaml`.
+type FleetDoctor struct {
+	metav1.TypeMeta `json:",inline"`
+	Clusters        []FleetDoctorCluster `json:"clusters"`
+	// Summary adds up the clusters' findings; Incompatible is also true when
+	// a cluster could not be checked.
+	Summary Summary `json:"summary"`
+	Seconds float64 `json:"seconds"`
+}
+
+// FleetDoctorCluster is doctor in one cluster.
+type FleetDoctorCluster struct {
+	Context string      `json:"context"`
+	Server  string      `json:"server,omitempty"`
+	Reach   fleet.Reach `json:"reach"`
+	Error   string      `json:"error,omitempty"`
+	Doctor  *Doctor     `json:"doctor,omitempty"`
+	Seconds float64     `json:"seconds"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *FleetDoctor) DeepCopyObject() runtime.Object {
+	out := *r
+	out.Clusters = append([]FleetDoctorCluster(nil), r.Clusters...)
 	return &out
 }

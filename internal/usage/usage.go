@@ -62,34 +62,69 @@ type Snapshot struct {
 	HasRequestMetric bool
 }
 
-// Parse reads a /metrics text (Prometheus text exposition format) and keeps
-// the series for gvr. It fails when the text does not parse.
-func Parse(r io.Reader, gvr schema.GroupVersionResource, taken time.Time) (*Snapshot, error) {
+// Metrics is one read of /metrics, from which snapshots of any number of
+// group/version/resources are taken without reading it again.
+type Metrics struct {
+	taken    time.Time
+	families map[string]*dto.MetricFamily
+}
+
+// ParseMetrics reads a /metrics text (Prometheus text exposition format)
+// taken at taken. It fails when the text does not parse.
+func ParseMetrics(r io.Reader, taken time.Time) (*Metrics, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the API server's metrics: %w", err)
 	}
-	s := &Snapshot{Taken: taken, Requests: map[string]int64{}, Open: map[string]int64{}}
-	if f := families[requestTotal]; f != nil {
+	return &Metrics{taken: taken, families: families}, nil
+}
+
+// HasRequestMetric is false when the text holds no apiserver_request_total
+// at all (not an API server's /metrics).
+func (m *Metrics) HasRequestMetric() bool { return m.families[requestTotal] != nil }
+
+// Snapshot keeps the series of gvr.
+func (m *Metrics) Snapshot(gvr schema.GroupVersionResource) *Snapshot {
+	s := &Snapshot{Taken: m.taken, Requests: map[string]int64{}, Open: map[string]int64{}}
+	if f := m.families[requestTotal]; f != nil {
 		s.HasRequestMetric = true
 		sumByVerb(f, gvr, s.Requests)
 	}
-	if f := families[longRunning]; f != nil {
+	if f := m.families[longRunning]; f != nil {
 		sumByVerb(f, gvr, s.Open)
 	}
-	if f := families[requestedDeprecate]; f != nil {
-		for _, m := range f.GetMetric() {
-			if matches(m, gvr) && value(m) > 0 {
+	if f := m.families[requestedDeprecate]; f != nil {
+		for _, metric := range f.GetMetric() {
+			if matches(metric, gvr) && value(metric) > 0 {
 				s.DeprecatedRequested = true
 			}
 		}
 	}
-	if f := families[processStart]; f != nil && len(f.GetMetric()) > 0 {
+	if f := m.families[processStart]; f != nil && len(f.GetMetric()) > 0 {
 		sec := value(f.GetMetric()[0])
 		s.ServerStart = time.Unix(0, int64(sec*float64(time.Second))).UTC()
 	}
-	return s, nil
+	return s
+}
+
+// Parse reads a /metrics text and keeps the series for gvr
+// (ParseMetrics, then Snapshot).
+func Parse(r io.Reader, gvr schema.GroupVersionResource, taken time.Time) (*Snapshot, error) {
+	m, err := ParseMetrics(r, taken)
+	if err != nil {
+		return nil, err
+	}
+	return m.Snapshot(gvr), nil
+}
+
+// CompareMetrics is Compare over two reads of /metrics (second may be nil).
+func CompareMetrics(gvr schema.GroupVersionResource, first, second *Metrics) Report {
+	var s2 *Snapshot
+	if second != nil {
+		s2 = second.Snapshot(gvr)
+	}
+	return Compare(gvr, first.Snapshot(gvr), s2)
 }
 
 func sumByVerb(f *dto.MetricFamily, gvr schema.GroupVersionResource, into map[string]int64) {

@@ -1,0 +1,98 @@
+// Package access lists the permissions a command needs before it writes,
+// so that a user missing one is refused up front, with nothing half done.
+// The lists follow docs/rbac.md; the cluster layer asks the API server
+// about each with a SelfSubjectAccessReview.
+package access
+
+import (
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// Need is one permission: a verb on a resource (group, resource,
+// subresource, all namespaces) or on a non-resource URL, and why.
+type Need struct {
+	Verb        string `json:"verb"`
+	Group       string `json:"group,omitempty"`
+	Resource    string `json:"resource,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+	URL         string `json:"url,omitempty"`
+	Why         string `json:"why"`
+}
+
+func (n Need) String() string {
+	if n.URL != "" {
+		return fmt.Sprintf("%s %s (%s)", n.Verb, n.URL, n.Why)
+	}
+	r := n.Resource
+	if n.Subresource != "" {
+		r += "/" + n.Subresource
+	}
+	if n.Group != "" {
+		r += "." + n.Group
+	}
+	return fmt.Sprintf("%s %s (%s)", n.Verb, r, n.Why)
+}
+
+const crdGroup = "apiextensions.k8s.io"
+
+// EditCRD is what a spec.versions edit needs.
+func EditCRD() []Need {
+	return []Need{{Verb: "update", Group: crdGroup, Resource: "customresourcedefinitions", Why: "to write the CRD"}}
+}
+
+// Migrate is what migrate needs on crd: list and patch its objects, and,
+// unless trim is false, update the CRD's status (storedVersions).
+func Migrate(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {
+	out := []Need{
+		{Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to list the objects"},
+		{Verb: "patch", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to rewrite the objects"},
+	}
+	if trim {
+		out = append(out, Need{Verb: "update", Group: crdGroup, Resource: "customresourcedefinitions", Subresource: "status", Why: "to trim status.storedVersions"})
+	}
+	return out
+}
+
+// Metrics is what the client-usage check needs.
+func Metrics() []Need {
+	return []Need{{Verb: "get", URL: "/metrics", Why: "to check the API server's metrics for clients of the version (--skip-usage-check to do without)"}}
+}
+
+// CleanManagedFields is what the managedFields clean-up needs on crd.
+func CleanManagedFields(crd *apiextensionsv1.CustomResourceDefinition) []Need {
+	return []Need{
+		{Verb: "get", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to read managedFields"},
+		{Verb: "patch", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to rewrite managedFields"},
+	}
+}
+
+// MissingError is returned when permissions are missing.
+type MissingError struct {
+	Operation, CRD string
+	Missing        []Need
+}
+
+func (e *MissingError) Error() string {
+	parts := make([]string, len(e.Missing))
+	for i, n := range e.Missing {
+		parts[i] = n.String()
+	}
+	return fmt.Sprintf("refusing to %s %s, nothing was changed: missing permission(s): %s", e.Operation, e.CRD, strings.Join(parts, "; "))
+}
+
+// Dedup drops repeated needs (same verb and target), keeping the first.
+func Dedup(needs []Need) []Need {
+	seen := map[string]bool{}
+	var out []Need
+	for _, n := range needs {
+		k := strings.Join([]string{n.Verb, n.Group, n.Resource, n.Subresource, n.URL}, "|")
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}

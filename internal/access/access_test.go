@@ -1,0 +1,36 @@
+package access
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+func TestNeeds(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "stable.example.com",
+		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs"}}}
+	got := Dedup(append(append(append(EditCRD(), Migrate(crd, true)...), CleanManagedFields(crd)...), Metrics()...))
+	var s []string
+	for _, n := range got {
+		s = append(s, n.String())
+	}
+	want := []string{
+		"update customresourcedefinitions.apiextensions.k8s.io (to write the CRD)",
+		"list crontabs.stable.example.com (to list the objects)",
+		"patch crontabs.stable.example.com (to rewrite the objects)",
+		"update customresourcedefinitions/status.apiextensions.k8s.io (to trim status.storedVersions)",
+		"get crontabs.stable.example.com (to read managedFields)",
+		"get /metrics (to check the API server's metrics for clients of the version (--skip-usage-check to do without))",
+	}
+	if strings.Join(s, "\n") != strings.Join(want, "\n") {
+		t.Errorf("needs:\n%s\nwant:\n%s", strings.Join(s, "\n"), strings.Join(want, "\n"))
+	}
+	if len(Migrate(crd, false)) != 2 {
+		t.Error("migrate without a trim needs the status subresource")
+	}
+	e := &MissingError{Operation: "migrate", CRD: "crontabs.stable.example.com", Missing: Migrate(crd, true)[2:]}
+	if !strings.Contains(e.Error(), "nothing was changed: missing permission(s): update customresourcedefinitions/status") {
+		t.Error(e.Error())
+	}
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
+)
+
+func testdata(rel string) string { return filepath.Join("..", "..", "testdata", "crds", rel) }
+
+func TestDiffFiles(t *testing.T) {
+	bucketsOld, bucketsNew := testdata("flux-source-controller/v1.6.2/crds/buckets.nodesc.yaml"), testdata("flux-source-controller/v1.7.4/crds/buckets.nodesc.yaml")
+
+	// Flux source-controller v1.6.2 -> v1.7.4: v1 gains
+	// .spec.serviceAccountName, which conversion None to v1beta2 prunes;
+	// status.artifact.digest becomes required (a warning: status).
+	out, _, err := run(t, "diff", "--old", bucketsOld, "--new", bucketsNew, "-o", "json")
+	var found *FindingsError
+	if !errors.As(err, &found) {
+		t.Fatalf("err = %v, want *FindingsError", err)
+	}
+	var r report.Diff
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Kind != "SchemaDiff" || len(r.CRDs) != 1 || r.CRDs[0].Name != "buckets.source.toolkit.fluxcd.io" || !r.Summary.Incompatible {
+		t.Fatalf("report: %+v", r)
+	}
+	if !hasFinding(r.CRDs[0].Findings, schemadiff.CodeRequiredAdded, ".status.artifact.digest") ||
+		!hasFinding(r.CRDs[0].Findings, schemadiff.CodeNoneConversionPrunes, "spec.conversion") ||
+		!hasFinding(r.CRDs[0].Findings, schemadiff.CodeVersionRemoved, "spec.versions") {
+		t.Errorf("findings: %+v", r.CRDs[0].Findings)
+	}
+
+	md, _, _ := run(t, "diff", "--old", bucketsOld, "--new", bucketsNew, "-o", "markdown")
+	for _, want := range []string{"## CRD compatibility:", "| severity | version | path | code | explanation |", "| 🔴 error | v1beta2 | `spec.conversion` | NoneConversionPrunesFields |", "| 🟡 warning | v1 | `.status.artifact.digest` | RequiredAdded |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	text, _, _ := run(t, "diff", "--old", bucketsOld, "--new", bucketsNew)
+	if !strings.Contains(text, "buckets.source.toolkit.fluxcd.io: 1 error, 4 warnings, 1 note\nSEVERITY") {
+		t.Errorf("text:\n%s", text)
+	}
+
+	// The same file on both sides: nothing, exit 0.
+	out, _, err = run(t, "diff", "--old", bucketsNew, "--new", bucketsNew)
+	if err != nil || out != "buckets.source.toolkit.fluxcd.io: 0 errors, 0 warnings, 0 notes\n" {
+		t.Errorf("identical: %v\n%s", err, out)
+	}
+
+	// With status.storedVersions in the old manifest, a removed stored
+	// version is an error: the API server would reject the update.
+	data, err := os.ReadFile(testdata("gateway-api/v1.1.0/standard/referencegrants.nodesc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withStatus := filepath.Join(t.TempDir(), "old.yaml")
+	if err := os.WriteFile(withStatus, append(data, []byte("status:\n  storedVersions: [v1alpha2, v1beta1]\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newRG := testdata("gateway-api/v1.2.0/standard/referencegrants.nodesc.yaml")
+	if _, _, err := run(t, "diff", "--old", testdata("gateway-api/v1.1.0/standard/referencegrants.nodesc.yaml"), "--new", newRG); err != nil {
+		t.Errorf("without status: %v", err)
+	}
+	out, _, err = run(t, "diff", "--old", withStatus, "--new", newRG)
+	if !errors.As(err, &found) || !strings.Contains(out, "StoredVersionRemoved") {
+		t.Errorf("with storedVersions: %v\n%s", err, out)
+	}
+}
+
+func hasFinding(fs []schemadiff.Finding, code, path string) bool {
+	for _, f := range fs {
+		if f.Code == code && f.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDiffBadInput: every failure is a *CheckError (exit code 2), never a
+// *FindingsError (1).
+func TestDiffBadInput(t *testing.T) {
+	file := testdata("flux-source-controller/v1.7.4/crds/buckets.nodesc.yaml")
+	cases := [][]string{
+		{"diff", "--old", file},
+		{"diff", "--old", file, "--new", "/does/not/exist.yaml"},
+		{"diff", "crontabs", "v1", "v2", "--old", file, "--new", file},
+		{"diff", "crontabs", "v1"},
+		{"diff", "--old", file, "--new", file, "-o", "name"},
+		{"diff", "--old", file, "--new", file, "--no-such-flag"},
+	}
+	for _, args := range cases {
+		_, _, err := run(t, args...)
+		var checkErr *CheckError
+		if !errors.As(err, &checkErr) {
+			t.Errorf("%v: err = %v (%T), want *CheckError", args, err, err)
+		}
+	}
+}

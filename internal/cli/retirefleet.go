@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+// runFleet is retire in every context, each cluster on its own: one
+// cluster's refusal or failure does not stop the others. The output is each
+// cluster's log, then a table of outcomes.
+func (o *RetireOptions) runFleet(ctx context.Context) error {
+	start := time.Now()
+	results := eachCluster(ctx, o.Fleet, o.contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) (res report.FleetRetireCluster) {
+		t0 := time.Now()
+		var log bytes.Buffer
+		res = report.FleetRetireCluster{Context: name, Server: o.Fleet.server(name)}
+		defer func() { res.Log = log.String() }()
+		c, err := cluster.New(getter)
+		if err == nil {
+			one := *o
+			one.client, one.printer, one.Progress = c, nil, false
+			one.IOStreams = genericiooptions.IOStreams{In: strings.NewReader(""), Out: &log, ErrOut: &log}
+			var r *retireRun
+			if resolved, rerr := c.ResolveCRD(ctx, o.CRD); rerr != nil {
+				err = rerr
+			} else {
+				r = one.newRun(resolved)
+				err = r.run(ctx)
+				res.Report = &r.rep
+				res.Outcome = r.rep.Outcome
+			}
+		}
+		res.Seconds = time.Since(t0).Seconds()
+		res.Reach = reachOf(err)
+		var blocked *BlockedError
+		switch {
+		case err == nil:
+		case errors.As(err, &blocked):
+			res.Reach = fleet.Reached
+			res.Error = err.Error()
+		case res.Reach == fleet.Reached || res.Reach == fleet.Failed:
+			res.Error = err.Error()
+			if res.Outcome == "" {
+				res.Outcome = "Failed"
+			}
+		default:
+			res.Error = err.Error()
+			res.Outcome = string(res.Reach)
+		}
+		if res.Outcome == "" {
+			res.Outcome = "Failed"
+		}
+		return res
+	})
+	rep := &report.FleetRetire{CRD: o.CRD, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone, Clusters: results, Seconds: time.Since(start).Seconds()}
+	if o.printer != nil {
+		if err := o.printer.PrintObj(rep, o.Out); err != nil {
+			return err
+		}
+	} else {
+		printFleetRetire(o.Out, rep)
+	}
+	var notDone []string
+	for _, r := range results {
+		if r.Outcome != "Complete" && r.Outcome != "Planned" {
+			notDone = append(notDone, r.Context+" ("+strings.ToLower(r.Outcome)+")")
+		}
+	}
+	if len(notDone) > 0 {
+		return fmt.Errorf("retire %s of %s did not finish in %d of %d cluster(s): %s", o.Version, o.CRD, len(notDone), len(results), strings.Join(notDone, ", "))
+	}
+	return nil
+}
+
+func printFleetRetire(out io.Writer, r *report.FleetRetire) {
+	for _, c := range r.Clusters {
+		fmt.Fprintf(out, "=== %s (%s)\n", c.Context, dash(c.Server))
+		fmt.Fprint(out, c.Log)
+		if c.Error != "" {
+			fmt.Fprintf(out, "error: %s\n", c.Error)
+		}
+		fmt.Fprintln(out)
+	}
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintln(w, "CONTEXT\tOUTCOME\tTIME\tDETAIL")
+	for _, c := range r.Clusters {
+		detail := "-"
+		switch {
+		case c.Error != "":
+			detail = firstLine(c.Error)
+		case c.Report != nil && len(c.Report.Taken) > 0:
+			detail = "took " + strings.Join(c.Report.Taken, ", ")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.1fs\t%s\n", c.Context, c.Outcome, c.Seconds, detail)
+	}
+	_ = w.Flush()
+	fmt.Fprintf(out, "%d cluster(s) in %.1fs\n", len(r.Clusters), r.Seconds)
+}

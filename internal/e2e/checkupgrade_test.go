@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cli"
+	"github.com/crdversion/kubectl-crdversion/internal/manifest"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
+)
+
+// releasePair is one shape-4 pair of pairchecks.json: an old release's
+// CRD, the next release's (which removes a version), and the API server's
+// verdicts on applying the new over the old with storedVersions still
+// naming the removed versions, and trimmed.
+type releasePair struct {
+	dir, old, new string
+	check         struct {
+		WithRemoved       string   `json:"with_removed"`
+		StoredWithRemoved []string `json:"stored_with_removed"`
+		Trimmed           string   `json:"trimmed"`
+		StoredTrimmed     []string `json:"stored_trimmed"`
+	}
+}
+
+// releasePairs reads testdata/crds/pairchecks.json and, when the shared
+// corpus is present, its pairchecks.json (with the .nodesc.yaml copies,
+// which the API server treats as the originals).
+func releasePairs(t *testing.T) []releasePair {
+	var out []releasePair
+	for _, dir := range []string{filepath.Join(repoRoot, "testdata", "crds"), corpusDir()} {
+		data, err := os.ReadFile(filepath.Join(dir, "pairchecks.json"))
+		if errors.Is(err, os.ErrNotExist) && dir == corpusDir() {
+			t.Logf("no shared corpus at %s: the testdata pairs only", dir)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks map[string]json.RawMessage
+		if err := json.Unmarshal(data, &checks); err != nil {
+			t.Fatal(err)
+		}
+		for key, raw := range checks {
+			old, new, ok := strings.Cut(key, " -> ")
+			if !ok {
+				t.Fatalf("%s: key %q", dir, key)
+			}
+			p := releasePair{dir: dir, old: nodesc(dir, old), new: nodesc(dir, new)}
+			if err := json.Unmarshal(raw, &p.check); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].dir+out[i].old < out[j].dir+out[j].old })
+	return out
+}
+
+func nodesc(dir, file string) string {
+	if strings.HasSuffix(file, ".nodesc.yaml") {
+		return file
+	}
+	if alt := strings.TrimSuffix(file, ".yaml") + ".nodesc.yaml"; fileExists(filepath.Join(dir, alt)) {
+		return alt
+	}
+	return file
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func readOneCRD(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	docs, err := manifest.ReadCRDs(path, false)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("%s: %v (%d CRDs)", path, err, len(docs))
+	}
+	return docs[0].CRD
+}
+
+// releaseManager is the field manager of the "release tool" that applies
+// the manifests in these tests, with server-side apply.
+const releaseManager = "release-tool"
+
+// applyRelease applies crd with server-side apply (forced), the way
+// `kubectl apply --server-side --force-conflicts -f` does.
+func applyRelease(ctx context.Context, c clients, crd *apiextensionsv1.CustomResourceDefinition) error {
+	obj := crd.DeepCopy()
+	obj.APIVersion, obj.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+	obj.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+	obj.ResourceVersion = ""
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	_, err = c.ext.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, obj.Name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: releaseManager, Force: ptr.To(true)})
+	return err
+}
+
+// TestCheckUpgradePairs: for every shape-4 release pair, with the old CRD
+// installed and status.storedVersions as pairchecks.json has it (the
+// removed versions still listed, and trimmed), check-upgrade predicts
+// what the API server then does when the new manifest is applied; when it
+// predicts a rejection, the apply is indeed rejected, and its commands,
+// run in order, make the apply succeed.
+func TestCheckUpgradePairs(t *testing.T) {
+	c := newClients(t)
+	pairs := releasePairs(t)
+	byName := map[string][]releasePair{}
+	for _, p := range pairs {
+		name := readOneCRD(t, filepath.Join(p.dir, p.old)).Name
+		byName[name] = append(byName[name], p)
+	}
+	var mu sync.Mutex
+	checked := 0
+	t.Run("pairs", func(t *testing.T) {
+		for name, ps := range byName {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				for _, p := range ps {
+					for _, sc := range []struct {
+						stored  []string
+						verdict string
+					}{{p.check.StoredWithRemoved, p.check.WithRemoved}, {p.check.StoredTrimmed, p.check.Trimmed}} {
+						checkUpgradePair(t, c, p, sc.stored, sc.verdict)
+						mu.Lock()
+						checked++
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	})
+	t.Logf("%d release pairs, %d scenarios", len(pairs), checked)
+	if len(pairs) < 4 {
+		t.Errorf("only %d release pairs", len(pairs))
+	}
+}
+
+func checkUpgradePair(t *testing.T, c clients, p releasePair, stored []string, verdict string) {
+	t.Helper()
+	ctx := context.Background()
+	label := p.old + " -> " + p.new + " with storedVersions " + strings.Join(stored, ",")
+	old, next := readOneCRD(t, filepath.Join(p.dir, p.old)), readOneCRD(t, filepath.Join(p.dir, p.new))
+	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+	if err := applyRelease(ctx, c, old); err != nil {
+		t.Fatalf("%s: installing the old release: %v", label, err)
+	}
+	defer func() {
+		_ = crds.Delete(ctx, old.Name, metav1.DeleteOptions{})
+		var last *apiextensionsv1.CustomResourceDefinition
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+			got, err := crds.Get(ctx, old.Name, metav1.GetOptions{})
+			last = got
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %s not deleted: %+v", label, old.Name, last.Status.Conditions)
+		}
+	}()
+	waitEstablishedOrRefused(t, c, old.Name)
+	setStoredVersions(t, c, old.Name, stored...)
+
+	newFile := filepath.Join(p.dir, p.new)
+	r := plugin(t, "check-upgrade", "-f", newFile, "-o", "json")
+	var found *cli.FindingsError
+	if r.err != nil && !errors.As(r.err, &found) {
+		t.Fatalf("%s: check-upgrade failed: %v\n%s", label, r.err, r.stderr)
+	}
+	var u report.UpgradeCheck
+	if err := json.Unmarshal([]byte(r.stdout), &u); err != nil || len(u.CRDs) != 1 {
+		t.Fatalf("%s: %v\n%s", label, err, r.stdout)
+	}
+	plan := u.CRDs[0]
+	want := map[string]string{"REJECTED": upgrade.Rejected, "OK": upgrade.Accepted}[verdict]
+	if plan.Static != want || plan.Apply != want || plan.ServerDryRun != strings.ToLower(want) {
+		t.Errorf("%s: predicted %s (rules %s, server dry run %s: %s), pairchecks.json says %s", label, plan.Apply, plan.Static, plan.ServerDryRun, plan.ServerMessage, verdict)
+	}
+	if incompatible := plan.Apply == upgrade.Rejected || hasError(plan); incompatible != (r.err != nil) {
+		t.Errorf("%s: verdict %s, data loss %v, but check-upgrade returned %v", label, plan.Apply, plan.DataLoss, r.err)
+	}
+
+	// What the API server does with the new release.
+	err := applyRelease(ctx, c, next)
+	if got := map[bool]string{true: upgrade.Accepted, false: upgrade.Rejected}[err == nil]; got != plan.Apply {
+		t.Fatalf("%s: check-upgrade predicted %s, the API server: %v", label, plan.Apply, err)
+	}
+	if err == nil {
+		if len(plan.Fix) != 0 {
+			t.Errorf("%s: accepted, yet fix steps %q", label, plan.Fix)
+		}
+		return
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.storedVersions") {
+		t.Errorf("%s: rejected for another reason than storedVersions: %v", label, err)
+	}
+	// The printed commands, in order, make the apply succeed.
+	if len(plan.Fix) < 2 || !strings.HasPrefix(plan.Fix[len(plan.Fix)-1], "kubectl apply --server-side -f "+newFile) {
+		t.Fatalf("%s: fix steps %q", label, plan.Fix)
+	}
+	for _, step := range plan.Fix[:len(plan.Fix)-1] {
+		args, ok := strings.CutPrefix(step, "kubectl crdversion ")
+		if !ok {
+			t.Fatalf("%s: step %q is not a kubectl crdversion command", label, step)
+		}
+		if res := plugin(t, strings.Fields(args)...); res.err != nil {
+			t.Fatalf("%s: %s: %v\n%s%s", label, step, res.err, res.stdout, res.stderr)
+		}
+	}
+	if err := applyRelease(ctx, c, next); err != nil {
+		t.Fatalf("%s: after %q the apply still fails: %v", label, plan.Fix, err)
+	}
+	// And check-upgrade agrees now.
+	again := plugin(t, "check-upgrade", "-f", newFile)
+	if again.err != nil && !errors.As(again.err, &found) {
+		t.Errorf("%s: check-upgrade after the upgrade: %v", label, again.err)
+	}
+	if !strings.Contains(again.stdout, " accepted ") {
+		t.Errorf("%s: check-upgrade after the upgrade:\n%s", label, again.stdout)
+	}
+}
+
+func hasError(p upgrade.Plan) bool {
+	for _, f := range p.Findings {
+		if f.Severity == "error" {
+			return true
+		}
+	}
+	return false
+}
+
+// waitEstablishedOrRefused waits until the CRD is Established, or the API
+// server has said why not (a placeholder caBundle, for instance).
+func waitEstablishedOrRefused(t *testing.T, c clients, name string) {
+	t.Helper()
+	waitFor(t, name+" to be established or refused", func() (bool, error) {
+		got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && (cond.Status == apiextensionsv1.ConditionTrue || (cond.Reason != "" && cond.Reason != "Installing")) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}

@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cli"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+// TestDoctor runs doctor --all on a cluster with at least 50 CRDs: clean
+// ones (generated CronTabs in several lifecycle states, and the corpus's
+// shape-1 CRDs when it is present) and a few with injected problems. Each
+// injected problem is found, the clean CRDs get no error or warning, the
+// exit is 1 (error-level findings) and the number of API requests is
+// stated and bounded.
+func TestDoctor(t *testing.T) {
+	c := newClients(t)
+	ctx := context.Background()
+	var clean []string
+
+	// Generated CRDs, some with objects, in states S0, S1, S3 and S6.
+	generated := 40
+	corpus := shape1CorpusCRDs(t)
+	if len(corpus) == 0 {
+		generated = 50
+	}
+	states := []lifecycle.State{lifecycle.StateS0, lifecycle.StateS1, lifecycle.StateS3, lifecycle.StateS0, lifecycle.StateS6}
+	for i := range generated {
+		group := fmt.Sprintf("doctor-clean-%02d.example.com", i)
+		var crd *apiextensionsv1.CustomResourceDefinition
+		if i%4 == 0 {
+			crd = advance(t, c, group, apiextensionsv1.NamespaceScoped, 2, states[(i/4)%len(states)])
+		} else {
+			crd = createCRD(t, c, crontab(group, apiextensionsv1.ClusterScoped))
+		}
+		clean = append(clean, crd.Name)
+	}
+	for _, crd := range corpus {
+		createCRD(t, c, crd)
+		clean = append(clean, crd.Name)
+	}
+
+	// Injected: status.storedVersions still lists v1, and no object is left.
+	stale := createCRD(t, c, crontab("doctor-stale.example.com", apiextensionsv1.NamespaceScoped))
+	updateCRD(t, c, stale.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+	})
+	setStorage(t, c, stale.Name, "v2")
+
+	// Injected: storedVersions names v1, which spec.versions lacks (a hand
+	// edit in etcd; the API server refuses to make this state).
+	gone := createCRD(t, c, crontab("doctor-gone.example.com", apiextensionsv1.NamespaceScoped))
+	updateCRD(t, c, gone.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+	})
+	setStorage(t, c, gone.Name, "v2")
+	editStoredCRD(t, gone.Name, func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions = crd.Spec.Versions[1:] })
+
+	// Injected: objects stored at v1, then v1 removed from spec.versions
+	// and storedVersions (etcd edit): only listing reveals them.
+	removed := advance(t, c, "doctor-removed.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
+	editStoredCRD(t, removed.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = crd.Spec.Versions[1:]
+		crd.Status.StoredVersions = []string{"v2"}
+	})
+
+	// Injected: Webhook conversion to a URL where nothing listens, and to a
+	// Service that does not exist.
+	hookURL := crontab("doctor-webhook.example.com", apiextensionsv1.NamespaceScoped)
+	hookURL.Spec.Versions = append(hookURL.Spec.Versions, crontabVersion("v2", true, false))
+	hookURL.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+		ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/convert")}, ConversionReviewVersions: []string{"v1"}}}
+	createCRD(t, c, hookURL)
+	hookSvc := crontab("doctor-websvc.example.com", apiextensionsv1.NamespaceScoped)
+	hookSvc.Spec.Versions = append(hookSvc.Spec.Versions, crontabVersion("v2", true, false))
+	hookSvc.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+		ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "default", Name: "no-such-conversion-webhook", Path: ptr.To("/convert")}}, ConversionReviewVersions: []string{"v1"}}}
+	createCRD(t, c, hookSvc)
+
+	// Injected: a deprecated version that a client watches.
+	watched := advance(t, c, "doctor-watched.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS4)
+	w, err := resource(c, watched, "v1", "team-a").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	waitFor(t, "the API server to see the etcd edits", func() (bool, error) {
+		g, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, gone.Name, metav1.GetOptions{})
+		if err != nil || len(g.Spec.Versions) != 1 {
+			return false, err
+		}
+		_, err = c.dyn.Resource(gvr(removed, "v2")).List(ctx, metav1.ListOptions{})
+		return err != nil && strings.Contains(err.Error(), "invalid group/version"), nil
+	})
+
+	injected := map[string]string{
+		stale.Name:   lifecycle.CodeStoredVersionsReadyToTrim,
+		gone.Name:    lifecycle.CodeStoredVersionNotInSpec,
+		removed.Name: lifecycle.CodeObjectsUnlistable,
+		hookURL.Name: lifecycle.CodeWebhookUnreachable,
+		hookSvc.Name: lifecycle.CodeWebhookUnreachable,
+		watched.Name: lifecycle.CodeDeprecatedVersionInUse,
+	}
+
+	r := plugin(t, "doctor", "--all", "-o", "json")
+	var found *cli.FindingsError
+	if !errors.As(r.err, &found) {
+		t.Fatalf("doctor --all: err %v, want *FindingsError (exit 1)\n%s", r.err, r.stderr)
+	}
+	var d report.Doctor
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	byName := map[string]report.DoctorCRD{}
+	for _, x := range d.CRDs {
+		byName[x.Name] = x
+	}
+	for name, code := range injected {
+		x, ok := byName[name]
+		if !ok {
+			t.Errorf("%s not in the report", name)
+			continue
+		}
+		if !slices.ContainsFunc(x.Findings, func(f lifecycle.Finding) bool { return f.Code == code && f.Severity != lifecycle.SeverityInfo }) {
+			t.Errorf("%s: want a finding %s, got %+v", name, code, x.Findings)
+		}
+	}
+	for _, name := range clean {
+		x, ok := byName[name]
+		if !ok {
+			t.Errorf("%s not in the report", name)
+			continue
+		}
+		for _, f := range x.Findings {
+			if f.Severity != lifecycle.SeverityInfo {
+				t.Errorf("clean CRD %s: %s %s: %s", name, f.Severity, f.Code, f.Message)
+			}
+		}
+	}
+	total := len(clean) + len(injected)
+	if total < 50 || len(d.CRDs) < total {
+		t.Errorf("%d CRDs checked, %d made by the test", len(d.CRDs), total)
+	}
+	// One CRD list, one read of /metrics, one object list per CRD (every
+	// CRD here has fewer objects than a page), a retry per other served
+	// version where the first list fails, two reads per Service-referenced
+	// webhook.
+	if min, max := int64(2+len(d.CRDs)), int64(2+len(d.CRDs)+4); d.Requests < min || d.Requests > max {
+		t.Errorf("%d API requests for %d CRDs, want between %d and %d", d.Requests, len(d.CRDs), min, max)
+	}
+	t.Logf("doctor --all: %d CRDs, %d API requests, %s", len(d.CRDs), d.Requests, fmt.Sprint(d.Summary))
+
+	// The table says the same, with the request count.
+	table := plugin(t, "doctor", "--all")
+	if !strings.Contains(table.stdout, fmt.Sprintf("CRDs checked with %d API requests", d.Requests)) {
+		t.Errorf("table output:\n%s", table.stdout)
+	}
+	// Clean CRDs alone: exit 0.
+	if ok := plugin(t, "doctor", clean[0], clean[1]); ok.err != nil {
+		t.Errorf("doctor on clean CRDs: %v\n%s", ok.err, ok.stdout)
+	}
+}
+
+// shape1CorpusCRDs are the corpus's shape-1 CRDs (several versions,
+// conversion None, identical schemas), one release per CRD name, or none
+// without the corpus.
+func shape1CorpusCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
+	data, err := os.ReadFile(filepath.Join(corpusDir(), "sources.json"))
+	if err != nil {
+		t.Logf("no shared corpus: generated CRDs only")
+		return nil
+	}
+	var sources []struct {
+		Dest   string   `json:"dest"`
+		Type   string   `json:"type"`
+		Shapes []string `json:"shapes"`
+	}
+	if err := json.Unmarshal(data, &sources); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, s := range sources {
+		if s.Type != "crd" || !slices.Contains(s.Shapes, "1") {
+			continue
+		}
+		crd := readOneCRD(t, filepath.Join(corpusDir(), nodesc(corpusDir(), s.Dest)))
+		if seen[crd.Name] {
+			continue
+		}
+		seen[crd.Name] = true
+		// Another test may still be deleting a CRD of the same name.
+		waitFor(t, crd.Name+" to be absent", func() (bool, error) {
+			_, err := newClients(t).ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), crd.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+		out = append(out, crd)
+	}
+	return out
+}

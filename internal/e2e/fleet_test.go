@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
+	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+func clientsFor(cfg *rest.Config) clients {
+	return clients{
+		ext:  apiextensionsclient.NewForConfigOrDie(cfg),
+		dyn:  dynamic.NewForConfigOrDie(cfg),
+		kube: kubernetes.NewForConfigOrDie(cfg),
+	}
+}
+
+// fleetKubeconfig writes a kubeconfig with one context per config.
+func fleetKubeconfig(t *testing.T, contexts map[string]*rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	for name, cfg := range contexts {
+		kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName, InsecureSkipTLSVerify: cfg.Insecure}
+		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	path := filepath.Join(t.TempDir(), "fleet-kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// blackHole accepts connections and never answers: a cluster that times out.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return "https://" + l.Addr().String()
+}
+
+// TestFleet runs status and retire against three clusters at once: the test
+// package's API server with a migration pending (S2), a second in-process
+// API server where the CRD is migrated (S3), and a server that never answers.
+func TestFleet(t *testing.T) {
+	second, err := apiserver.Start(apiserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Stop)
+
+	pendingC, migratedC := newClients(t), clientsFor(second.Config)
+	const group = "fleet.example.com"
+	pending := advance(t, pendingC, group, apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS2)
+	advance(t, migratedC, group, apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS3)
+	name := pending.Name
+	down := rest.CopyConfig(srv.Config)
+	down.Host, down.CAData, down.Insecure = blackHole(t), nil, true
+	kubeconfig := fleetKubeconfig(t, map[string]*rest.Config{"pending": srv.Config, "migrated": second.Config, "down": down})
+	// The cluster that never answers is given 4s in status and 20s in
+	// retire, which reads more (metrics, objects) on a loaded machine.
+	run := func(args ...string) result {
+		timeout := "4s"
+		if args[0] == "retire" {
+			timeout = "20s"
+		}
+		return binary(t, nil, append(args, "--kubeconfig", kubeconfig, "--cluster-timeout", timeout)...)
+	}
+
+	// status: one table and the verdict on v1.
+	r := run("status", name, "--all-contexts", "-o", "json")
+	var fs report.FleetStatus
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &fs) != nil {
+		t.Fatalf("fleet status: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if len(fs.Clusters) != 3 || len(fs.Verdicts) != 1 {
+		t.Fatalf("clusters %d, verdicts %+v", len(fs.Clusters), fs.Verdicts)
+	}
+	byContext := map[string]fleet.Cluster{}
+	var slowest, sum float64
+	for _, c := range fs.Clusters {
+		byContext[c.Context] = c
+		slowest, sum = max(slowest, c.Seconds), sum+c.Seconds
+	}
+	if c := byContext["down"]; c.Reach != fleet.Unreachable {
+		t.Errorf("down: %+v", c)
+	}
+	if c := byContext["pending"]; c.State != lifecycle.StateS2 || c.Objects == nil || *c.Objects != 3 {
+		t.Errorf("pending: %+v", c)
+	}
+	if c := byContext["migrated"]; c.State != lifecycle.StateS3 || strings.Join(c.StoredVersions, ",") != "v2" {
+		t.Errorf("migrated: %+v", c)
+	}
+	v := fs.Verdicts[0]
+	if v.Version != "v1" || v.Answer != fleet.No || len(v.Blockers) != 2 {
+		t.Fatalf("verdict %+v", v)
+	}
+	for _, b := range v.Blockers {
+		switch b.Context {
+		case "pending":
+			if b.Answer != fleet.No || b.Command != "kubectl --context pending crdversion migrate "+name {
+				t.Errorf("pending blocker %+v", b)
+			}
+		case "down":
+			if b.Answer != fleet.Unknown {
+				t.Errorf("down blocker %+v", b)
+			}
+		default:
+			t.Errorf("unexpected blocker %+v", b)
+		}
+	}
+	t.Logf("fleet status: whole run %.1fs; slowest cluster %.1fs; sum of clusters %.1fs", fs.Seconds, slowest, sum)
+
+	// Once pending is migrated, the only blocker left is the unreachable
+	// cluster: the verdict is unknown, never yes.
+	human := run("status", name, "--contexts", "migrated,down", "--version", "v1")
+	if human.code != 0 || !strings.Contains(human.stdout, "v1 can leave the manifest of "+name+": unknown") || !strings.Contains(human.stdout, "down (unknown): unreachable") {
+		t.Errorf("status without the pending cluster:\n%s\n%s", human.stdout, human.stderr)
+	}
+
+	// check-upgrade: a release that drops v1 is rejected where v1 is still
+	// stored, accepted where it is not; the unreachable cluster is unknown.
+	release := crontab(group, apiextensionsv1.NamespaceScoped)
+	release.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{crontabVersion("v2", true, true)}
+	release.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	data, err := json.Marshal(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseFile := filepath.Join(t.TempDir(), "release.yaml")
+	writeFile(t, releaseFile, string(data))
+	up := run("check-upgrade", "-f", releaseFile, "--all-contexts", "-o", "json")
+	var fu report.FleetUpgradeCheck
+	if up.code != 1 || json.Unmarshal([]byte(up.stdout), &fu) != nil || fu.Answer != fleet.No || len(fu.Clusters) != 3 {
+		t.Fatalf("fleet check-upgrade: exit %d\n%s\n%s", up.code, up.stdout, up.stderr)
+	}
+	for _, c := range fu.Clusters {
+		want := map[string]string{"pending": "Rejected", "migrated": "Accepted"}[c.Context]
+		switch {
+		case c.Context == "down" && (c.Check != nil || c.Reach != fleet.Unreachable):
+			t.Errorf("down: %+v", c)
+		case want != "" && (c.Check == nil || c.Check.CRDs[0].Apply != want):
+			t.Errorf("%s: %+v, want %s", c.Context, c.Check, want)
+		}
+	}
+	upText := run("check-upgrade", "-f", releaseFile, "--contexts", "pending,migrated")
+	if upText.code != 1 || !strings.Contains(upText.stdout, "can be applied in every cluster: no") || !strings.Contains(upText.stdout, "run: kubectl --context pending crdversion migrate "+name) {
+		t.Errorf("fleet check-upgrade text: exit %d\n%s\n%s", upText.code, upText.stdout, upText.stderr)
+	}
+
+	// doctor: a summary per cluster; the unreachable one makes it fail.
+	doc := run("doctor", name, "--contexts", "pending,down", "-o", "json")
+	var fd report.FleetDoctor
+	if doc.code != 1 || json.Unmarshal([]byte(doc.stdout), &fd) != nil || len(fd.Clusters) != 2 || fd.Clusters[0].Doctor == nil || fd.Clusters[1].Reach != fleet.Unreachable {
+		t.Errorf("fleet doctor: exit %d\n%s\n%s", doc.code, doc.stdout, doc.stderr)
+	}
+
+	// retire: the migrated cluster advances to S6, the pending one is
+	// refused at step 4 (no --migrate) and left untouched, the unreachable
+	// one is reported.
+	rvPending := getCRD(t, pendingC, name).ResourceVersion
+	r = run("retire", name, "v1", "--all-contexts", "--usage-window=0", "--clean-managed-fields")
+	if r.code == 0 {
+		t.Fatalf("fleet retire succeeded with a blocked and an unreachable cluster:\n%s", r.stdout)
+	}
+	for _, want := range []string{"migrated  ", "Complete", "Blocked", "stopped at step 4", "Unreachable", "did not finish in 2 of 3 cluster(s)"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("fleet retire output lacks %q:\n%s\n%s", want, r.stdout, r.stderr)
+		}
+	}
+	if s := statusAt(t, migratedC, name); s.State != lifecycle.StateS6 {
+		t.Errorf("migrated cluster after fleet retire: %s", s.State)
+	}
+	if rv := getCRD(t, pendingC, name).ResourceVersion; rv != rvPending {
+		t.Errorf("the blocked cluster's CRD was written (%s -> %s)", rvPending, rv)
+	}
+
+	// A dry run prints the combined plan and changes nothing.
+	plan := run("retire", name, "v1", "--contexts", "pending", "--usage-window=0", "--clean-managed-fields", "--migrate", "--dry-run")
+	if plan.code != 0 || !strings.Contains(plan.stdout, "=== pending") || !strings.Contains(plan.stdout, "4. TO DO") || !strings.Contains(plan.stdout, "Planned") {
+		t.Errorf("fleet dry run: exit %d\n%s\n%s", plan.code, plan.stdout, plan.stderr)
+	}
+	if rv := getCRD(t, pendingC, name).ResourceVersion; rv != rvPending {
+		t.Error("the dry run wrote the CRD")
+	}
+
+	// Bad input: one line, exit 1.
+	for _, args := range [][]string{
+		{"status", name, "--contexts", "nope"},
+		{"status", name, "--contexts", "pending", "--all-contexts"},
+		{"status", name, "--contexts", "pending", "--context", "pending"},
+		{"retire", name, "v1", "--contexts", "pending", "--parallel", "0"},
+	} {
+		if b := run(args...); b.code != 1 || strings.Count(strings.TrimSpace(b.stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, b.code, b.stderr)
+		}
+	}
+}
+
+// statusAt is lifecycle.Analyze of the CRD as c reads it.
+func statusAt(t *testing.T, c clients, name string) lifecycle.Analysis {
+	t.Helper()
+	crd, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lifecycle.Analyze(crd)
+}

@@ -1,0 +1,165 @@
+// Package fleet answers, for one CRD across many clusters, the question the
+// Kubernetes task page "Versions in CustomResourceDefinitions" asks before
+// an old version leaves a CRD manifest: in every cluster that ever served
+// it, were the stored objects migrated and did the version leave
+// status.storedVersions? A manifest without a version that some cluster's
+// status.storedVersions still lists is rejected by that cluster's API
+// server. Verdicts is pure; the caller reads each cluster.
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// Reach says whether a cluster could be read.
+type Reach string
+
+const (
+	// Reached: the CRD was read.
+	Reached Reach = "Reached"
+	// NotInstalled: the cluster answered and has no such CRD.
+	NotInstalled Reach = "NotInstalled"
+	// Unreachable: no answer (connection refused, timeout, TLS, …).
+	Unreachable Reach = "Unreachable"
+	// Forbidden: the answer was 401 or 403.
+	Forbidden Reach = "Forbidden"
+	// Failed: any other error.
+	Failed Reach = "Failed"
+)
+
+// Cluster is what was read from one kubeconfig context.
+type Cluster struct {
+	Context string `json:"context"`
+	Server  string `json:"server,omitempty"`
+	Reach   Reach  `json:"reach"`
+	// Name is the CRD's name there, when reached.
+	Name string `json:"name,omitempty"`
+	// Error is the error when Reach is not Reached or NotInstalled.
+	Error string `json:"error,omitempty"`
+	// State, StorageVersion and StoredVersions come from the CRD's analysis.
+	State          lifecycle.State `json:"state,omitempty"`
+	StorageVersion string          `json:"storageVersion,omitempty"`
+	StoredVersions []string        `json:"storedVersions,omitempty"`
+	// Served lists the versions the cluster serves.
+	Served []string `json:"served,omitempty"`
+	// Versions lists spec.versions.
+	Versions []string `json:"versions,omitempty"`
+	// Objects is the object count, nil when not counted or not countable.
+	Objects *int `json:"objects,omitempty"`
+	// Blocking are the cluster's error-level findings, one line each.
+	Blocking []string `json:"blocking,omitempty"`
+	// Seconds is how long reading the cluster took.
+	Seconds float64 `json:"seconds"`
+}
+
+// Answer of a verdict.
+type Answer string
+
+const (
+	Yes     Answer = "yes"
+	No      Answer = "no"
+	Unknown Answer = "unknown"
+)
+
+// Blocker is a cluster that keeps a version in the manifest.
+type Blocker struct {
+	Context string `json:"context"`
+	// Answer is No (the cluster blocks) or Unknown (it could not be read).
+	Answer Answer `json:"answer"`
+	Reason string `json:"reason"`
+	// Command unblocks it, run against that cluster.
+	Command string `json:"command,omitempty"`
+}
+
+// Verdict answers "can Version leave the CRD manifest?".
+type Verdict struct {
+	Version  string    `json:"version"`
+	Answer   Answer    `json:"answer"`
+	Blockers []Blocker `json:"blockers,omitempty"`
+	// Notes are warnings that do not block: clusters still serving the
+	// version (its clients break when it leaves).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Verdicts answers for each version asked, or, when none is, for every
+// version some reachable cluster has in spec.versions or storedVersions
+// except those that are the storage version everywhere. crdName is used
+// in the commands.
+func Verdicts(crdName string, clusters []Cluster, asked []string) []Verdict {
+	versions := asked
+	if len(versions) == 0 {
+		seen := map[string]bool{}
+		storageEverywhere := map[string]int{}
+		reached := 0
+		for _, c := range clusters {
+			if c.Reach != Reached {
+				continue
+			}
+			reached++
+			storageEverywhere[c.StorageVersion]++
+			for _, v := range append(slices.Clone(c.Versions), c.StoredVersions...) {
+				seen[v] = true
+			}
+		}
+		for v := range seen {
+			if storageEverywhere[v] != reached {
+				versions = append(versions, v)
+			}
+		}
+		versions = lifecycle.ByPriority(versions)
+		slices.Reverse(versions) // oldest first: the ones on their way out
+	}
+	out := make([]Verdict, 0, len(versions))
+	for _, v := range versions {
+		out = append(out, verdict(crdName, clusters, v))
+	}
+	return out
+}
+
+func verdict(crdName string, clusters []Cluster, v string) Verdict {
+	out := Verdict{Version: v, Answer: Yes}
+	for _, c := range clusters {
+		kubectl := fmt.Sprintf("kubectl --context %s crdversion", c.Context)
+		switch c.Reach {
+		case NotInstalled:
+			continue
+		case Reached:
+		default:
+			out.Blockers = append(out.Blockers, Blocker{Context: c.Context, Answer: Unknown,
+				Reason:  fmt.Sprintf("%s: %s", strings.ToLower(string(c.Reach)), c.Error),
+				Command: kubectl + " status " + crdName})
+			continue
+		}
+		if slices.Contains(c.StoredVersions, v) {
+			b := Blocker{Context: c.Context, Answer: No}
+			switch {
+			case c.StorageVersion == v:
+				b.Reason = fmt.Sprintf("%s is the storage version there, and status.storedVersions is [%s]", v, strings.Join(c.StoredVersions, ", "))
+				b.Command = fmt.Sprintf("%s promote-storage %s <new-version>, then %s migrate %s", kubectl, crdName, kubectl, crdName)
+			case !slices.Contains(c.Versions, v):
+				b.Reason = fmt.Sprintf("status.storedVersions [%s] lists %s, which spec.versions no longer has: objects stored at it are unreadable", strings.Join(c.StoredVersions, ", "), v)
+				b.Command = fmt.Sprintf("%s add-version %s %s --from %s --served=false, then %s migrate %s", kubectl, crdName, v, c.StorageVersion, kubectl, crdName)
+			default:
+				b.Reason = fmt.Sprintf("status.storedVersions is [%s]: objects may still be stored at %s", strings.Join(c.StoredVersions, ", "), v)
+				b.Command = fmt.Sprintf("%s migrate %s", kubectl, crdName)
+			}
+			out.Blockers = append(out.Blockers, b)
+			continue
+		}
+		if slices.Contains(c.Served, v) {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s still serves %s: clients that use it there break when it leaves the manifest (%s retire %s %s --dry-run checks them)", c.Context, v, kubectl, crdName, v))
+		}
+	}
+	for _, b := range out.Blockers {
+		if b.Answer == No {
+			out.Answer = No
+			break
+		}
+		out.Answer = Unknown
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Codes of the findings that doctor adds to those of Analyze.
+const (
+	// CodeStoredVersionsReadyToTrim: status.storedVersions lists versions
+	// other than the storage version, and the CRD has no object, so
+	// nothing can be stored at them: migrate trims them at no cost.
+	CodeStoredVersionsReadyToTrim = "StoredVersionsReadyToTrim"
+	// CodeObjectsUnlistable: no served version lists the objects.
+	CodeObjectsUnlistable = "ObjectsUnlistable"
+	// CodeWebhookUnreachable: the conversion webhook does not answer, or
+	// its Service has no ready endpoint.
+	CodeWebhookUnreachable = "WebhookUnreachable"
+	// CodeWebhookNotChecked: the conversion webhook could not be checked
+	// from the client (no permission to read its Service).
+	CodeWebhookNotChecked = "WebhookNotChecked"
+	// CodeDeprecatedVersionInUse: a deprecated version still receives
+	// requests (from the API server's metrics).
+	CodeDeprecatedVersionInUse = "DeprecatedVersionInUse"
+)
+
+// ReadyToTrim returns the finding for a CRD with objects objects whose
+// status.storedVersions lists versions besides the storage version, or
+// nil. With no object, nothing is stored at them, and the API server
+// would accept removing those versions once storedVersions is trimmed;
+// with objects, Analyze reports MigrationPending instead.
+func ReadyToTrim(a Analysis, objects int) *Finding {
+	if objects != 0 || a.StorageVersion == "" {
+		return nil
+	}
+	var extra []string
+	for _, s := range a.StoredVersions {
+		if s != a.StorageVersion {
+			extra = append(extra, s)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	return &Finding{
+		Code: CodeStoredVersionsReadyToTrim, Severity: SeverityWarning, Version: strings.Join(extra, ","),
+		Message: fmt.Sprintf("status.storedVersions lists %s besides the storage version %s, and the CRD has no object: trim it so that a release without %s can be applied", strings.Join(extra, ", "), a.StorageVersion, strings.Join(extra, ", ")),
+		Fix:     fmt.Sprintf("kubectl crdversion migrate %s", a.CRD.Name),
+	}
+}

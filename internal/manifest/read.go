@@ -1,0 +1,145 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// CRDDoc is a CustomResourceDefinition read from a manifest.
+type CRDDoc struct {
+	// Source is "file" or "file#N" for the N-th document (1-based) of a
+	// multi-document file.
+	Source string
+	CRD    *apiextensionsv1.CustomResourceDefinition
+}
+
+// ReadCRDs reads the CustomResourceDefinitions of a YAML or JSON manifest
+// (multi-document; "List" objects expanded), or of every *.yaml, *.yml and
+// *.json file in a directory (in name order; with recursive, in its
+// subdirectories too), as `kubectl apply -f` does. Other kinds are skipped.
+// A CRD of apiextensions.k8s.io/v1beta1 is an error, as is a CRD named twice
+// (applying both, the last would win).
+func ReadCRDs(path string, recursive bool) ([]CRDDoc, error) {
+	files, err := manifestFiles(path, recursive)
+	if err != nil {
+		return nil, err
+	}
+	var out []CRDDoc
+	seen := map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := ParseCRDs(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, d := range docs {
+			d.Source = f + d.Source
+			if prev, ok := seen[d.CRD.Name]; ok {
+				return nil, fmt.Errorf("%s: CustomResourceDefinition %s is also in %s; when applied, the last would win", d.Source, d.CRD.Name, prev)
+			}
+			seen[d.CRD.Name] = d.Source
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// ParseCRDs decodes the CustomResourceDefinitions of a multi-document YAML
+// or JSON stream. Each Source is "" for a single-document stream, else
+// "#N" for the N-th document.
+func ParseCRDs(data []byte) ([]CRDDoc, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []map[string]any
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, err
+		}
+		if len(m) == 0 {
+			continue
+		}
+		if kind, _ := m["kind"].(string); strings.HasSuffix(kind, "List") {
+			if items, ok := m["items"].([]any); ok {
+				for _, it := range items {
+					if im, ok := it.(map[string]any); ok {
+						objs = append(objs, im)
+					}
+				}
+				continue
+			}
+		}
+		objs = append(objs, m)
+	}
+	var out []CRDDoc
+	for i, m := range objs {
+		apiVersion, _ := m["apiVersion"].(string)
+		if kind, _ := m["kind"].(string); kind != "CustomResourceDefinition" || !strings.HasPrefix(apiVersion, "apiextensions.k8s.io/") {
+			continue
+		}
+		src := ""
+		if len(objs) > 1 {
+			src = fmt.Sprintf("#%d", i+1)
+		}
+		if apiVersion != "apiextensions.k8s.io/v1" {
+			return nil, fmt.Errorf("document %d: %s is %s; only apiextensions.k8s.io/v1 is supported", i+1, nameOf(m), apiVersion)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, crd); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		out = append(out, CRDDoc{Source: src, CRD: crd})
+	}
+	return out, nil
+}
+
+func nameOf(m map[string]any) string {
+	md, _ := m["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return name
+}
+
+func manifestFiles(path string, recursive bool) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != path && !recursive {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			files = append(files, p)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}

@@ -1,0 +1,654 @@
+// Package schemadiff compares CustomResourceDefinition schemas and versions
+// for compatibility: what happens to objects written under an old schema
+// (or an old release of a CRD) when the API server reads, prunes, defaults
+// and validates them under a new one.
+//
+// Each difference is a Finding with a severity:
+//
+//   - error: stored data is dropped or changed, or objects that were valid
+//     are rejected on their next write (a field pruned, a type changed, a
+//     newly required field, fewer enum values, a tighter bound or pattern,
+//     unknown fields no longer preserved), or the API server refuses the new
+//     CRD (a status.storedVersions entry missing from spec.versions, a
+//     changed scope);
+//   - warning: behaviour changes that break some clients or some objects
+//     (a default changed, list or map merge semantics changed, a served
+//     version removed, a pattern replaced by another);
+//   - info: loosening and additions, which existing objects and clients
+//     survive.
+//
+// Paths of property findings are in kubectl's JSONPath style without braces,
+// relative to the object (".spec.replicas", ".spec.rules[*].name",
+// ".spec.labels.*"); paths of CRD findings name the CRD field
+// ("spec.scope", "status.storedVersions"). Everything here is pure.
+package schemadiff
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
+)
+
+// Finding is one compatibility difference.
+type Finding struct {
+	// Code is a stable identifier, one of the Code constants (bound codes
+	// are <Keyword>Tightened / <Keyword>Loosened, e.g. MaxLengthTightened).
+	Code     string             `json:"code"`
+	Severity lifecycle.Severity `json:"severity"`
+	// Version is the CRD version the finding is about; empty for the CRD as
+	// a whole.
+	Version string `json:"version,omitempty"`
+	// Path is the property (".spec.size") or CRD field ("spec.scope").
+	Path string `json:"path"`
+	// Message says what changed and what it does to objects or clients.
+	Message string `json:"message"`
+}
+
+// Codes of property findings.
+const (
+	CodeFieldRemoved                 = "FieldRemoved"
+	CodeFieldAdded                   = "FieldAdded"
+	CodeTypeChanged                  = "TypeChanged"
+	CodeRequiredAdded                = "RequiredAdded"
+	CodeRequiredRemoved              = "RequiredRemoved"
+	CodeEnumValuesRemoved            = "EnumValuesRemoved"
+	CodeEnumValuesAdded              = "EnumValuesAdded"
+	CodeDefaultChanged               = "DefaultChanged"
+	CodeDefaultAdded                 = "DefaultAdded"
+	CodePatternChanged               = "PatternChanged"
+	CodeFormatChanged                = "FormatChanged"
+	CodeNullableRemoved              = "NullableRemoved"
+	CodeNullableAdded                = "NullableAdded"
+	CodeListTypeChanged              = "ListTypeChanged"
+	CodeListMapKeysChanged           = "ListMapKeysChanged"
+	CodeMapTypeChanged               = "MapTypeChanged"
+	CodePreserveUnknownFieldsRemoved = "PreserveUnknownFieldsRemoved"
+	CodePreserveUnknownFieldsAdded   = "PreserveUnknownFieldsAdded"
+	CodeValidationRulesAdded         = "ValidationRulesAdded"
+	CodeValidationRulesRemoved       = "ValidationRulesRemoved"
+	CodeCompositionChanged           = "CompositionChanged"
+	CodeSchemaChanged                = "SchemaChanged"
+)
+
+// Codes of CRD findings.
+const (
+	CodeScopeChanged          = "ScopeChanged"
+	CodeGroupChanged          = "GroupChanged"
+	CodeKindChanged           = "KindChanged"
+	CodeStoredVersionRemoved  = "StoredVersionRemoved"
+	CodeStorageVersionRemoved = "StorageVersionRemoved"
+	CodeStorageVersionChanged = "StorageVersionChanged"
+	CodeStorageVersionCount   = "StorageVersionCount"
+	CodeVersionRemoved        = "VersionRemoved"
+	CodeVersionAdded          = "VersionAdded"
+	CodeVersionUnserved       = "VersionUnserved"
+	CodeVersionServed         = "VersionServed"
+	CodeDefaultVersionChanged = "DefaultVersionChanged"
+	CodeConversionChanged     = "ConversionStrategyChanged"
+	CodeNoneConversionPrunes  = "NoneConversionPrunesFields"
+	CodeNoneConversionSchemas = "NoneConversionSchemasDiffer"
+	CodeCRDAdded              = "CRDAdded"
+	CodeCRDRemoved            = "CRDRemoved"
+)
+
+// Tightened and Loosened name the bound codes of a JSON Schema keyword:
+// Tightened("maxLength") is "MaxLengthTightened".
+func Tightened(keyword string) string { return upperFirst(keyword) + "Tightened" }
+
+// Loosened is the code of a bound keyword that accepts more values now.
+func Loosened(keyword string) string { return upperFirst(keyword) + "Loosened" }
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// Schemas compares the schema objects were written under (old) with the
+// schema they are read, pruned, defaulted and validated under (new). Both
+// may be nil (no schema: anything is kept). Errors under .status are
+// reported as warnings: the CRD's controller owns status and rewrites it.
+// The findings are sorted most severe first, then by path.
+func Schemas(old, new *apiextensionsv1.JSONSchemaProps) []Finding {
+	var out []Finding
+	switch {
+	case old == nil && new == nil:
+	case old == nil:
+		out = append(out, Finding{Code: CodeSchemaChanged, Severity: lifecycle.SeverityError, Path: ".",
+			Message: "the new version has a schema and the old one had none: fields the schema does not declare are pruned"})
+	case new == nil:
+		out = append(out, Finding{Code: CodeSchemaChanged, Severity: lifecycle.SeverityInfo, Path: ".",
+			Message: "the new version has no schema: nothing is pruned or validated"})
+	default:
+		compare(old, new, "", true, &out)
+	}
+	for i, f := range out {
+		// A controller owns status and rewrites it whole: what it wrote
+		// under the old schema is replaced, not left to fail.
+		if f.Severity == lifecycle.SeverityError && (f.Path == ".status" || strings.HasPrefix(f.Path, ".status.") || strings.HasPrefix(f.Path, ".status[")) {
+			out[i].Severity = lifecycle.SeverityWarning
+			out[i].Message += " (under .status, which the CRD's controller rewrites)"
+		}
+	}
+	Sort(out)
+	return out
+}
+
+// Sort orders findings most severe first, then by version and path.
+func Sort(fs []Finding) {
+	rank := map[lifecycle.Severity]int{lifecycle.SeverityError: 0, lifecycle.SeverityWarning: 1, lifecycle.SeverityInfo: 2}
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if rank[a.Severity] != rank[b.Severity] {
+			return rank[a.Severity] < rank[b.Severity]
+		}
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		return a.Path < b.Path
+	})
+}
+
+// Count returns the number of findings of severity s.
+func Count(fs []Finding, s lifecycle.Severity) int {
+	n := 0
+	for _, f := range fs {
+		if f.Severity == s {
+			n++
+		}
+	}
+	return n
+}
+
+func rootPath(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func childPath(path, name string) string {
+	if strings.ContainsAny(name, ".[]* '") {
+		return path + "['" + name + "']"
+	}
+	return path + "." + name
+}
+
+// compare appends the findings for one schema node and recurses into
+// properties, additionalProperties and items.
+func compare(old, new *apiextensionsv1.JSONSchemaProps, path string, root bool, out *[]Finding) {
+	p := rootPath(path)
+	add := func(code string, sev lifecycle.Severity, format string, args ...any) {
+		*out = append(*out, Finding{Code: code, Severity: sev, Path: p, Message: fmt.Sprintf(format, args...)})
+	}
+	if changed := typeChange(old, new); changed != "" {
+		sev := lifecycle.SeverityError
+		msg := fmt.Sprintf("type changed from %s to %s: stored values of the old type fail validation on their next write", typeName(old), typeName(new))
+		if new.XIntOrString && (old.Type == "integer" || old.Type == "string") {
+			sev = lifecycle.SeverityInfo
+			msg = fmt.Sprintf("type widened from %s to int-or-string: every stored value stays valid", old.Type)
+		}
+		add(CodeTypeChanged, sev, "%s", msg)
+		return // the rest of the node is not comparable
+	}
+
+	// nullable: null values where nullable is false are pruned before defaulting.
+	switch {
+	case old.Nullable && !new.Nullable:
+		add(CodeNullableRemoved, lifecycle.SeverityWarning, "nullable removed: stored null values are dropped (pruned before defaulting) and null is rejected on write")
+	case !old.Nullable && new.Nullable:
+		add(CodeNullableAdded, lifecycle.SeverityInfo, "nullable added: null is accepted now")
+	}
+
+	compareEnum(old, new, add)
+	compareDefault(old, new, add)
+	compareBounds(old, new, add)
+
+	switch {
+	case old.Pattern == new.Pattern:
+	case old.Pattern == "":
+		add(Tightened("pattern"), lifecycle.SeverityError, "pattern %q added: stored values that do not match fail validation on their next write", new.Pattern)
+	case new.Pattern == "":
+		add(Loosened("pattern"), lifecycle.SeverityInfo, "pattern %q removed: any string is accepted now", old.Pattern)
+	default:
+		add(CodePatternChanged, lifecycle.SeverityWarning, "pattern changed from %q to %q: stored values that do not match the new pattern fail validation on their next write", old.Pattern, new.Pattern)
+	}
+	switch {
+	case old.Format == new.Format:
+	case new.Format == "":
+		add(CodeFormatChanged, lifecycle.SeverityInfo, "format %q removed", old.Format)
+	default:
+		add(CodeFormatChanged, lifecycle.SeverityWarning, "format changed from %q to %q: stored values in another format fail validation on their next write", dashIfEmpty(old.Format), new.Format)
+	}
+
+	compareListMap(old, new, add)
+
+	oldKeeps, newKeeps := preserves(old), preserves(new)
+	switch {
+	case oldKeeps && !newKeeps:
+		add(CodePreserveUnknownFieldsRemoved, lifecycle.SeverityError, "x-kubernetes-preserve-unknown-fields removed: stored fields the schema does not declare are pruned")
+	case !oldKeeps && newKeeps:
+		add(CodePreserveUnknownFieldsAdded, lifecycle.SeverityInfo, "x-kubernetes-preserve-unknown-fields added: fields the schema does not declare are kept now")
+	}
+
+	compareRules(old, new, add)
+
+	for _, k := range []struct {
+		name     string
+		old, new []apiextensionsv1.JSONSchemaProps
+	}{{"allOf", old.AllOf, new.AllOf}, {"anyOf", old.AnyOf, new.AnyOf}, {"oneOf", old.OneOf, new.OneOf}} {
+		if !schema.Equal(&apiextensionsv1.JSONSchemaProps{AllOf: k.old}, &apiextensionsv1.JSONSchemaProps{AllOf: k.new}) {
+			add(CodeCompositionChanged, lifecycle.SeverityWarning, "%s changed: stored objects may no longer validate", k.name)
+		}
+	}
+	if !schema.Equal(old.Not, new.Not) {
+		add(CodeCompositionChanged, lifecycle.SeverityWarning, "not changed: stored objects may no longer validate")
+	}
+	if !schema.Equal(rest(old), rest(new)) {
+		add(CodeSchemaChanged, lifecycle.SeverityWarning, "other schema keywords changed (%s)", strings.Join(restDiff(old, new), ", "))
+	}
+
+	compareRequired(old, new, path, out)
+	compareProperties(old, new, path, root, out)
+	compareAdditional(old, new, path, out)
+	if old.Items != nil && new.Items != nil && old.Items.Schema != nil && new.Items.Schema != nil {
+		compare(old.Items.Schema, new.Items.Schema, path+"[*]", false, out)
+	}
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// typeChange is non-empty when the node's type changed in a way that makes
+// old values invalid or valid ones differently typed. An empty type (any)
+// on either side, with int-or-string or preserve-unknown-fields, is
+// compared through XIntOrString.
+func typeChange(old, new *apiextensionsv1.JSONSchemaProps) string {
+	if typeName(old) == typeName(new) {
+		return ""
+	}
+	if old.Type == "" && !old.XIntOrString && new.Type == "" && !new.XIntOrString {
+		return ""
+	}
+	return typeName(old) + "->" + typeName(new)
+}
+
+func typeName(s *apiextensionsv1.JSONSchemaProps) string {
+	switch {
+	case s.XIntOrString:
+		return "int-or-string"
+	case s.Type == "":
+		return "any"
+	}
+	return s.Type
+}
+
+func preserves(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
+}
+
+func jsonValue(v *apiextensionsv1.JSON) string {
+	if v == nil {
+		return ""
+	}
+	// Re-marshal through a generic value so key order does not count.
+	var x any
+	if err := json.Unmarshal(v.Raw, &x); err != nil {
+		return string(v.Raw)
+	}
+	b, _ := json.Marshal(x)
+	return string(b)
+}
+
+type addFunc func(code string, sev lifecycle.Severity, format string, args ...any)
+
+func compareEnum(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
+	oldVals, newVals := enumSet(old.Enum), enumSet(new.Enum)
+	switch {
+	case len(old.Enum) == 0 && len(new.Enum) == 0:
+	case len(old.Enum) == 0:
+		add(CodeEnumValuesRemoved, lifecycle.SeverityError, "enum added: only %s are accepted now; stored values outside it fail validation on their next write", strings.Join(newVals, ", "))
+	case len(new.Enum) == 0:
+		add(CodeEnumValuesAdded, lifecycle.SeverityInfo, "enum removed: any value is accepted now")
+	default:
+		removed, added := setDiff(oldVals, newVals)
+		if len(removed) > 0 {
+			add(CodeEnumValuesRemoved, lifecycle.SeverityError, "enum values %s removed: stored objects with them fail validation on their next write", strings.Join(removed, ", "))
+		}
+		if len(added) > 0 {
+			add(CodeEnumValuesAdded, lifecycle.SeverityInfo, "enum values %s added", strings.Join(added, ", "))
+		}
+	}
+}
+
+// setDiff returns the elements of old missing from new, and of new missing
+// from old.
+func setDiff(old, new []string) (removed, added []string) {
+	for _, v := range old {
+		if !slices.Contains(new, v) {
+			removed = append(removed, v)
+		}
+	}
+	for _, v := range new {
+		if !slices.Contains(old, v) {
+			added = append(added, v)
+		}
+	}
+	return removed, added
+}
+
+func enumSet(vals []apiextensionsv1.JSON) []string {
+	out := make([]string, 0, len(vals))
+	for i := range vals {
+		out = append(out, jsonValue(&vals[i]))
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func compareDefault(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
+	o, n := jsonValue(old.Default), jsonValue(new.Default)
+	switch {
+	case o == n:
+	case o == "":
+		add(CodeDefaultAdded, lifecycle.SeverityInfo, "default %s added: objects without the field get it when read and when next written", n)
+	case n == "":
+		add(CodeDefaultChanged, lifecycle.SeverityWarning, "default %s removed: objects created without the field no longer get it (stored objects keep the value they were defaulted to)", o)
+	default:
+		add(CodeDefaultChanged, lifecycle.SeverityWarning, "default changed from %s to %s: objects without the field read %s now (stored objects that were defaulted keep %s)", o, n, n, o)
+	}
+}
+
+// bound is one numeric keyword: its values and whether a larger value
+// accepts fewer objects (a minimum) or more (a maximum).
+type bound struct {
+	keyword      string
+	old, new     *float64
+	largerIsLess bool
+}
+
+func f64(p *int64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := float64(*p)
+	return &v
+}
+
+func compareBounds(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
+	bounds := []bound{
+		{"minimum", old.Minimum, new.Minimum, true},
+		{"maximum", old.Maximum, new.Maximum, false},
+		{"minLength", f64(old.MinLength), f64(new.MinLength), true},
+		{"maxLength", f64(old.MaxLength), f64(new.MaxLength), false},
+		{"minItems", f64(old.MinItems), f64(new.MinItems), true},
+		{"maxItems", f64(old.MaxItems), f64(new.MaxItems), false},
+		{"minProperties", f64(old.MinProperties), f64(new.MinProperties), true},
+		{"maxProperties", f64(old.MaxProperties), f64(new.MaxProperties), false},
+	}
+	for _, b := range bounds {
+		tighter, looser := false, false
+		switch {
+		case b.old == nil && b.new == nil:
+		case b.old == nil:
+			tighter = true
+		case b.new == nil:
+			looser = true
+		case *b.new > *b.old:
+			tighter, looser = b.largerIsLess, !b.largerIsLess
+		case *b.new < *b.old:
+			tighter, looser = !b.largerIsLess, b.largerIsLess
+		}
+		switch {
+		case tighter:
+			add(Tightened(b.keyword), lifecycle.SeverityError, "%s tightened from %s to %s: stored values outside it fail validation on their next write", b.keyword, num(b.old), num(b.new))
+		case looser:
+			add(Loosened(b.keyword), lifecycle.SeverityInfo, "%s loosened from %s to %s", b.keyword, num(b.old), num(b.new))
+		}
+	}
+	for _, e := range []struct {
+		keyword  string
+		old, new bool
+	}{{"exclusiveMinimum", old.ExclusiveMinimum, new.ExclusiveMinimum}, {"exclusiveMaximum", old.ExclusiveMaximum, new.ExclusiveMaximum}, {"uniqueItems", old.UniqueItems, new.UniqueItems}} {
+		switch {
+		case !e.old && e.new:
+			add(Tightened(e.keyword), lifecycle.SeverityError, "%s set: stored values that were valid may fail validation on their next write", e.keyword)
+		case e.old && !e.new:
+			add(Loosened(e.keyword), lifecycle.SeverityInfo, "%s unset", e.keyword)
+		}
+	}
+	switch o, n := old.MultipleOf, new.MultipleOf; {
+	case o == nil && n == nil:
+	case n == nil || (o != nil && *n != 0 && isMultiple(*o, *n)):
+		if o == nil || n == nil || *o != *n {
+			add(Loosened("multipleOf"), lifecycle.SeverityInfo, "multipleOf loosened from %s to %s", num(o), num(n))
+		}
+	default:
+		add(Tightened("multipleOf"), lifecycle.SeverityError, "multipleOf tightened from %s to %s: stored values that are not multiples fail validation on their next write", num(o), num(n))
+	}
+}
+
+// isMultiple reports whether every multiple of a is a multiple of b.
+func isMultiple(a, b float64) bool {
+	q := a / b
+	return q == float64(int64(q))
+}
+
+func num(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
+
+func listType(s *apiextensionsv1.JSONSchemaProps) string {
+	if s.XListType == nil || *s.XListType == "" {
+		return "atomic"
+	}
+	return *s.XListType
+}
+
+func mapType(s *apiextensionsv1.JSONSchemaProps) string {
+	if s.XMapType == nil || *s.XMapType == "" {
+		return "granular"
+	}
+	return *s.XMapType
+}
+
+func compareListMap(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
+	if old.Type == "array" || new.Type == "array" {
+		o, n := listType(old), listType(new)
+		switch {
+		case o == n:
+		case n == "set" || n == "map":
+			add(CodeListTypeChanged, lifecycle.SeverityError, "x-kubernetes-list-type changed from %s to %s: stored lists with duplicate %s fail validation on their next write, and server-side apply merges entries instead of replacing the list", o, n, map[string]string{"set": "items", "map": "keys"}[n])
+		default:
+			add(CodeListTypeChanged, lifecycle.SeverityWarning, "x-kubernetes-list-type changed from %s to %s: server-side apply replaces the whole list now, so field managers lose ownership of single entries", o, n)
+		}
+		if o == "map" && n == "map" && !slices.Equal(old.XListMapKeys, new.XListMapKeys) {
+			var removed []string
+			for _, k := range old.XListMapKeys {
+				if !slices.Contains(new.XListMapKeys, k) {
+					removed = append(removed, k)
+				}
+			}
+			sev, why := lifecycle.SeverityWarning, "server-side apply identifies entries differently"
+			if len(removed) > 0 {
+				sev, why = lifecycle.SeverityError, fmt.Sprintf("without %s, stored entries that differed only there are duplicates and fail validation on their next write", strings.Join(removed, ", "))
+			}
+			add(CodeListMapKeysChanged, sev, "x-kubernetes-list-map-keys changed from [%s] to [%s]: %s", strings.Join(old.XListMapKeys, ", "), strings.Join(new.XListMapKeys, ", "), why)
+		}
+	}
+	if old.Type == "object" || new.Type == "object" {
+		o, n := mapType(old), mapType(new)
+		switch {
+		case o == n:
+		case n == "atomic":
+			add(CodeMapTypeChanged, lifecycle.SeverityWarning, "x-kubernetes-map-type changed from %s to %s: server-side apply replaces the whole map now, so field managers lose ownership of single keys", o, n)
+		default:
+			add(CodeMapTypeChanged, lifecycle.SeverityInfo, "x-kubernetes-map-type changed from %s to %s: server-side apply merges single keys now", o, n)
+		}
+	}
+}
+
+func compareRules(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
+	rules := func(s *apiextensionsv1.JSONSchemaProps) []string {
+		var out []string
+		for _, r := range s.XValidations {
+			out = append(out, r.Rule)
+		}
+		return out
+	}
+	removed, added := setDiff(rules(old), rules(new))
+	if len(added) > 0 {
+		add(CodeValidationRulesAdded, lifecycle.SeverityWarning, "x-kubernetes-validations rules added (%s): stored objects that break them fail their next write that changes the field (unchanged values are ratcheted)", quoteAll(added))
+	}
+	if len(removed) > 0 {
+		add(CodeValidationRulesRemoved, lifecycle.SeverityInfo, "x-kubernetes-validations rules removed (%s)", quoteAll(removed))
+	}
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		if len(s) > 80 {
+			s = s[:77] + "..."
+		}
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+func compareRequired(old, new *apiextensionsv1.JSONSchemaProps, path string, out *[]Finding) {
+	for _, r := range new.Required {
+		if !slices.Contains(old.Required, r) {
+			*out = append(*out, Finding{Code: CodeRequiredAdded, Severity: lifecycle.SeverityError, Path: childPath(path, r),
+				Message: "newly required: stored objects without it fail validation on their next write, and creates without it are rejected"})
+		}
+	}
+	for _, r := range old.Required {
+		if !slices.Contains(new.Required, r) {
+			*out = append(*out, Finding{Code: CodeRequiredRemoved, Severity: lifecycle.SeverityInfo, Path: childPath(path, r),
+				Message: "no longer required"})
+		}
+	}
+}
+
+func compareProperties(old, new *apiextensionsv1.JSONSchemaProps, path string, root bool, out *[]Finding) {
+	for _, name := range sortedKeys(old.Properties) {
+		if root && (name == "apiVersion" || name == "kind" || name == "metadata") {
+			continue
+		}
+		o := old.Properties[name]
+		cp := childPath(path, name)
+		if n, ok := new.Properties[name]; ok {
+			compare(&o, &n, cp, false, out)
+			continue
+		}
+		switch {
+		case new.AdditionalProperties != nil && new.AdditionalProperties.Schema != nil:
+			compare(&o, new.AdditionalProperties.Schema, cp, false, out)
+		case new.AdditionalProperties != nil && new.AdditionalProperties.Allows, preserves(new):
+			*out = append(*out, Finding{Code: CodeFieldRemoved, Severity: lifecycle.SeverityInfo, Path: cp,
+				Message: "no longer declared, but kept (additionalProperties or x-kubernetes-preserve-unknown-fields): no validation or defaulting applies to it"})
+		default:
+			*out = append(*out, Finding{Code: CodeFieldRemoved, Severity: lifecycle.SeverityError, Path: cp,
+				Message: "field removed: stored values are pruned when objects are read or written through this schema"})
+		}
+	}
+	for _, name := range sortedKeys(new.Properties) {
+		if _, ok := old.Properties[name]; ok || (root && (name == "apiVersion" || name == "kind" || name == "metadata")) {
+			continue
+		}
+		*out = append(*out, Finding{Code: CodeFieldAdded, Severity: lifecycle.SeverityInfo, Path: childPath(path, name), Message: "field added"})
+	}
+}
+
+func compareAdditional(old, new *apiextensionsv1.JSONSchemaProps, path string, out *[]Finding) {
+	mapPath := path + ".*"
+	oldSchema, newSchema := additionalSchema(old), additionalSchema(new)
+	oldEntries, newEntries := oldSchema != nil || anyEntries(old), newSchema != nil || anyEntries(new)
+	switch {
+	case oldSchema != nil && newSchema != nil:
+		compare(oldSchema, newSchema, mapPath, false, out)
+	case oldEntries && !newEntries && !preserves(new):
+		*out = append(*out, Finding{Code: CodeFieldRemoved, Severity: lifecycle.SeverityError, Path: mapPath,
+			Message: "additionalProperties removed: stored map entries (other than declared properties) are pruned"})
+	case !oldEntries && newEntries && !preserves(old):
+		*out = append(*out, Finding{Code: CodeFieldAdded, Severity: lifecycle.SeverityInfo, Path: mapPath, Message: "map entries (additionalProperties) accepted now"})
+	}
+}
+
+func additionalSchema(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+	if s.AdditionalProperties == nil {
+		return nil
+	}
+	return s.AdditionalProperties.Schema
+}
+
+// anyEntries is additionalProperties: true.
+func anyEntries(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.AdditionalProperties != nil && s.AdditionalProperties.Allows && s.AdditionalProperties.Schema == nil
+}
+
+func allowsAny(s *apiextensionsv1.JSONSchemaProps) bool { return anyEntries(s) || preserves(s) }
+
+// rest is the node without what compare looks at itself, so that any other
+// keyword's change (x-kubernetes-embedded-resource, additionalItems, …) is
+// still reported.
+func rest(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+	c := s.DeepCopy()
+	c.Type, c.XIntOrString, c.Nullable, c.Enum, c.Default = "", false, false, nil, nil
+	c.Minimum, c.Maximum, c.ExclusiveMinimum, c.ExclusiveMaximum, c.MultipleOf = nil, nil, false, false, nil
+	c.MinLength, c.MaxLength, c.MinItems, c.MaxItems, c.MinProperties, c.MaxProperties = nil, nil, nil, nil, nil, nil
+	c.UniqueItems, c.Pattern, c.Format = false, "", ""
+	c.XListType, c.XListMapKeys, c.XMapType, c.XPreserveUnknownFields, c.XValidations = nil, nil, nil, nil, nil
+	c.AllOf, c.AnyOf, c.OneOf, c.Not = nil, nil, nil, nil
+	c.Required, c.Properties, c.AdditionalProperties, c.Items = nil, nil, nil, nil
+	return c
+}
+
+// restDiff names the top-level JSON keys in which rest(old) and rest(new) differ.
+func restDiff(old, new *apiextensionsv1.JSONSchemaProps) []string {
+	toMap := func(s *apiextensionsv1.JSONSchemaProps) map[string]any {
+		b, _ := json.Marshal(s)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		for _, k := range []string{"description", "title", "example", "externalDocs"} {
+			delete(m, k)
+		}
+		return m
+	}
+	o, n := toMap(rest(old)), toMap(rest(new))
+	var keys []string
+	for k := range o {
+		if !reflect.DeepEqual(o[k], n[k]) {
+			keys = append(keys, k)
+		}
+	}
+	for k := range n {
+		if _, ok := o[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return slices.Compact(keys)
+}
+
+func sortedKeys(m map[string]apiextensionsv1.JSONSchemaProps) []string {
+	return slices.Sorted(maps.Keys(m))
+}

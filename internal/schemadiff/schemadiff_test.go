@@ -1,0 +1,384 @@
+package schemadiff
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+func parse(t *testing.T, y string) *apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	s := &apiextensionsv1.JSONSchemaProps{}
+	if err := yaml.UnmarshalStrict([]byte(y), s); err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	return s
+}
+
+// spec wraps the properties of .spec in an object schema.
+func spec(props string) string {
+	return "type: object\nproperties:\n  spec:\n" + indent(props, "    ")
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// want is "Code severity path".
+func render(fs []Finding) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		s := fmt.Sprintf("%s %s %s", f.Code, f.Severity, f.Path)
+		if f.Version != "" {
+			s += " @" + f.Version
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sorted(ss ...string) []string {
+	out := append([]string{}, ss...)
+	sort.Strings(out)
+	return out
+}
+
+// propertyCases are tightenings (old -> new) with the findings both ways:
+// forward is what objects written under old meet under new, backward the
+// reverse (loosening, or the same change undone).
+var propertyCases = []struct {
+	name          string
+	old, new      string
+	forward, back []string
+}{
+	{"field removed",
+		spec("type: object\nproperties:\n  a: {type: string}\n  b: {type: string}"),
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		[]string{"FieldRemoved error .spec.b"}, []string{"FieldAdded info .spec.b"}},
+	{"field removed where unknown fields are preserved",
+		spec("type: object\nproperties:\n  a: {type: string}\n  b: {type: string}"),
+		spec("type: object\nx-kubernetes-preserve-unknown-fields: true\nproperties:\n  a: {type: string}"),
+		[]string{"FieldRemoved info .spec.b", "PreserveUnknownFieldsAdded info .spec"},
+		[]string{"FieldAdded info .spec.b", "PreserveUnknownFieldsRemoved error .spec"}},
+	{"type changed",
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		spec("type: object\nproperties:\n  a: {type: integer}"),
+		[]string{"TypeChanged error .spec.a"}, []string{"TypeChanged error .spec.a"}},
+	{"type widened to int-or-string",
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		spec("type: object\nproperties:\n  a: {x-kubernetes-int-or-string: true}"),
+		[]string{"TypeChanged info .spec.a"}, []string{"TypeChanged error .spec.a"}},
+	{"newly required",
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		spec("type: object\nrequired: [a]\nproperties:\n  a: {type: string}"),
+		[]string{"RequiredAdded error .spec.a"}, []string{"RequiredRemoved info .spec.a"}},
+	{"enum values removed",
+		spec("type: object\nproperties:\n  a: {type: string, enum: [x, y]}"),
+		spec("type: object\nproperties:\n  a: {type: string, enum: [x]}"),
+		[]string{"EnumValuesRemoved error .spec.a"}, []string{"EnumValuesAdded info .spec.a"}},
+	{"enum introduced",
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		spec("type: object\nproperties:\n  a: {type: string, enum: [x]}"),
+		[]string{"EnumValuesRemoved error .spec.a"}, []string{"EnumValuesAdded info .spec.a"}},
+	{"default added",
+		spec("type: object\nproperties:\n  a: {type: integer}"),
+		spec("type: object\nproperties:\n  a: {type: integer, default: 3}"),
+		[]string{"DefaultAdded info .spec.a"}, []string{"DefaultChanged warning .spec.a"}},
+	{"default changed",
+		spec("type: object\nproperties:\n  a: {type: integer, default: 3}"),
+		spec("type: object\nproperties:\n  a: {type: integer, default: 4}"),
+		[]string{"DefaultChanged warning .spec.a"}, []string{"DefaultChanged warning .spec.a"}},
+	{"minimum raised",
+		spec("type: object\nproperties:\n  a: {type: integer, minimum: 1}"),
+		spec("type: object\nproperties:\n  a: {type: integer, minimum: 2}"),
+		[]string{"MinimumTightened error .spec.a"}, []string{"MinimumLoosened info .spec.a"}},
+	{"maximum lowered",
+		spec("type: object\nproperties:\n  a: {type: integer, maximum: 10}"),
+		spec("type: object\nproperties:\n  a: {type: integer, maximum: 5}"),
+		[]string{"MaximumTightened error .spec.a"}, []string{"MaximumLoosened info .spec.a"}},
+	{"exclusive bounds and multipleOf",
+		spec("type: object\nproperties:\n  a: {type: number, minimum: 0, maximum: 9, multipleOf: 2}"),
+		spec("type: object\nproperties:\n  a: {type: number, minimum: 0, maximum: 9, exclusiveMinimum: true, exclusiveMaximum: true, multipleOf: 4}"),
+		[]string{"ExclusiveMinimumTightened error .spec.a", "ExclusiveMaximumTightened error .spec.a", "MultipleOfTightened error .spec.a"},
+		[]string{"ExclusiveMinimumLoosened info .spec.a", "ExclusiveMaximumLoosened info .spec.a", "MultipleOfLoosened info .spec.a"}},
+	{"string lengths",
+		spec("type: object\nproperties:\n  a: {type: string, maxLength: 63}"),
+		spec("type: object\nproperties:\n  a: {type: string, minLength: 1, maxLength: 10}"),
+		[]string{"MinLengthTightened error .spec.a", "MaxLengthTightened error .spec.a"},
+		[]string{"MinLengthLoosened info .spec.a", "MaxLengthLoosened info .spec.a"}},
+	{"list sizes and uniqueness",
+		spec("type: object\nproperties:\n  a: {type: array, items: {type: string}}"),
+		spec("type: object\nproperties:\n  a: {type: array, minItems: 1, maxItems: 8, uniqueItems: true, items: {type: string}}"),
+		[]string{"MinItemsTightened error .spec.a", "MaxItemsTightened error .spec.a", "UniqueItemsTightened error .spec.a"},
+		[]string{"MinItemsLoosened info .spec.a", "MaxItemsLoosened info .spec.a", "UniqueItemsLoosened info .spec.a"}},
+	{"map sizes",
+		spec("type: object\nproperties:\n  a: {type: object, additionalProperties: {type: string}, maxProperties: 20}"),
+		spec("type: object\nproperties:\n  a: {type: object, additionalProperties: {type: string}, minProperties: 1, maxProperties: 10}"),
+		[]string{"MinPropertiesTightened error .spec.a", "MaxPropertiesTightened error .spec.a"},
+		[]string{"MinPropertiesLoosened info .spec.a", "MaxPropertiesLoosened info .spec.a"}},
+	{"pattern added",
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		spec("type: object\nproperties:\n  a: {type: string, pattern: '^[a-z]+$'}"),
+		[]string{"PatternTightened error .spec.a"}, []string{"PatternLoosened info .spec.a"}},
+	{"pattern replaced",
+		spec("type: object\nproperties:\n  a: {type: string, pattern: '^[a-z]+$'}"),
+		spec("type: object\nproperties:\n  a: {type: string, pattern: '^[a-z0-9]+$'}"),
+		[]string{"PatternChanged warning .spec.a"}, []string{"PatternChanged warning .spec.a"}},
+	{"format added",
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		spec("type: object\nproperties:\n  a: {type: string, format: date-time}"),
+		[]string{"FormatChanged warning .spec.a"}, []string{"FormatChanged info .spec.a"}},
+	{"nullable removed",
+		spec("type: object\nproperties:\n  a: {type: string, nullable: true}"),
+		spec("type: object\nproperties:\n  a: {type: string}"),
+		[]string{"NullableRemoved warning .spec.a"}, []string{"NullableAdded info .spec.a"}},
+	{"list type atomic to set",
+		spec("type: object\nproperties:\n  a: {type: array, items: {type: string}}"),
+		spec("type: object\nproperties:\n  a: {type: array, x-kubernetes-list-type: set, items: {type: string}}"),
+		[]string{"ListTypeChanged error .spec.a"}, []string{"ListTypeChanged warning .spec.a"}},
+	{"list map keys reduced",
+		spec("type: object\nproperties:\n  a:\n    type: array\n    x-kubernetes-list-type: map\n    x-kubernetes-list-map-keys: [name, port]\n    items: {type: object, required: [name, port], properties: {name: {type: string}, port: {type: integer}}}"),
+		spec("type: object\nproperties:\n  a:\n    type: array\n    x-kubernetes-list-type: map\n    x-kubernetes-list-map-keys: [name]\n    items: {type: object, required: [name, port], properties: {name: {type: string}, port: {type: integer}}}"),
+		[]string{"ListMapKeysChanged error .spec.a"}, []string{"ListMapKeysChanged warning .spec.a"}},
+	{"map type granular to atomic",
+		spec("type: object\nproperties:\n  a: {type: object, additionalProperties: {type: string}}"),
+		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}"),
+		[]string{"MapTypeChanged warning .spec.a"}, []string{"MapTypeChanged info .spec.a"}},
+	{"unknown fields no longer preserved",
+		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-preserve-unknown-fields: true}"),
+		spec("type: object\nproperties:\n  a: {type: object}"),
+		[]string{"PreserveUnknownFieldsRemoved error .spec.a"}, []string{"PreserveUnknownFieldsAdded info .spec.a"}},
+	{"validation rule added",
+		spec("type: object\nproperties:\n  a: {type: integer}"),
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a > 0'}]\nproperties:\n  a: {type: integer}"),
+		[]string{"ValidationRulesAdded warning .spec"}, []string{"ValidationRulesRemoved info .spec"}},
+	{"oneOf changed",
+		spec("type: object\nproperties:\n  a: {type: string}\n  b: {type: string}"),
+		spec("type: object\noneOf: [{required: [a]}, {required: [b]}]\nproperties:\n  a: {type: string}\n  b: {type: string}"),
+		[]string{"CompositionChanged warning .spec"}, []string{"CompositionChanged warning .spec"}},
+	{"another keyword changed",
+		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-preserve-unknown-fields: true}"),
+		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}"),
+		[]string{"SchemaChanged warning .spec.a"}, []string{"SchemaChanged warning .spec.a"}},
+	{"map values removed",
+		spec("type: object\nproperties:\n  labels: {type: object, additionalProperties: {type: string}}"),
+		spec("type: object\nproperties:\n  labels: {type: object}"),
+		[]string{"FieldRemoved error .spec.labels.*"}, []string{"FieldAdded info .spec.labels.*"}},
+	{"any map entries no longer allowed",
+		spec("type: object\nproperties:\n  a: {type: object, additionalProperties: true}"),
+		spec("type: object\nproperties:\n  a: {type: object, properties: {x: {type: string}}}"),
+		[]string{"FieldRemoved error .spec.a.*", "FieldAdded info .spec.a.x"}, []string{"FieldAdded info .spec.a.*", "FieldRemoved info .spec.a.x"}},
+	{"map value schema tightened",
+		spec("type: object\nproperties:\n  labels: {type: object, additionalProperties: {type: string}}"),
+		spec("type: object\nproperties:\n  labels: {type: object, additionalProperties: {type: string, maxLength: 63}}"),
+		[]string{"MaxLengthTightened error .spec.labels.*"}, []string{"MaxLengthLoosened info .spec.labels.*"}},
+	{"list item field removed",
+		spec("type: object\nproperties:\n  rules: {type: array, items: {type: object, properties: {name: {type: string}, port: {type: integer}}}}"),
+		spec("type: object\nproperties:\n  rules: {type: array, items: {type: object, properties: {name: {type: string}}}}"),
+		[]string{"FieldRemoved error .spec.rules[*].port"}, []string{"FieldAdded info .spec.rules[*].port"}},
+	{"property name with a dot",
+		spec("type: object\nproperties:\n  a.b: {type: string}"),
+		spec("type: object\nproperties: {}"),
+		[]string{"FieldRemoved error .spec['a.b']"}, []string{"FieldAdded info .spec['a.b']"}},
+	{"status field newly required: a warning, the controller rewrites status",
+		"type: object\nproperties:\n  status: {type: object, properties: {digest: {type: string}}}",
+		"type: object\nproperties:\n  status: {type: object, required: [digest], properties: {digest: {type: string}}}",
+		[]string{"RequiredAdded warning .status.digest"}, []string{"RequiredRemoved info .status.digest"}},
+	{"descriptions only",
+		spec("type: object\ndescription: one\nproperties:\n  a: {type: string, description: x}"),
+		spec("type: object\ndescription: two\nproperties:\n  a: {type: string, description: y}"),
+		nil, nil},
+}
+
+func TestSchemas(t *testing.T) {
+	for _, tc := range propertyCases {
+		t.Run(tc.name, func(t *testing.T) {
+			old, new := parse(t, tc.old), parse(t, tc.new)
+			if got := render(Schemas(old, new)); !slices.Equal(got, sorted(tc.forward...)) {
+				t.Errorf("old -> new:\n got %q\nwant %q", got, sorted(tc.forward...))
+			}
+			if got := render(Schemas(new, old)); !slices.Equal(got, sorted(tc.back...)) {
+				t.Errorf("new -> old:\n got %q\nwant %q", got, sorted(tc.back...))
+			}
+			for _, f := range Schemas(old, new) {
+				if f.Message == "" {
+					t.Errorf("%s at %s has no explanation", f.Code, f.Path)
+				}
+			}
+		})
+	}
+}
+
+// TestEveryPropertyCodeCovered keeps the table above complete: every code
+// a property comparison can give appears in it in both directions (as the
+// forward finding of one case and the backward finding of another, or of
+// the same case for changes without a direction).
+func TestEveryPropertyCodeCovered(t *testing.T) {
+	codes := []string{CodeFieldRemoved, CodeFieldAdded, CodeTypeChanged, CodeRequiredAdded, CodeRequiredRemoved,
+		CodeEnumValuesRemoved, CodeEnumValuesAdded, CodeDefaultChanged, CodeDefaultAdded, CodePatternChanged, CodeFormatChanged,
+		CodeNullableRemoved, CodeNullableAdded, CodeListTypeChanged, CodeListMapKeysChanged, CodeMapTypeChanged,
+		CodePreserveUnknownFieldsRemoved, CodePreserveUnknownFieldsAdded, CodeValidationRulesAdded, CodeValidationRulesRemoved,
+		CodeCompositionChanged, CodeSchemaChanged}
+	for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "pattern"} {
+		codes = append(codes, Tightened(k), Loosened(k))
+	}
+	seen := map[string]bool{}
+	for _, tc := range propertyCases {
+		for _, w := range append(append([]string{}, tc.forward...), tc.back...) {
+			seen[strings.Fields(w)[0]] = true
+		}
+	}
+	for _, c := range codes {
+		if !seen[c] {
+			t.Errorf("no test case gives %s", c)
+		}
+	}
+}
+
+func TestSchemasNil(t *testing.T) {
+	s := parse(t, spec("type: object"))
+	if got := render(Schemas(nil, s)); !slices.Equal(got, []string{"SchemaChanged error ."}) {
+		t.Errorf("nil -> schema: %q", got)
+	}
+	if got := render(Schemas(s, nil)); !slices.Equal(got, []string{"SchemaChanged info ."}) {
+		t.Errorf("schema -> nil: %q", got)
+	}
+	if got := Schemas(nil, nil); len(got) != 0 {
+		t.Errorf("nil -> nil: %v", got)
+	}
+}
+
+// crd is a CronTab CRD with the given versions ("v1*" is the storage
+// version, "v1-" is not served), conversion None and storedVersions.
+func crd(t *testing.T, versions []string, stored ...string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	c := &apiextensionsv1.CustomResourceDefinition{}
+	c.Name = "crontabs.stable.example.com"
+	c.Spec.Group = "stable.example.com"
+	c.Spec.Scope = apiextensionsv1.NamespaceScoped
+	c.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}
+	for _, v := range versions {
+		name := strings.TrimRight(v, "*-")
+		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: name, Served: !strings.HasSuffix(v, "-"), Storage: strings.HasSuffix(v, "*"),
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: parse(t, spec("type: object\nproperties:\n  image: {type: string}"))},
+		})
+	}
+	c.Status.StoredVersions = stored
+	return c
+}
+
+func setSchema(t *testing.T, c *apiextensionsv1.CustomResourceDefinition, version, s string) *apiextensionsv1.CustomResourceDefinition {
+	lifecycle.FindVersion(c, version).Schema.OpenAPIV3Schema = parse(t, s)
+	return c
+}
+
+func TestCRDs(t *testing.T) {
+	webhook := func(c *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+		return c
+	}
+	cluster := func(c *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+		c.Spec.Scope = apiextensionsv1.ClusterScoped
+		return c
+	}
+	kind := func(c *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+		c.Spec.Names.Kind = "Cron"
+		return c
+	}
+	pruning := spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}")
+	cases := []struct {
+		name          string
+		old, new      *apiextensionsv1.CustomResourceDefinition
+		forward, back []string
+	}{
+		{"identical", crd(t, []string{"v1", "v2*"}, "v2"), crd(t, []string{"v1", "v2*"}, "v2"), nil, nil},
+		{"stored version removed",
+			crd(t, []string{"v1", "v2*"}, "v1", "v2"), crd(t, []string{"v2*"}, "v2"),
+			[]string{"StoredVersionRemoved error status.storedVersions @v1", "VersionRemoved warning spec.versions @v1"},
+			[]string{"VersionAdded info spec.versions @v1"}},
+		{"storage version removed",
+			crd(t, []string{"v1*", "v2-"}), crd(t, []string{"v2*"}),
+			[]string{"StoredVersionRemoved error status.storedVersions @v1", "StorageVersionRemoved error spec.versions @v1", "VersionRemoved warning spec.versions @v1", "VersionServed info spec.versions @v2", "DefaultVersionChanged warning spec.versions @v2"},
+			[]string{"StorageVersionChanged info spec.versions @v1", "VersionUnserved warning spec.versions @v2", "VersionAdded info spec.versions @v1", "DefaultVersionChanged warning spec.versions @v1"}},
+		{"storage version changed",
+			crd(t, []string{"v1*", "v2"}), crd(t, []string{"v1", "v2*"}),
+			[]string{"StorageVersionChanged info spec.versions @v2"}, []string{"StorageVersionChanged info spec.versions @v1"}},
+		{"not served version removed",
+			crd(t, []string{"v1-", "v2*"}, "v2"), crd(t, []string{"v2*"}, "v2"),
+			[]string{"VersionRemoved info spec.versions @v1"}, []string{"VersionAdded info spec.versions @v1"}},
+		{"version unserved",
+			crd(t, []string{"v1", "v2*"}, "v2"), crd(t, []string{"v1-", "v2*"}, "v2"),
+			[]string{"VersionUnserved warning spec.versions @v1"}, []string{"VersionServed info spec.versions @v1"}},
+		{"default version changes",
+			crd(t, []string{"v1*"}, "v1"), crd(t, []string{"v1*", "v2"}, "v1"),
+			[]string{"VersionAdded info spec.versions @v2", "DefaultVersionChanged warning spec.versions @v2"},
+			[]string{"VersionRemoved warning spec.versions @v2", "DefaultVersionChanged warning spec.versions @v1"}},
+		{"scope changed", crd(t, []string{"v1*"}), cluster(crd(t, []string{"v1*"})),
+			[]string{"ScopeChanged error spec.scope"}, []string{"ScopeChanged error spec.scope"}},
+		{"kind changed", crd(t, []string{"v1*"}), kind(crd(t, []string{"v1*"})),
+			[]string{"KindChanged error spec.names.kind"}, []string{"KindChanged error spec.names.kind"}},
+		{"two storage versions", crd(t, []string{"v1*", "v2"}), crd(t, []string{"v1*", "v2*"}),
+			[]string{"StorageVersionCount error spec.versions"}, nil},
+		{"conversion None between differing schemas, new",
+			webhook(setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning)), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning),
+			[]string{"ConversionStrategyChanged info spec.conversion.strategy", "NoneConversionPrunesFields error spec.conversion @v1"},
+			[]string{"ConversionStrategyChanged info spec.conversion.strategy"}},
+		{"conversion None between differing schemas, as before",
+			setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning),
+			nil, nil},
+		{"conversion None, more fields pruned than before",
+			setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}\n  suspend: {type: boolean}")),
+			[]string{"FieldAdded info .spec.suspend @v2", "NoneConversionPrunesFields error spec.conversion @v1"},
+			[]string{"FieldRemoved error .spec.suspend @v2"}},
+		{"conversion None, schemas differ without pruning",
+			crd(t, []string{"v1", "v2*"}, "v2"), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", spec("type: object\nproperties:\n  image: {type: string, default: x}")),
+			[]string{"DefaultAdded info .spec.image @v2", "NoneConversionSchemasDiffer info spec.conversion @v1"},
+			[]string{"DefaultChanged warning .spec.image @v2"}},
+		{"a version's field removed",
+			setSchema(t, crd(t, []string{"v1*"}, "v1"), "v1", pruning), crd(t, []string{"v1*"}, "v1"),
+			[]string{"FieldRemoved error .spec.replicas @v1"}, []string{"FieldAdded info .spec.replicas @v1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := render(CRDs(tc.old, tc.new)); !slices.Equal(got, sorted(tc.forward...)) {
+				t.Errorf("old -> new:\n got %q\nwant %q", got, sorted(tc.forward...))
+			}
+			if got := render(CRDs(tc.new, tc.old)); !slices.Equal(got, sorted(tc.back...)) {
+				t.Errorf("new -> old:\n got %q\nwant %q", got, sorted(tc.back...))
+			}
+		})
+	}
+}
+
+func TestVersions(t *testing.T) {
+	c := setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}"))
+	got, err := Versions(c, "v2", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"FieldRemoved error .spec.replicas", "NoneConversionPrunesFields error spec.conversion @v1"}
+	if !slices.Equal(render(got), sorted(want...)) {
+		t.Errorf("None: got %q, want %q", render(got), want)
+	}
+	c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	got, _ = Versions(c, "v2", "v1")
+	if !slices.Equal(render(got), []string{"FieldRemoved warning .spec.replicas"}) || !strings.Contains(got[0].Message, "webhook") {
+		t.Errorf("Webhook: got %q", render(got))
+	}
+	if _, err := Versions(c, "v2", "v9"); err == nil || !strings.Contains(err.Error(), "has no version v9 (it has v1, v2)") {
+		t.Errorf("missing version: %v", err)
+	}
+}

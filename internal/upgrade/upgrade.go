@@ -1,0 +1,239 @@
+// Package upgrade predicts what applying a new release's
+// CustomResourceDefinition over the installed one does: whether the API
+// server accepts the update, whether stored data is lost, how kubectl's
+// default version changes, which served versions disappear, and which
+// kubectl crdversion commands, run in order, make the upgrade safe.
+//
+// It is pure: the caller reads the live CRD and may ask the API server for a
+// dry run (Plan.ServerDryRun).
+package upgrade
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
+)
+
+// Verdicts of Plan.Apply.
+const (
+	Accepted = "Accepted"
+	Rejected = "Rejected"
+)
+
+// Outcomes of a server-side dry run.
+const (
+	DryRunAccepted = "accepted"
+	DryRunRejected = "rejected"
+	DryRunSkipped  = "skipped"
+)
+
+// Plan is the prediction for one CRD of the release.
+type Plan struct {
+	Name string `json:"name"`
+	// Source is the manifest document the CRD comes from.
+	Source string `json:"source"`
+	// Installed is false when the cluster has no such CRD (applying
+	// creates it).
+	Installed          bool     `json:"installed"`
+	LiveStorageVersion string   `json:"liveStorageVersion,omitempty"`
+	NewStorageVersion  string   `json:"newStorageVersion"`
+	StoredVersions     []string `json:"storedVersions,omitempty"`
+	LiveDefaultVersion string   `json:"liveDefaultVersion,omitempty"`
+	NewDefaultVersion  string   `json:"newDefaultVersion"`
+	// RemovedServedVersions are served now and removed or unserved by the
+	// release: clients that use them break.
+	RemovedServedVersions []string `json:"removedServedVersions,omitempty"`
+	// Apply is Accepted or Rejected: the prediction from the API server's
+	// update rules (Reasons), overridden by the server dry run when there
+	// is one.
+	Apply   string   `json:"apply"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Static is the verdict from the update rules alone.
+	Static string `json:"static"`
+	// ServerDryRun is accepted, rejected or skipped; ServerMessage the API
+	// server's answer when it rejected, or why the dry run was skipped.
+	ServerDryRun  string `json:"serverDryRun"`
+	ServerMessage string `json:"serverMessage,omitempty"`
+	// DataLoss is true when an error-level schema finding says stored data
+	// is dropped or stored objects are rejected on their next write.
+	DataLoss bool                 `json:"dataLoss"`
+	Findings []schemadiff.Finding `json:"findings"`
+	// Fix are the commands that make the upgrade safe, in order; the last
+	// applies the release. Empty when the release can be applied as it is
+	// (then only the apply would be listed) or when no command fixes it.
+	Fix []string `json:"fix,omitempty"`
+}
+
+// rejections are the finding codes for which the API server refuses the
+// update of an installed CRD.
+var rejections = []string{schemadiff.CodeStoredVersionRemoved, schemadiff.CodeScopeChanged, schemadiff.CodeKindChanged,
+	schemadiff.CodeGroupChanged, schemadiff.CodeStorageVersionCount}
+
+// Check predicts the outcome of applying the manifest CRD next over live
+// (nil when the cluster has no such CRD). applyCommand is the command that
+// applies the release, printed as the last fix step.
+func Check(live, next *apiextensionsv1.CustomResourceDefinition, source, applyCommand string) Plan {
+	p := Plan{
+		Name: next.Name, Source: source, Installed: live != nil,
+		NewStorageVersion: lifecycle.StorageVersion(next), NewDefaultVersion: lifecycle.DefaultVersion(next),
+		Static: Accepted, ServerDryRun: DryRunSkipped, Findings: []schemadiff.Finding{},
+	}
+	if live == nil {
+		if n := len(lifecycle.StorageVersions(next)); n != 1 {
+			p.Static = Rejected
+			p.Reasons = append(p.Reasons, fmt.Sprintf("%d versions have storage: true; exactly one must", n))
+		}
+		p.Apply = p.Static
+		return p
+	}
+	p.LiveStorageVersion = lifecycle.StorageVersion(live)
+	p.LiveDefaultVersion = lifecycle.DefaultVersion(live)
+	p.StoredVersions = append([]string{}, live.Status.StoredVersions...)
+	p.Findings = schemadiff.CRDs(live, next)
+	for _, f := range p.Findings {
+		switch {
+		case f.Code == schemadiff.CodeStorageVersionRemoved:
+			// Always with StoredVersionRemoved: the storage version is
+			// in storedVersions.
+		case slices.Contains(rejections, f.Code):
+			p.Static = Rejected
+			p.Reasons = append(p.Reasons, f.Message)
+		case f.Code == schemadiff.CodeVersionRemoved && f.Severity == lifecycle.SeverityWarning,
+			f.Code == schemadiff.CodeVersionUnserved:
+			p.RemovedServedVersions = append(p.RemovedServedVersions, f.Version)
+		case f.Severity == lifecycle.SeverityError:
+			p.DataLoss = true
+		}
+	}
+	p.Findings = append(p.Findings, migrationLosses(live, next)...)
+	for _, f := range p.Findings {
+		if f.Code == CodeMigrationPrunes {
+			p.DataLoss = true
+		}
+	}
+	schemadiff.Sort(p.Findings)
+	p.Apply = p.Static
+	p.Fix = fixSteps(live, next, applyCommand)
+	return p
+}
+
+// SetServerDryRun records the API server's answer to a dry-run update; it
+// decides the verdict.
+func (p *Plan) SetServerDryRun(outcome, message string) {
+	p.ServerDryRun, p.ServerMessage = outcome, message
+	switch outcome {
+	case DryRunAccepted:
+		p.Apply = Accepted
+	case DryRunRejected:
+		p.Apply = Rejected
+	}
+}
+
+// CodeMigrationPrunes is the finding that trimming storedVersions first
+// (migrate, conversion strategy None) drops fields of objects stored at a
+// version the release removes.
+const CodeMigrationPrunes = "MigrationPrunesFields"
+
+// storedToDrop are the entries of live's status.storedVersions that the
+// release's spec.versions lacks: migrate must rewrite their objects and
+// trim them before the API server accepts the release.
+func storedToDrop(live, next *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
+	for _, s := range live.Status.StoredVersions {
+		if lifecycle.FindVersion(next, s) == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// beforeMigrate is live as it stands when the fix steps reach migrate:
+// the release's storage version present (a copy of the live storage
+// version's schema when the release adds it) and the storage version.
+func beforeMigrate(live, next *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	c := live.DeepCopy()
+	newStorage, liveStorage := lifecycle.StorageVersion(next), lifecycle.StorageVersion(live)
+	if newStorage == "" || liveStorage == "" {
+		return c
+	}
+	if lifecycle.FindVersion(c, newStorage) == nil {
+		v := lifecycle.FindVersion(c, liveStorage).DeepCopy()
+		v.Name = newStorage
+		c.Spec.Versions = append(c.Spec.Versions, *v)
+	}
+	for i := range c.Spec.Versions {
+		c.Spec.Versions[i].Storage = c.Spec.Versions[i].Name == newStorage
+	}
+	if !slices.Contains(c.Status.StoredVersions, newStorage) {
+		c.Status.StoredVersions = append(c.Status.StoredVersions, newStorage)
+	}
+	return c
+}
+
+// migrationLosses: with conversion strategy None, migrate rewrites objects
+// stored at old versions at the storage version, keeping only what its
+// schema declares (lifecycle.MigrationLosses; migrate then refuses without
+// --allow-pruning).
+func migrationLosses(live, next *apiextensionsv1.CustomResourceDefinition) []schemadiff.Finding {
+	if len(storedToDrop(live, next)) == 0 {
+		return nil
+	}
+	c := beforeMigrate(live, next)
+	var out []schemadiff.Finding
+	for _, l := range lifecycle.MigrationLosses(c) {
+		target := lifecycle.StorageVersion(c)
+		out = append(out, schemadiff.Finding{Code: CodeMigrationPrunes, Severity: lifecycle.SeverityError, Version: l.Version, Path: "status.storedVersions",
+			Message: fmt.Sprintf("conversion strategy None: objects still stored at %s lose %s when migrate rewrites them at %s (hence --allow-pruning below); if they use those fields, move the data to %s's fields first", l.Version, strings.Join(l.Fields, ", "), target, target)})
+	}
+	return out
+}
+
+// fixSteps are the commands that let the API server accept the release
+// when storedVersions names versions it removes: the release's storage
+// version present and served, made the storage version, every object
+// rewritten at it and storedVersions trimmed, then the apply. They are nil
+// when nothing needs fixing, or when what blocks the release (scope, kind)
+// has no fix short of re-creating the CRD.
+func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand string) []string {
+	drop := storedToDrop(live, next)
+	if len(drop) == 0 {
+		return nil
+	}
+	if live.Spec.Scope != next.Spec.Scope || live.Spec.Names.Kind != next.Spec.Names.Kind || live.Spec.Group != next.Spec.Group {
+		return nil
+	}
+	newStorage, liveStorage := lifecycle.StorageVersion(next), lifecycle.StorageVersion(live)
+	if newStorage == "" || liveStorage == "" {
+		return nil
+	}
+	cmd := func(format string, args ...any) string { return "kubectl crdversion " + fmt.Sprintf(format, args...) }
+	var steps []string
+	// Stored versions missing from the live spec already: their objects
+	// are unreadable until the version is back (unserved).
+	for _, s := range drop {
+		if lifecycle.FindVersion(live, s) == nil {
+			steps = append(steps, cmd("add-version %s %s --from %s --served=false", live.Name, s, liveStorage))
+		}
+	}
+	switch v := lifecycle.FindVersion(live, newStorage); {
+	case v == nil:
+		// The release's schema replaces the copy when it is applied.
+		steps = append(steps, cmd("add-version %s %s --from %s", live.Name, newStorage, liveStorage))
+	case !v.Served:
+		steps = append(steps, cmd("serve %s %s", live.Name, newStorage))
+	}
+	if liveStorage != newStorage {
+		steps = append(steps, cmd("promote-storage %s %s", live.Name, newStorage))
+	}
+	migrate := cmd("migrate %s", live.Name)
+	if len(migrationLosses(live, next)) > 0 {
+		migrate += " --allow-pruning"
+	}
+	steps = append(steps, migrate)
+	return append(steps, applyCommand)
+}

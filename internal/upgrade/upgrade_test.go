@@ -1,0 +1,112 @@
+package upgrade
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// crd builds a CronTab CRD: versions "v1*" storage, "v1-" not served; a
+// version name followed by "+x" has an extra string field .spec.x.
+func crd(versions []string, stored ...string) *apiextensionsv1.CustomResourceDefinition {
+	c := &apiextensionsv1.CustomResourceDefinition{}
+	c.Name = "crontabs.stable.example.com"
+	c.Spec.Group, c.Spec.Scope = "stable.example.com", apiextensionsv1.NamespaceScoped
+	c.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}
+	for _, v := range versions {
+		name, extra, _ := strings.Cut(v, "+")
+		props := map[string]apiextensionsv1.JSONSchemaProps{"image": {Type: "string"}}
+		if extra != "" {
+			props[extra] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		}
+		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: strings.TrimRight(name, "*-"), Served: !strings.HasSuffix(name, "-"), Storage: strings.HasSuffix(name, "*"),
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: props}}}},
+		})
+	}
+	c.Status.StoredVersions = stored
+	return c
+}
+
+const apply = "kubectl apply --server-side -f release.yaml"
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name        string
+		live, next  *apiextensionsv1.CustomResourceDefinition
+		verdict     string
+		fix         []string
+		dataLoss    bool
+		removed     []string
+		defaultFrom string
+	}{
+		{"nothing removed", crd([]string{"v1", "v2*"}, "v2"), crd([]string{"v1", "v2*"}), Accepted, nil, false, nil, "v2"},
+		{"trimmed storedVersions: accepted", crd([]string{"v1-", "v2*"}, "v2"), crd([]string{"v2*"}), Accepted, nil, false, nil, "v2"},
+		{"stored version removed, same storage",
+			crd([]string{"v1", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			[]string{"kubectl crdversion migrate crontabs.stable.example.com", apply}, false, []string{"v1"}, "v2"},
+		{"storage version removed: the release's storage is served and promoted first",
+			crd([]string{"v1*", "v2-"}, "v1"), crd([]string{"v2*"}), Rejected,
+			[]string{"kubectl crdversion serve crontabs.stable.example.com v2", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com", apply},
+			false, []string{"v1"}, "v1"},
+		{"the release adds its storage version",
+			crd([]string{"v1*"}, "v1"), crd([]string{"v2*"}), Rejected,
+			[]string{"kubectl crdversion add-version crontabs.stable.example.com v2 --from v1", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com", apply},
+			false, []string{"v1"}, "v1"},
+		{"a stored version already missing from spec",
+			crd([]string{"v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			[]string{"kubectl crdversion add-version crontabs.stable.example.com v1 --from v2 --served=false", "kubectl crdversion migrate crontabs.stable.example.com", apply},
+			false, nil, "v2"},
+		{"conversion None prunes what objects stored at the removed version have",
+			crd([]string{"v1+x", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			[]string{"kubectl crdversion migrate crontabs.stable.example.com --allow-pruning", apply}, true, []string{"v1"}, "v2"},
+		{"a field removed from the storage version's schema: accepted, data lost",
+			crd([]string{"v2*+x"}, "v2"), crd([]string{"v2*"}), Accepted, nil, true, nil, "v2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Check(tc.live, tc.next, "release.yaml", apply)
+			if p.Apply != tc.verdict || p.Static != tc.verdict {
+				t.Errorf("verdict %s (static %s), want %s; reasons %q", p.Apply, p.Static, tc.verdict, p.Reasons)
+			}
+			if (p.Apply == Rejected) != (len(p.Reasons) > 0) {
+				t.Errorf("reasons %q for verdict %s", p.Reasons, p.Apply)
+			}
+			if !slices.Equal(p.Fix, tc.fix) {
+				t.Errorf("fix:\n got %q\nwant %q", p.Fix, tc.fix)
+			}
+			if p.DataLoss != tc.dataLoss {
+				t.Errorf("data loss %v, want %v: %+v", p.DataLoss, tc.dataLoss, p.Findings)
+			}
+			if !slices.Equal(p.RemovedServedVersions, tc.removed) {
+				t.Errorf("removed served versions %q, want %q", p.RemovedServedVersions, tc.removed)
+			}
+			if p.LiveDefaultVersion != tc.defaultFrom || p.NewDefaultVersion != "v2" {
+				t.Errorf("default version %s -> %s", p.LiveDefaultVersion, p.NewDefaultVersion)
+			}
+		})
+	}
+}
+
+func TestCheckNotInstalledAndDryRun(t *testing.T) {
+	p := Check(nil, crd([]string{"v1*"}), "release.yaml", apply)
+	if p.Installed || p.Apply != Accepted || p.Fix != nil {
+		t.Errorf("new CRD: %+v", p)
+	}
+	bad := Check(nil, crd([]string{"v1*", "v2*"}), "release.yaml", apply)
+	if bad.Apply != Rejected {
+		t.Errorf("two storage versions: %+v", bad)
+	}
+	// The API server's dry run decides; the static verdict is kept.
+	p.SetServerDryRun(DryRunRejected, "spec.versions[0].schema: Invalid value")
+	if p.Apply != Rejected || p.Static != Accepted {
+		t.Errorf("after a rejecting dry run: %+v", p)
+	}
+	p.SetServerDryRun(DryRunSkipped, "forbidden")
+	if p.Apply != Rejected {
+		t.Errorf("a skipped dry run changed the verdict: %+v", p)
+	}
+}

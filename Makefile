@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build sandbox demo test unit integration check fmt tidy clean bench
+.PHONY: all build sandbox demo test unit integration check fmt tidy clean bench krew-manifest krew-check docs
 
 all: build
 
@@ -41,7 +41,11 @@ integration:
 	cd internal/e2e && go vet ./... && go test -count=1 -timeout $(E2E_TIMEOUT) ./...
 	cd cmd/crdversion-sandbox && go vet ./...
 
-## check: formatting and go.mod tidiness of all three modules
+## docs: regenerate the command reference in docs/commands from the command tree
+docs:
+	go run ./internal/clidocs/cmd/gendocs docs/commands
+
+## check: formatting, go.mod tidiness of all three modules, the command reference up to date
 check:
 	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed"; exit 1; }
 	@for m in . internal/e2e cmd/crdversion-sandbox; do \
@@ -50,6 +54,7 @@ check:
 		   cp /tmp/crdversion-go.mod go.mod; cp /tmp/crdversion-go.sum go.sum; echo "go mod tidy changes $$m"; exit 1; fi) || exit 1; \
 	done
 	@grep -q '^replace' go.mod && { echo "the root go.mod must have no replace lines"; exit 1; } || true
+	@go test -count=1 -run TestCommandReferenceIsCurrent ./internal/clidocs >/dev/null || { go test -count=1 -run TestCommandReferenceIsCurrent ./internal/clidocs; exit 1; }
 
 fmt:
 	gofmt -w cmd internal
@@ -59,6 +64,16 @@ tidy:
 
 clean:
 	rm -rf $(BIN) dist
+
+## krew-manifest: a snapshot release in dist/: archives (binary, LICENSE, completion script) for PLATFORMS
+## (host, all, or e.g. linux/amd64,darwin/arm64), checksums.txt, and plugin.yaml rendered as dist/krew/crdversion.yaml
+PLATFORMS ?= host
+krew-manifest:
+	go run ./internal/release/cmd/krew-snapshot -version "$(VERSION)" -ldflags "$(LDFLAGS)" -platforms "$(PLATFORMS)" -dist dist
+
+## krew-check: validate dist/krew/crdversion.yaml with krew's validator, krew-install each archive, run the plugin through kubectl
+krew-check: krew-manifest
+	VERSION="$(VERSION)" .ci/krew-check
 
 ## bench: migrate vs. a sequential loop vs. the API server's ceiling (N objects, default 10000; N=100000 on request)
 N ?= 10000

@@ -79,12 +79,12 @@ func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *co
 		WebhookTimeout: 10 * time.Second,
 	}
 	cmd := &cobra.Command{
-		Use:                   "add-version CRD VERSION [--from VERSION | --schema-file FILE] [flags]",
+		Use:                   "add-version CRD_NAME NEW_VERSION [--from VERSION | --schema-file FILE] [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Add a version to a CRD, with its schema copied or from a file",
 		Long:                  addVersionLong,
 		Example:               addVersionExample,
-		ValidArgsFunction:     crdNameCompletion(f),
+		ValidArgsFunction:     completeArgs(f, argCRD, argNew),
 		RunE: o.runE(f, o.Complete, func(ctx context.Context, _ *cobra.Command) error {
 			return o.Run(ctx)
 		}),
@@ -103,6 +103,8 @@ func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *co
 	fl.StringSliceVar(&o.ReviewVersions, "conversion-review-versions", o.ReviewVersions, "ConversionReview versions the webhook accepts, in order of preference.")
 	fl.BoolVar(&o.AllowPruning, "allow-pruning", false, "Accept conversion strategy None between schemas that prune fields; the fields are listed and lost.")
 	fl.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight.")
+	completeVersionFlag(f, cmd, "from")
+	cmdutil.CheckErr(cmd.RegisterFlagCompletionFunc("conversion", cobra.FixedCompletions([]string{"None", "Webhook"}, cobra.ShellCompDirectiveNoFileComp)))
 	return cmd
 }
 

@@ -43,7 +43,7 @@ func NewCmdDeprecate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cob
 	var warning string
 	var undo bool
 	cmd := &cobra.Command{
-		Use:                   "deprecate CRD VERSION [--warning TEXT | --undo] [flags]",
+		Use:                   "deprecate CRD_NAME VERSION [--warning TEXT | --undo] [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Mark a version of a CRD deprecated, with an optional warning",
 		Long:                  deprecateLong,

@@ -74,12 +74,12 @@ type DiffOptions struct {
 func NewCmdDiff(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &DiffOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme), IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:                   "diff (CRD FROM TO | --old FILE --new FILE) [flags]",
+		Use:                   "diff (CRD_NAME FROM TO | --old FILE --new FILE) [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Compare two versions of a CRD, or two manifests, for schema compatibility",
 		Long:                  diffLong,
 		Example:               diffExample,
-		ValidArgsFunction:     versionCompletion(f),
+		ValidArgsFunction:     completeArgs(f, argCRD, argVersion, argVersion),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(f, cmd, args); err != nil {
 				return err

@@ -94,12 +94,12 @@ func NewCmdDoctor(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 		ChunkSize:  500, WebhookTimeout: 5 * time.Second, IOStreams: streams,
 	}
 	cmd := &cobra.Command{
-		Use:                   "doctor (CRD... | --all) [flags]",
+		Use:                   "doctor (CRD_NAME... | --all) [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Check the health of CRDs: state, findings, unreadable objects, webhooks, storedVersions",
 		Long:                  doctorLong,
 		Example:               doctorExample,
-		ValidArgsFunction:     crdNameCompletion(f),
+		ValidArgsFunction:     completeArgs(f, argCRDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(f, cmd, args); err != nil {
 				return err
@@ -108,7 +108,7 @@ func NewCmdDoctor(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 		},
 	}
 	o.PrintFlags.AddFlags(cmd)
-	cmd.Flags().BoolVarP(&o.All, "all", "A", false, "Check every CRD of the cluster.")
+	cmd.Flags().BoolVar(&o.All, "all", false, "Check every CRD of the cluster.")
 	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Objects per page when listing them.")
 	cmd.Flags().DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "How long to wait for a conversion webhook's answer.")
 	o.UsageFlags.addFlags(cmd, 0)

@@ -367,31 +367,3 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes", nil
 }
-
-// versionCompletion completes a CRD name first, then one of its versions.
-func versionCompletion(f cmdutil.Factory) cobra.CompletionFunc {
-	names := crdNameCompletion(f)
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		switch len(args) {
-		case 0:
-			return names(cmd, args, toComplete)
-		case 1:
-			c, err := cluster.New(f)
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			crd, err := c.ResolveCRD(context.Background(), args[0])
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var out []string
-			for _, v := range crd.Spec.Versions {
-				if strings.HasPrefix(v.Name, toComplete) {
-					out = append(out, v.Name)
-				}
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		}
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-}

@@ -96,7 +96,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 		IOStreams:  streams,
 	}
 	cmd := &cobra.Command{
-		Use:                   "migrate CRD [flags]",
+		Use:                   "migrate CRD_NAME [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Rewrite every stored object at the storage version, then trim storedVersions",
 		Long:                  migrateLong,

@@ -50,7 +50,7 @@ type PromoteOptions struct {
 func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &PromoteOptions{EditOptions: newEditOptions("promote-storage", streams), ChunkSize: 500}
 	cmd := &cobra.Command{
-		Use:                   "promote-storage CRD VERSION [flags]",
+		Use:                   "promote-storage CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Make a version the storage version of a CRD, after checking every object against it",
 		Long:                  promoteLong,

@@ -116,7 +116,7 @@ func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 		IOStreams:  streams,
 	}
 	cmd := &cobra.Command{
-		Use:                   "retire CRD VERSION [flags]",
+		Use:                   "retire CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Remove an old version in order: clients, unserve, migrate, managedFields, removal",
 		Long:                  retireLong,

@@ -11,11 +11,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
-	"k8s.io/kubectl/pkg/util/term"
 
 	// Link client-go's credential plugins (exec, OIDC, …) so every kubeconfig
 	// that works with kubectl works here.
@@ -65,7 +65,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	configFlags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
 	warnings := rest.NewWarningWriter(streams.ErrOut, rest.WarningWriterOptions{
 		Deduplicate: true,
-		Color:       term.AllowsColorOutput(streams.ErrOut),
+		Color:       printers.AllowsColorOutput(streams.ErrOut), // a terminal, TERM not dumb, NO_COLOR unset
 	})
 	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.WarningHandler = warnings

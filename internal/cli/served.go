@@ -55,7 +55,7 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 	o := newEditOptions(name, streams)
 	var usageFlags UsageFlags
 	cmd := &cobra.Command{
-		Use:                   name + " CRD VERSION [flags]",
+		Use:                   name + " CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 short,
 		Long:                  long,

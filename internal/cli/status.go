@@ -13,7 +13,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -34,7 +33,7 @@ var statusLong = templates.LongDesc(`
 	conversion the objects are listed a second time through another served
 	version, so that a conversion webhook that does not answer is reported.
 
-	CRD is a CRD name (crontabs.stable.example.com) or a resource, short name or
+	CRD_NAME is a CRD name (crontabs.stable.example.com) or a resource, short name or
 	kind as kubectl resolves them (crontabs, ct, CronTab).
 
 	With --contexts or --all-contexts, status reads the CRD in each cluster at
@@ -97,7 +96,7 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 	o := NewStatusOptions(streams)
 	o.Fleet = newFleetFlags(conn, 30*time.Second)
 	cmd := &cobra.Command{
-		Use:                   "status CRD [flags]",
+		Use:                   "status CRD_NAME [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Show the versions, lifecycle state, findings and next step of a CRD",
 		Long:                  statusLong,
@@ -303,16 +302,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// crdNameCompletion completes the first argument with the names of the
-// cluster's CRDs.
-func crdNameCompletion(f cmdutil.Factory) cobra.CompletionFunc {
-	names := completion.ResourceNameCompletionFunc(f, "customresourcedefinitions.apiextensions.k8s.io")
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return names(cmd, args, toComplete)
-	}
 }

@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// docRoles returns the ClusterRoles of docs/rbac.md by name, with the
+// page's example group stable.example.com replaced by group.
+func docRoles(t *testing.T, group string) map[string]*rbacv1.ClusterRole {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(repoRoot, "docs", "rbac.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]*rbacv1.ClusterRole{}
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(page), -1) {
+		var r rbacv1.ClusterRole
+		if err := yaml.UnmarshalStrict([]byte(m[1]), &r); err != nil {
+			t.Fatalf("docs/rbac.md: %v\n%s", err, m[1])
+		}
+		if r.Kind != "ClusterRole" || r.Name == "" || len(r.Rules) == 0 {
+			t.Fatalf("docs/rbac.md: not a ClusterRole:\n%s", m[1])
+		}
+		for i := range r.Rules {
+			for j, g := range r.Rules[i].APIGroups {
+				if g == "stable.example.com" {
+					r.Rules[i].APIGroups[j] = group
+				}
+			}
+		}
+		roles[r.Name] = &r
+	}
+	return roles
+}
+
+// releaseFile writes crd, without its server-set fields, as a release
+// manifest and returns the file.
+func releaseFile(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) string {
+	t.Helper()
+	out := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: crd.Name},
+		Spec:       crd.Spec,
+	}
+	data, err := yaml.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "release.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// grant creates role (renamed for this test) and binds it to a new user;
+// it returns the user once the API server's authorizer allows the role's
+// first rule to that user.
+func grant(t *testing.T, c clients, role *rbacv1.ClusterRole, suffix string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := role.Name + "-" + suffix
+	user := "user-" + name
+	r := role.DeepCopy()
+	r.Name = name
+	if _, err := c.kube.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := r.Rules[0]
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: first.APIGroups[0], Resource: first.Resources[0], Verb: first.Verbs[0],
+		},
+	}}
+	waitFor(t, "the binding of "+name+" to take effect", func() (bool, error) {
+		got, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, err
+	})
+	return user
+}
+
+// TestRBACRolesOfTheDocs applies each ClusterRole of docs/rbac.md, binds it
+// to a user, and runs the commands it is documented for as that user
+// (--as): each succeeds. A command beyond its role is refused (by the
+// permission preflight or with Forbidden), and the CRD is left unchanged.
+func TestRBACRolesOfTheDocs(t *testing.T) {
+	c := newClients(t)
+	cases := []struct {
+		role  string
+		state lifecycle.State
+		want  lifecycle.State
+		runs  [][]string // "CRD" in second place stands for the CRD's name
+	}{
+		{"crdversion-status", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"status", "CRD"}}},
+		{"crdversion-edit", lifecycle.StateS0, lifecycle.StateS1, [][]string{
+			{"add-version", "CRD", "v2"}, {"deprecate", "CRD", "v2"}, {"deprecate", "CRD", "v2", "--undo"}, {"serve", "CRD", "v1"},
+		}},
+		{"crdversion-promote-storage", lifecycle.StateS1, lifecycle.StateS2, [][]string{{"promote-storage", "CRD", "v2"}}},
+		{"crdversion-migrate", lifecycle.StateS2, lifecycle.StateS3, [][]string{{"migrate", "CRD"}}},
+		{"crdversion-unserve", lifecycle.StateS4, lifecycle.StateS5, [][]string{{"unserve", "CRD", "v1", "--usage-window=0"}}},
+		{"crdversion-retire", lifecycle.StateS2, lifecycle.StateS6, [][]string{
+			{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"},
+		}},
+		{"crdversion-diff", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"diff", "CRD", "v1", "v2"}}},
+		{"crdversion-check-upgrade", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"check-upgrade", "CRD", "-f", "FILE"}}},
+		{"crdversion-doctor", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"doctor", "CRD"}}},
+		{"crdversion-operator", lifecycle.StateS1, lifecycle.StateS6, [][]string{
+			{"status", "CRD"}, {"promote-storage", "CRD", "v2"}, {"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"},
+		}},
+	}
+	documented := map[string]bool{}
+	for _, tc := range cases {
+		documented[tc.role] = true
+		t.Run(tc.role, func(t *testing.T) {
+			group := strings.TrimPrefix(tc.role, "crdversion-") + ".rbac.example.com"
+			roles := docRoles(t, group)
+			role, ok := roles[tc.role]
+			if !ok {
+				t.Fatalf("docs/rbac.md has no ClusterRole %s", tc.role)
+			}
+			crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 3, tc.state)
+			user := grant(t, c, role, "test")
+			for _, args := range tc.runs {
+				args = slices.Clone(args)
+				if args[0] == "check-upgrade" { // the release is the CRD as installed
+					args = []string{args[0], "-f", releaseFile(t, getCRD(t, c, crd.Name))}
+				} else {
+					args[1] = crd.Name
+				}
+				mustRun(t, append(args, "--as", user)...)
+			}
+			if got := lifecycle.Analyze(getCRD(t, c, crd.Name)).State; got != tc.want {
+				t.Errorf("state %s after %v, want %s", got, tc.runs, tc.want)
+			}
+		})
+	}
+	t.Run("every role of the page is tested", func(t *testing.T) {
+		for name := range docRoles(t, "x.example.com") {
+			if !documented[name] {
+				t.Errorf("docs/rbac.md's ClusterRole %s is not tested here", name)
+			}
+		}
+	})
+
+	t.Run("beyond the role", func(t *testing.T) {
+		const group = "beyond.rbac.example.com"
+		crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS1)
+		roles := docRoles(t, group)
+		status := grant(t, c, roles["crdversion-status"], "beyond")
+		for _, args := range [][]string{
+			{"add-version", crd.Name, "v3"},
+			{"promote-storage", crd.Name, "v2"},
+			{"unserve", crd.Name, "v2", "--skip-usage-check"},
+		} {
+			before := getCRD(t, c, crd.Name).ResourceVersion
+			r := plugin(t, append(args, "--as", status)...)
+			// Refused up front by the permission preflight, or by the API server.
+			said := r.stdout
+			if r.err != nil {
+				said += r.err.Error()
+			}
+			if r.err == nil || !(apierrors.IsForbidden(r.err) || strings.Contains(said, "missing permission(s)") || strings.Contains(said, "forbidden")) {
+				t.Errorf("%v as %s: err = %v, want a refusal for the missing update right\n%s", args, status, r.err, r.stdout)
+			}
+			if getCRD(t, c, crd.Name).ResourceVersion != before {
+				t.Errorf("%v as %s changed the CRD", args, status)
+			}
+		}
+		// migrate: the objects can be listed but not patched.
+		setStorage(t, c, crd.Name, "v2")
+		before := getCRD(t, c, crd.Name)
+		r := plugin(t, "migrate", crd.Name, "--as", status)
+		if r.err == nil || !slices.Equal(getCRD(t, c, crd.Name).Status.StoredVersions, before.Status.StoredVersions) {
+			t.Errorf("migrate as %s: err = %v, storedVersions %v (was %v)\n%s", status, r.err, getCRD(t, c, crd.Name).Status.StoredVersions, before.Status.StoredVersions, r.stdout)
+		}
+	})
+}

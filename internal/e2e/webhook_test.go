@@ -82,9 +82,11 @@ func TestWebhookConversion(t *testing.T) {
 		t.Fatalf("conversion after add-version: %+v", got.Spec.Conversion)
 	}
 	// The API server uses the webhook too: objects read at v2 are converted.
-	if _, err := resource(c, crd, "v2", "team-a").List(t.Context(), metav1.ListOptions{}); err != nil {
-		t.Fatalf("listing at v2 through the webhook: %v", err)
-	}
+	// (Right after the CRD changes, v2's endpoint may still be on its way.)
+	waitFor(t, "a list at v2 through the webhook", func() (bool, error) {
+		_, err := resource(c, crd, "v2", "team-a").List(t.Context(), metav1.ListOptions{})
+		return err == nil, nil
+	})
 	if s := statusJSON(t, name); s.Conversion.Webhook == nil || !s.Conversion.Webhook.CABundle || s.State != lifecycle.StateS1 {
 		t.Errorf("status: conversion %+v, state %s", s.Conversion, s.State)
 	}

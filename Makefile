@@ -2,6 +2,7 @@
 # everything else, the Kubernetes API server included, is built from the
 # Go module proxy.
 
+SHELL    := /bin/bash
 MODULE   := github.com/crdversion/kubectl-crdversion
 BIN      := $(CURDIR)/bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -25,10 +26,12 @@ sandbox:
 
 ## demo: start the sandbox, install Gateway API v0.6.2 with example objects, run the walk-through
 demo: build sandbox
+	mkdir -p $(DEMO_DIR)
 	PATH="$(BIN):$$PATH" $(BIN)/crdversion-sandbox --kubeconfig $(DEMO_DIR)/kubeconfig \
 		--apply testdata/crds/gateway-api/v0.6.2 \
 		--apply testdata/crds/gateway-api/v0.6.2/examples \
-		-- sh cmd/crdversion-sandbox/demo.sh
+		-- sh cmd/crdversion-sandbox/demo.sh | tee $(DEMO_DIR)/transcript.txt; test $${PIPESTATUS[0]} -eq 0
+	.ci/readme-check README.md $(DEMO_DIR)/transcript.txt
 
 ## test: every test — unit tests, then integration tests on a real kube-apiserver
 test: unit integration

@@ -15,6 +15,9 @@ crdversion() {
 
 crdversion version
 
+# The README's quick start: ReferenceGrant as Gateway API v0.6.2 ships it.
+crdversion status referencegrants.gateway.networking.k8s.io
+
 # Gateway API v0.6.2 as released: HTTPRoute serves v1alpha2 (deprecated) and
 # stores v1beta1, with one example route.
 crdversion status httproutes.gateway.networking.k8s.io

@@ -93,11 +93,8 @@ func TestDoctor(t *testing.T) {
 
 	// Injected: a deprecated version that a client watches.
 	watched := advance(t, c, "doctor-watched.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS4)
-	w, err := resource(c, watched, "v1", "team-a").Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	stopWatching := keepWatching(resource(c, watched, "v1", "team-a"))
+	defer stopWatching()
 
 	waitFor(t, "the API server to see the etcd edits", func() (bool, error) {
 		g, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, gone.Name, metav1.GetOptions{})

@@ -394,3 +394,29 @@ func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
+
+// keepWatching holds a watch open on res until the returned stop is called,
+// reconnecting as an informer does: the API server ends the watches of a
+// CRD's objects whenever it rebuilds the CRD's handler (after the CRD
+// changes). stop returns once the watcher has ended.
+func keepWatching(res dynamic.ResourceInterface) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w, err := res.Watch(ctx, metav1.ListOptions{})
+			if err != nil {
+				select { // a pause before the next attempt
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
+				continue
+			}
+			for range w.ResultChan() {
+			}
+			w.Stop()
+		}
+	}()
+	return func() { cancel(); <-done }
+}

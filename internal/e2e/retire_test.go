@@ -254,15 +254,12 @@ func TestRetireClientUsage(t *testing.T) {
 
 	// An informer's watch sends nothing for long stretches; it is seen as
 	// an open request.
-	w, err := v1.Watch(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stopWatching := keepWatching(v1)
 	r = refused(t, c, name, []string{"stopped at step 1"}, "retire", name, "v1", "--usage-window=0", "--clean-managed-fields")
 	if !strings.Contains(r.stdout, "open now: WATCH 1") {
 		t.Errorf("retire does not report the open watch:\n%s", r.stdout)
 	}
-	w.Stop()
+	stopWatching()
 	waitFor(t, "the watch to end on the server", func() (bool, error) {
 		return plugin(t, "retire", name, "v1", "--usage-window=0", "--dry-run", "--clean-managed-fields").err == nil, nil
 	})

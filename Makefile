@@ -46,7 +46,7 @@ integration:
 
 ## docs: regenerate the command reference in docs/commands from the command tree
 docs:
-	go run ./internal/clidocs/cmd/gendocs docs/commands
+	go run ./cmd/crdversion-gendocs docs/commands
 
 ## check: formatting, go.mod tidiness of all three modules, the command reference up to date
 check:
@@ -72,7 +72,7 @@ clean:
 ## (host, all, or e.g. linux/amd64,darwin/arm64), checksums.txt, and plugin.yaml rendered as dist/krew/crdversion.yaml
 PLATFORMS ?= host
 krew-manifest:
-	go run ./internal/release/cmd/krew-snapshot -version "$(VERSION)" -ldflags "$(LDFLAGS)" -platforms "$(PLATFORMS)" -dist dist
+	go run ./cmd/crdversion-krew-snapshot -version "$(VERSION)" -ldflags "$(LDFLAGS)" -platforms "$(PLATFORMS)" -dist dist
 
 ## krew-check: validate dist/krew/crdversion.yaml with krew's validator, krew-install each archive, run the plugin through kubectl
 krew-check: krew-manifest

@@ -91,4 +91,4 @@ faults:
 	echo "log: bin/faults.log"; exit $$rc
 
 bench:
-	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 90m .
+	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ONLY_MIGRATE=$(ONLY_MIGRATE) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 90m .

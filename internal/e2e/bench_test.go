@@ -27,7 +27,7 @@ import (
 
 // listAll lists every object, retrying while the API server's watch cache
 // re-initializes after a storage flip ("storage is (re)initializing").
-func listAll(b *testing.B, res dynamic.NamespaceableResourceInterface) []unstructured.Unstructured {
+func listAll(b testing.TB, res dynamic.NamespaceableResourceInterface) []unstructured.Unstructured {
 	b.Helper()
 	var items []unstructured.Unstructured
 	waitFor(b, "a complete list", func() (bool, error) {

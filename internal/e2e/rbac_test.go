@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -198,4 +200,128 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			t.Errorf("migrate as %s: err = %v, storedVersions %v (was %v)\n%s", status, r.err, getCRD(t, c, crd.Name).Status.StoredVersions, before.Status.StoredVersions, r.stdout)
 		}
 	})
+}
+
+// TestEachPermissionIsNeeded takes each ClusterRole of docs/rbac.md for a
+// command that writes, removes one verb of one rule at a time, and runs the
+// command as a user bound to what is left: it must refuse before writing
+// anything (the CRD and every object unchanged), naming what is missing.
+// So the documented roles are minimal, and no command is left half-done
+// for want of a permission.
+func TestEachPermissionIsNeeded(t *testing.T) {
+	c := newClients(t)
+	cases := []struct {
+		role  string
+		state lifecycle.State
+		args  []string // "CRD" in second place stands for the CRD's name
+	}{
+		// With a conversion webhook, add-version lists a sample object.
+		{"crdversion-edit", lifecycle.StateS0, []string{"add-version", "CRD", "v2", "--conversion", "Webhook", "--webhook-url", "HOOK", "--ca-bundle-file", "CA"}},
+		{"crdversion-promote-storage", lifecycle.StateS1, []string{"promote-storage", "CRD", "v2"}},
+		{"crdversion-migrate", lifecycle.StateS2, []string{"migrate", "CRD"}},
+		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=0"}},
+		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"}},
+	}
+	// Either is enough to count the API server instances (the identity
+	// leases, else the kubernetes Service's EndpointSlices).
+	alternatives := map[string]bool{"leases": true, "endpointslices": true}
+	// Permissions a command does without, saying so.
+	optional := map[string]string{
+		"crdversion-edit list *": "list crontabs.edit3.needed.example.com is forbidden, so no stored object was tried",
+	}
+	hook := newConversionWebhook(t)
+	ca := hook.caFile(t)
+	for _, tc := range cases {
+		t.Run(tc.role, func(t *testing.T) {
+			short := strings.TrimPrefix(tc.role, "crdversion-")
+			role := docRoles(t, "stable.example.com")[tc.role]
+			if role == nil {
+				t.Fatalf("docs/rbac.md has no ClusterRole %s", tc.role)
+			}
+			n := 0
+			for i, rule := range role.Rules {
+				if len(rule.Resources) > 0 && alternatives[rule.Resources[0]] {
+					continue
+				}
+				for _, verb := range rule.Verbs {
+					if verb == "list" && slices.Contains(rule.Resources, "customresourcedefinitions") {
+						// Only a short name, kind or plural is resolved by
+						// listing CRDs; the tests name CRDs in full.
+						continue
+					}
+					n++
+					what := verb + " " + strings.Join(append(slices.Clone(rule.Resources), rule.NonResourceURLs...), ",")
+					// A CRD of its own for each removal, in a group of its
+					// own that the role names.
+					group := fmt.Sprintf("%s%d.needed.example.com", short, n)
+					less := docRoles(t, group)[tc.role]
+					less.Rules[i].Verbs = slices.DeleteFunc(less.Rules[i].Verbs, func(v string) bool { return v == verb })
+					if len(less.Rules[i].Verbs) == 0 {
+						less.Rules = slices.Delete(less.Rules, i, i+1)
+					}
+					crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 3, tc.state)
+					args := slices.Clone(tc.args)
+					args[1] = crd.Name
+					for j, a := range args {
+						switch a {
+						case "HOOK":
+							args[j] = hook.URL + "/convert"
+						case "CA":
+							args[j] = ca
+						}
+					}
+					user := grantRules(t, c, less, fmt.Sprintf("less-%d", n))
+					objects := objectVersions(t, c, crd, lifecycle.StorageVersion(crd))
+					if note, ok := optional[tc.role+" "+what]; ok {
+						if r := crdversion(t, append(args, "--as", user)...); r.code != 0 || !strings.Contains(r.stdout, note) {
+							t.Errorf("without %s: exit %d, want success with the note %q\n%s%s", what, r.code, note, r.stdout, r.stderr)
+						}
+						continue
+					}
+					r := refuses(t, c, []string{crd.Name}, nil, append(args, "--as", user)...)
+					if !namesPermission(r.stdout+r.stderr, verb, rule) {
+						t.Errorf("without %s: the refusal does not name it:\n%s%s", what, r.stdout, r.stderr)
+					}
+					if after := objectVersions(t, c, crd, lifecycle.StorageVersion(crd)); !maps.Equal(objects, after) {
+						t.Errorf("without %s: objects were written", what)
+					}
+				}
+			}
+			if n == 0 {
+				t.Fatal("no permission was removed")
+			}
+		})
+	}
+}
+
+// namesPermission tells whether a refusal names verb on rule's resource or
+// URL: in the permission preflight's words ("update
+// customresourcedefinitions/status.apiextensions.k8s.io") or the API
+// server's Forbidden message (`cannot update resource "…"`).
+func namesPermission(out, verb string, rule rbacv1.PolicyRule) bool {
+	targets := append(slices.Clone(rule.NonResourceURLs), rule.Resources...)
+	for _, target := range targets {
+		if target == "*" {
+			target = "" // the CRD's own resource: any name
+		}
+		for _, form := range []string{verb + " " + target, "cannot " + verb + " resource \"" + target, "cannot " + verb + " path \"" + target} {
+			if strings.Contains(out, form) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// grantRules is grant for a role whose first rule may be a non-resource
+// URL: it waits until the binding allows each resource rule's first verb.
+func grantRules(t *testing.T, c clients, role *rbacv1.ClusterRole, suffix string) string {
+	t.Helper()
+	for i, r := range role.Rules {
+		if len(r.Resources) > 0 && r.Resources[0] != "*" {
+			role.Rules[0], role.Rules[i] = role.Rules[i], role.Rules[0]
+			break
+		}
+	}
+	return grant(t, c, role, suffix)
 }

@@ -127,7 +127,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 // Complete resolves the CRD argument and builds the client and printer.
 func (o *MigrateOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return cmdutil.UsageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
+		return usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
 	o.CRD = args[0]
 	var err error
@@ -157,6 +157,8 @@ func (o *MigrateOptions) Validate() error {
 		return fmt.Errorf("--concurrency must be positive, got %d", o.Engine.Concurrency)
 	case o.Engine.Retries < 0:
 		return fmt.Errorf("--retries must not be negative, got %d", o.Engine.Retries)
+	case o.QPS < 0:
+		return fmt.Errorf("--qps must not be negative, got %g", o.QPS)
 	case o.Burst < 0:
 		return fmt.Errorf("--burst must not be negative, got %d", o.Burst)
 	case o.Engine.FieldManager == "":

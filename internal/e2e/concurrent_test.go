@@ -196,6 +196,9 @@ func TestConcurrentCRDEdit(t *testing.T) {
 		return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"names":{"categories":["race"]}}}`, concurrentAnnotation, row)
 	}
 	conflict := "changed since it was read at resourceVersion"
+	// retire from S2 writes the CRD three times: unserve v1, trim
+	// storedVersions, remove v1.
+	retire := []string{"retire", "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check"}
 	cases := []struct {
 		name  string
 		state lifecycle.State
@@ -207,30 +210,19 @@ func TestConcurrentCRDEdit(t *testing.T) {
 		// (migrate's trim), so the run succeeds on top of the edit.
 		retried bool
 		// done checks the CRD after the re-run (or the retried run).
-		done func(*apiextensionsv1.CustomResourceDefinition) bool
+		done crdCheck
 	}{
-		{name: "add-version", state: lifecycle.StateS0, args: []string{"add-version", "v2"}, at: 1, edit: metadataEdit, want: conflict,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.FindVersion(crd, "v2") != nil }},
-		{name: "promote-storage", state: lifecycle.StateS1, args: []string{"promote-storage", "v2"}, at: 1, edit: specEdit, want: conflict,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.StorageVersion(crd) == "v2" }},
-		{name: "deprecate", state: lifecycle.StateS3, args: []string{"deprecate", "v1"}, at: 1, edit: metadataEdit, want: conflict,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.FindVersion(crd, "v1").Deprecated }},
-		{name: "serve", state: lifecycle.StateS5, args: []string{"serve", "v1"}, at: 1, edit: specEdit, want: conflict,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.FindVersion(crd, "v1").Served }},
-		{name: "unserve", state: lifecycle.StateS4, args: []string{"unserve", "v1", "--skip-usage-check"}, at: 1, edit: metadataEdit, want: conflict,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return !lifecycle.FindVersion(crd, "v1").Served }},
+		{name: "add-version", state: lifecycle.StateS0, args: []string{"add-version", "v2"}, at: 1, edit: metadataEdit, want: conflict, done: hasVersion("v2", true)},
+		{name: "promote-storage", state: lifecycle.StateS1, args: []string{"promote-storage", "v2"}, at: 1, edit: specEdit, want: conflict, done: storageIs("v2")},
+		{name: "deprecate", state: lifecycle.StateS3, args: []string{"deprecate", "v1"}, at: 1, edit: metadataEdit, want: conflict, done: deprecated("v1")},
+		{name: "serve", state: lifecycle.StateS5, args: []string{"serve", "v1"}, at: 1, edit: specEdit, want: conflict, done: served("v1", true)},
+		{name: "unserve", state: lifecycle.StateS4, args: []string{"unserve", "v1", "--skip-usage-check"}, at: 1, edit: metadataEdit, want: conflict, done: served("v1", false)},
 		{name: "migrate's trim, spec edited", state: lifecycle.StateS2, args: []string{"migrate"}, at: 1, edit: specEdit,
-			want: "status.storedVersions was not trimmed: the CRD's spec changed during the run",
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return slices.Equal(crd.Status.StoredVersions, []string{"v2"}) }},
-		{name: "migrate's trim, metadata edited", state: lifecycle.StateS2, args: []string{"migrate"}, at: 1, edit: metadataEdit, retried: true,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return slices.Equal(crd.Status.StoredVersions, []string{"v2"}) }},
-		{name: "retire's unserve", state: lifecycle.StateS2, args: []string{"retire", "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check"}, at: 1, edit: metadataEdit, want: conflict,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.FindVersion(crd, "v1") == nil }},
-		{name: "retire's trim", state: lifecycle.StateS2, args: []string{"retire", "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check"}, at: 2, edit: specEdit,
-			want: "the CRD's spec changed during the run",
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.FindVersion(crd, "v1") == nil }},
-		{name: "retire's removal", state: lifecycle.StateS2, args: []string{"retire", "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check"}, at: 3, edit: specEdit, want: conflict,
-			done: func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.FindVersion(crd, "v1") == nil }},
+			want: "status.storedVersions was not trimmed: the CRD's spec changed during the run", done: storedOnly("v2")},
+		{name: "migrate's trim, metadata edited", state: lifecycle.StateS2, args: []string{"migrate"}, at: 1, edit: metadataEdit, retried: true, done: storedOnly("v2")},
+		{name: "retire's unserve", state: lifecycle.StateS2, args: retire, at: 1, edit: metadataEdit, want: conflict, done: hasVersion("v1", false)},
+		{name: "retire's trim", state: lifecycle.StateS2, args: retire, at: 2, edit: specEdit, want: "the CRD's spec changed during the run", done: hasVersion("v1", false)},
+		{name: "retire's removal", state: lifecycle.StateS2, args: retire, at: 3, edit: specEdit, want: conflict, done: hasVersion("v1", false)},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,5 +279,38 @@ func TestConcurrentCRDEdit(t *testing.T) {
 				t.Errorf("the re-run dropped the concurrent edit: annotation = %q", got)
 			}
 		})
+	}
+}
+
+// crdCheck tells whether a CRD is as a command leaves it.
+type crdCheck func(*apiextensionsv1.CustomResourceDefinition) bool
+
+func hasVersion(v string, has bool) crdCheck {
+	return func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		return (lifecycle.FindVersion(crd, v) != nil) == has
+	}
+}
+
+func storageIs(v string) crdCheck {
+	return func(crd *apiextensionsv1.CustomResourceDefinition) bool { return lifecycle.StorageVersion(crd) == v }
+}
+
+func served(v string, served bool) crdCheck {
+	return func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		ver := lifecycle.FindVersion(crd, v)
+		return ver != nil && ver.Served == served
+	}
+}
+
+func deprecated(v string) crdCheck {
+	return func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		ver := lifecycle.FindVersion(crd, v)
+		return ver != nil && ver.Deprecated
+	}
+}
+
+func storedOnly(v string) crdCheck {
+	return func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		return slices.Equal(crd.Status.StoredVersions, []string{v})
 	}
 }

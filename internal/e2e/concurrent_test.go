@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ import (
 
 // raceLabel marks the CRDs the race webhook is called for.
 const raceLabel = "e2e.crdversion.io/race"
+
+// raceRuns counts the runs of TestConcurrentCRDEdit in this process.
+var raceRuns atomic.Int64
 
 // concurrentAnnotation is what the concurrent edit writes.
 const concurrentAnnotation = "e2e.crdversion.io/concurrent-edit"
@@ -186,6 +190,7 @@ func crdState(crd *apiextensionsv1.CustomResourceDefinition) string {
 // then succeeds.
 func TestConcurrentCRDEdit(t *testing.T) {
 	c := newClients(t)
+	raceRuns.Add(1)
 	hook := newRaceWebhook(t, c)
 	// The concurrent edits: metadata only (an annotation), or the spec too
 	// (a category); a lost update would drop either.
@@ -226,7 +231,9 @@ func TestConcurrentCRDEdit(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			crd := advance(t, c, fmt.Sprintf("race%d.example.com", i), apiextensionsv1.NamespaceScoped, 3, tc.state)
+			// A group of its own per run: with -count, the CRDs of the run
+			// before may still be terminating.
+			crd := advance(t, c, fmt.Sprintf("race%d-%d.example.com", i, raceRuns.Load()), apiextensionsv1.NamespaceScoped, 3, tc.state)
 			name := crd.Name
 			hook.label(t, name)
 			args := append([]string{tc.args[0], name}, tc.args[1:]...)

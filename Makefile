@@ -12,7 +12,7 @@ DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build sandbox demo test unit integration check fmt tidy clean bench krew-manifest krew-check docs
+.PHONY: faults all build sandbox demo test unit integration check fmt tidy clean bench krew-manifest krew-check docs
 
 all: build
 
@@ -80,5 +80,15 @@ krew-check: krew-manifest
 
 ## bench: migrate vs. a sequential loop vs. the API server's ceiling (N objects, default 10000; N=100000 on request)
 N ?= 10000
+# The fault-injection and race tests of docs/reliability.md, each run
+# FAULT_RUNS times (5 by default), with a pass/fail count per test.
+FAULT_RUNS ?= 5
+FAULT_TESTS = TestMigrateSurvivesAPIServerRestart|TestMigrateEtcdCompactionDuringPaging|TestMigrateSlowConversionWebhook|TestMigrateConversionWebhookDown|TestMigrateWithConcurrentWritersAndDeletes|TestMigrateFailuresBlockTheTrim|TestMigrateCRDChangedMidRun|TestMigrateRecoversFromExpiredContinue|TestMigrateResumesFromCheckpoint|TestPromoteStorageRace|TestPermissionPreflight
+faults:
+	@mkdir -p bin
+	cd internal/e2e && go test -count=$(FAULT_RUNS) -timeout 90m -v -run '^($(FAULT_TESTS))$$' . > $(CURDIR)/bin/faults.log 2>&1; rc=$$?; \
+	grep -E '^--- (PASS|FAIL)' $(CURDIR)/bin/faults.log | awk '{n[$$3" "$$2]++} END {for (k in n) print n[k], k}' | sort -k2; \
+	echo "log: bin/faults.log"; exit $$rc
+
 bench:
 	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 90m .

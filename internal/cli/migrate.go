@@ -117,6 +117,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	fl.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second (0: none; the API server's priority and fairness still applies).")
 	fl.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests above --qps.")
 	fl.IntVar(&o.Engine.Retries, "retries", o.Engine.Retries, "Retries of a write that failed with a server error or a timeout (with exponential backoff). 429 answers are retried after their Retry-After.")
+	fl.DurationVar(&o.Engine.Unreachable, "unreachable-timeout", o.Engine.Unreachable, "How long a write keeps being retried while the API server cannot be reached at all (refused or lost connections, as during a control-plane restart); not counted in --retries.")
 	fl.BoolVar(&o.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
 	fl.StringVar(&o.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
 	fl.BoolVar(&o.AllowPruning, "allow-pruning", false, "Migrate even when, with conversion strategy None, objects stored at an old version lose fields the storage version's schema lacks.")
@@ -157,6 +158,8 @@ func (o *MigrateOptions) Validate() error {
 		return fmt.Errorf("--concurrency must be positive, got %d", o.Engine.Concurrency)
 	case o.Engine.Retries < 0:
 		return fmt.Errorf("--retries must not be negative, got %d", o.Engine.Retries)
+	case o.Engine.Unreachable < 0:
+		return fmt.Errorf("--unreachable-timeout must not be negative, got %s", o.Engine.Unreachable)
 	case o.QPS < 0:
 		return fmt.Errorf("--qps must not be negative, got %g", o.QPS)
 	case o.Burst < 0:

@@ -118,6 +118,7 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "concurrency zero for retire", args: []string{"retire", crd, "v1", "--concurrency", "0"}, want: "--concurrency must be positive, got 0"},
 		{name: "negative qps", args: []string{"migrate", crd, "--qps", "-1"}, want: "--qps must not be negative, got -1"},
 		{name: "negative burst", args: []string{"migrate", crd, "--burst", "-1"}, want: "--burst must not be negative, got -1"},
+		{name: "negative unreachable timeout", args: []string{"migrate", crd, "--unreachable-timeout", "-1s"}, want: "--unreachable-timeout must not be negative, got -1s"},
 		{name: "negative retries", args: []string{"migrate", crd, "--retries", "-2"}, want: "--retries must not be negative, got -2"},
 		{name: "negative sample", args: []string{"promote-storage", crd, "v2", "--sample", "-1"}, want: "--sample must be 0 (all) or positive"},
 		{name: "bad duration", args: []string{"unserve", crd, "v1", "--usage-window", "fortnight"}, want: `invalid argument "fortnight" for "--usage-window" flag`},

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/metadata"
 
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -74,8 +75,14 @@ func namespaces(prefix string, n int) []string {
 // apiVersion they are encoded at.
 func storedAt(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) map[string]int {
 	t.Helper()
-	prefix := srv.EtcdPrefix + "/" + crd.Spec.Group + "/" + crd.Spec.Names.Plural + "/"
-	resp, err := srv.Etcd.Get(context.Background(), prefix, clientv3.WithPrefix())
+	return storedAtOn(t, srv, crd)
+}
+
+// storedAtOn is storedAt on the etcd of server s.
+func storedAtOn(t testing.TB, s *apiserver.Server, crd *apiextensionsv1.CustomResourceDefinition) map[string]int {
+	t.Helper()
+	prefix := s.EtcdPrefix + "/" + crd.Spec.Group + "/" + crd.Spec.Names.Plural + "/"
+	resp, err := s.Etcd.Get(context.Background(), prefix, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,18 +20,40 @@ import (
 
 // conversionWebhook is a test conversion webhook over TLS: it converts by
 // rewriting apiVersion (the CronTab schemas are the same at every version),
-// or refuses every conversion while failing is set.
+// or refuses every conversion while failing is set. While down is set it
+// drops every connection without an answer, as a crashed webhook pod
+// would, and it goes down by itself on its downAfter'th call when that is
+// set; delay (nanoseconds) slows every answer down.
 type conversionWebhook struct {
 	*httptest.Server
-	failing atomic.Bool
-	failFor atomic.Value // an object name whose conversion fails
-	calls   atomic.Int64
+	failing   atomic.Bool
+	down      atomic.Bool
+	downAfter atomic.Int64
+	delay     atomic.Int64
+	failFor   atomic.Value // an object name whose conversion fails
+	calls     atomic.Int64
 }
 
 func newConversionWebhook(t *testing.T) *conversionWebhook {
 	w := &conversionWebhook{}
 	w.Server = httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w.calls.Add(1)
+		if n := w.calls.Add(1); w.downAfter.Load() > 0 && n >= w.downAfter.Load() {
+			w.down.Store(true)
+			w.downAfter.Store(0)
+		}
+		if w.down.Load() {
+			if conn, _, err := rw.(http.Hijacker).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		if d := time.Duration(w.delay.Load()); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		var review apiextensionsv1.ConversionReview
 		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
 			http.Error(rw, "bad ConversionReview", http.StatusBadRequest)

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -41,6 +42,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
@@ -80,6 +82,11 @@ type Options struct {
 	// Many Requests is retried by client-go itself, honouring Retry-After.
 	Retries    int
 	RetryDelay time.Duration
+	// Unreachable is how long a write keeps being retried while the API
+	// server cannot be reached at all (connection refused or reset, a
+	// connection lost mid-request), as during a control-plane restart or a
+	// load balancer failover. These retries do not count against Retries.
+	Unreachable time.Duration
 	// DryRun sends the writes with dryRun=All: every object is checked
 	// (conversion, validation, admission) and nothing is persisted or trimmed.
 	DryRun bool
@@ -100,7 +107,7 @@ type Options struct {
 
 // DefaultOptions are the defaults of kubectl crdversion migrate.
 func DefaultOptions() Options {
-	return Options{ChunkSize: 500, Concurrency: 64, Retries: 5, RetryDelay: 200 * time.Millisecond, FieldManager: "kubectl-crdversion"}
+	return Options{ChunkSize: 500, Concurrency: 64, Retries: 5, RetryDelay: 200 * time.Millisecond, Unreachable: 2 * time.Minute, FieldManager: "kubectl-crdversion"}
 }
 
 // Failure is an object that could not be migrated.
@@ -434,8 +441,63 @@ func apiMessageOf(err error) string {
 // every object (tens of seconds at 100k objects).
 var listBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second}
 
+// outageBackoff paces the retries of a write while the API server cannot
+// be reached (at most every 5 s); Options.Unreachable bounds their time.
+func (r *run) outageBackoff() wait.Backoff {
+	return wait.Backoff{Duration: r.opts.RetryDelay, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: 5 * time.Second}
+}
+
 func (r *run) backoff() wait.Backoff {
 	return wait.Backoff{Duration: r.opts.RetryDelay, Factor: 2, Jitter: 0.2, Steps: r.opts.Retries + 1}
+}
+
+// retry calls write until it succeeds or fails for good. Server errors and
+// timeouts are retried Options.Retries times with backoff from
+// Options.RetryDelay; an API server that cannot be reached is waited for up
+// to Options.Unreachable from the first such error (a success or an answer
+// from the API server ends the outage).
+func (r *run) retry(ctx context.Context, write func() error) error {
+	server, outage := r.backoff(), r.outageBackoff()
+	var down time.Time // when the current outage was first seen
+	for {
+		err := write()
+		var delay time.Duration
+		switch {
+		case err == nil:
+			return nil
+		case unreachable(err):
+			if down.IsZero() {
+				down = time.Now()
+			}
+			if time.Since(down) >= r.opts.Unreachable {
+				return err
+			}
+			delay = outage.Step()
+		case retriable(err):
+			down, outage = time.Time{}, r.outageBackoff()
+			if server.Steps <= 1 {
+				return err
+			}
+			delay = server.Step()
+		default:
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// unreachable errors say the request never got an answer from the API
+// server: the connection was refused, reset or lost (apimachinery's
+// util/net classification).
+func unreachable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
+		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)
 }
 
 // listRetriable errors of a list are retriable ones, except the API server
@@ -476,7 +538,7 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	var newRV string
-	err := retry.OnError(r.backoff(), retriable, func() error {
+	err := r.retry(ctx, func() error {
 		out, err := ri.Patch(ctx, it.name, types.MergePatchType, patch, opts)
 		if err == nil {
 			newRV = out.GetResourceVersion()

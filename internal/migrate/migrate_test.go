@@ -1,9 +1,16 @@
 package migrate
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -52,4 +59,63 @@ func TestListRetriable(t *testing.T) {
 	if !listRetriable(initializing) || listRetriable(unreadable) || !retriable(unreadable) {
 		t.Errorf("listRetriable(initializing) = %v, listRetriable(unreadable) = %v", listRetriable(initializing), listRetriable(unreadable))
 	}
+}
+
+// TestRetryBudgets: server errors spend Options.Retries; an unreachable API
+// server is waited for up to Options.Unreachable, and an answer from the
+// server in between starts a new outage; other errors end at once.
+func TestRetryBudgets(t *testing.T) {
+	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	lost := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443", Err: io.EOF}
+	unavailable := apierrors.NewServiceUnavailable("x")
+	invalid := apierrors.NewBadRequest("x")
+	cases := []struct {
+		name   string
+		errs   []error // answers of the successive calls; nil after the last
+		calls  int
+		failed bool
+	}{
+		{"success", nil, 1, false},
+		{"not retried", []error{invalid}, 1, true},
+		{"server errors within the retries", []error{unavailable, unavailable}, 3, false},
+		{"server errors past the retries", []error{unavailable, unavailable, unavailable, unavailable}, 3, true},
+		{"an outage longer than the retries", []error{refused, refused, lost, refused, refused, refused}, 7, false},
+		{"outages apart from the server errors", []error{unavailable, refused, refused, refused, unavailable, refused}, 7, false},
+		{"an outage past its budget", repeat(refused, 1000), 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run{opts: Options{Retries: 2, RetryDelay: time.Millisecond, Unreachable: 50 * time.Millisecond}}
+			calls := 0
+			err := r.retry(context.Background(), func() error {
+				calls++
+				if calls <= len(tc.errs) {
+					return tc.errs[calls-1]
+				}
+				return nil
+			})
+			if (err != nil) != tc.failed {
+				t.Errorf("error %v, want failed %v", err, tc.failed)
+			}
+			if tc.calls != 0 && calls != tc.calls {
+				t.Errorf("%d calls, want %d", calls, tc.calls)
+			}
+		})
+	}
+	for _, err := range []error{refused, lost} {
+		if !unreachable(err) {
+			t.Errorf("unreachable(%v) = false", err)
+		}
+	}
+	if unreachable(unavailable) || unreachable(invalid) {
+		t.Error("an answer from the API server is not an outage")
+	}
+}
+
+func repeat(err error, n int) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
 }

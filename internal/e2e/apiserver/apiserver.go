@@ -15,8 +15,11 @@ import (
 	goflag "flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -25,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 )
@@ -39,6 +43,11 @@ type Options struct {
 	// ExtraFlags are passed to kube-apiserver after the defaults
 	// (for example "--authorization-mode=RBAC").
 	ExtraFlags []string
+	// Restartable makes Restart possible: clients reach the API server
+	// through a TCP front on a fixed loopback address, with a serving
+	// certificate and an admin token that stay the same across restarts,
+	// as they would reach a real control plane behind a load balancer.
+	Restartable bool
 }
 
 // Server is a running kube-apiserver with its embedded etcd.
@@ -56,6 +65,13 @@ type Server struct {
 	EtcdPrefix string
 
 	tb *processTB
+
+	// Set for a Restartable server only.
+	front    *front
+	storage  *storagebackend.Config
+	flags    []string
+	mu       sync.Mutex
+	teardown func() // stops the current kube-apiserver
 }
 
 // DefaultFlags are the kube-apiserver flags Start always uses: RBAC
@@ -77,15 +93,7 @@ func Start(opts Options) (s *Server, err error) {
 	tb := newProcessTB("crdversion-apiserver", log)
 	routeKlog(log)
 	defer func() {
-		// testserver and kube-apiserver report fatal errors through TB.Fatal,
-		// which processTB turns into a panic carrying the message.
-		if r := recover(); r != nil {
-			f, ok := r.(fatal)
-			if !ok {
-				panic(r)
-			}
-			err = errors.New(string(f))
-		}
+		recoverFatal(recover(), &err)
 		if err != nil {
 			tb.runCleanups()
 			s = nil
@@ -98,30 +106,157 @@ func Start(opts Options) (s *Server, err error) {
 	storage := storagebackend.NewDefaultConfig(prefix, nil)
 	storage.Transport.ServerList = endpoints
 
-	instance := kubeapiservertesting.NewDefaultTestServerOptions()
-	instance.DisableInvariantChecks = true
-	flags := append(append([]string{}, DefaultFlags...), opts.ExtraFlags...)
-	ts, err := kubeapiservertesting.StartTestServer(tb, instance, flags, storage)
-	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
-	}
-	tb.Cleanup(ts.TearDownFn)
-
 	dir := opts.Dir
 	if dir == "" {
 		dir = tb.TempDir()
 	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := WriteKubeconfig(path, ts.ClientConfig); err != nil {
+	flags := append(append([]string{}, DefaultFlags...), opts.ExtraFlags...)
+	if !opts.Restartable {
+		ts, err := startKubeAPIServer(tb, flags, storage)
+		if err != nil {
+			return nil, err
+		}
+		tb.Cleanup(ts.TearDownFn)
+		s = &Server{Config: ts.ClientConfig, Etcd: ts.EtcdClient, EtcdPrefix: ts.EtcdStoragePrefix, tb: tb}
+	} else {
+		s, err = startRestartable(tb, dir, flags, storage)
+		if err != nil {
+			return nil, err
+		}
+	}
+	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := WriteKubeconfig(s.Kubeconfig, s.Config); err != nil {
 		return nil, err
 	}
-	return &Server{
-		Config:     ts.ClientConfig,
-		Kubeconfig: path,
-		Etcd:       ts.EtcdClient,
-		EtcdPrefix: ts.EtcdStoragePrefix,
+	return s, nil
+}
+
+// recoverFatal turns r, the value recovered from a panic, into *err when it
+// is the fatal value processTB panics with (etcd's and kube-apiserver's test
+// servers report fatal errors through TB.Fatal); any other panic goes on.
+func recoverFatal(r any, err *error) {
+	if r == nil {
+		return
+	}
+	f, ok := r.(fatal)
+	if !ok {
+		panic(r)
+	}
+	*err = errors.New(string(f))
+}
+
+// startKubeAPIServer starts one kube-apiserver on storage and waits until
+// it is healthy. The caller stops it with TearDownFn.
+func startKubeAPIServer(tb *processTB, flags []string, storage *storagebackend.Config) (ts kubeapiservertesting.TestServer, err error) {
+	defer func() { recoverFatal(recover(), &err) }()
+	instance := kubeapiservertesting.NewDefaultTestServerOptions()
+	instance.DisableInvariantChecks = true
+	ts, err = kubeapiservertesting.StartTestServer(tb, instance, flags, storage)
+	if err != nil {
+		return ts, fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+	return ts, nil
+}
+
+// restartToken is the bearer token of a Restartable server's admin user
+// (group system:masters), accepted by every kube-apiserver started for it.
+const restartToken = "crdversion-restartable-admin"
+
+// startRestartable starts a kube-apiserver behind a TCP front, with a
+// serving certificate and a static token file of its own in dir, so a new
+// kube-apiserver on the same etcd serves the same clients.
+func startRestartable(tb *processTB, dir string, flags []string, storage *storagebackend.Config) (*Server, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"})
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{
+		// kube-apiserver's file names in --cert-dir (its peer proxy reads
+		// the CA from there too).
+		"apiserver.crt": certPEM,
+		"apiserver.key": keyPEM,
+		"tokens.csv":    []byte(restartToken + ",crdversion-admin,crdversion-admin,\"system:masters\"\n"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	flags = append(flags,
+		"--cert-dir="+dir,
+		"--token-auth-file="+filepath.Join(dir, "tokens.csv"))
+	f, err := newFront()
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(f.close)
+	etcdClient, _, err := kubeapiservertesting.GetEtcdClients(storage.Transport)
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() { _ = etcdClient.Close() })
+	s := &Server{
+		Config: &rest.Config{
+			Host:            "https://" + f.addr(),
+			BearerToken:     restartToken,
+			TLSClientConfig: rest.TLSClientConfig{CAData: certPEM},
+			QPS:             1000,
+			Burst:           10000,
+		},
+		Etcd:       etcdClient,
+		EtcdPrefix: storage.Prefix,
 		tb:         tb,
-	}, nil
+		front:      f,
+		storage:    storage,
+		flags:      flags,
+	}
+	tb.Cleanup(s.stopKubeAPIServer)
+	if err := s.startKubeAPIServer(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) startKubeAPIServer() error {
+	ts, err := startKubeAPIServer(s.tb, s.flags, s.storage)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(ts.ClientConfig.Host)
+	if err != nil {
+		ts.TearDownFn()
+		return err
+	}
+	s.mu.Lock()
+	s.teardown = ts.TearDownFn
+	s.mu.Unlock()
+	s.front.route(u.Host)
+	return nil
+}
+
+func (s *Server) stopKubeAPIServer() {
+	s.front.cut()
+	s.mu.Lock()
+	teardown := s.teardown
+	s.teardown = nil
+	s.mu.Unlock()
+	if teardown != nil {
+		teardown()
+	}
+}
+
+// Restart stops the kube-apiserver of a Restartable server and starts a new
+// one on the same etcd (the same objects, the same resourceVersions). From
+// the moment it is called until the new server is healthy, clients are
+// refused (their open connections are closed and new ones are dropped), as
+// during the rolling restart of a single-instance control plane. Restart
+// takes about as long as Start (3–5 s on a 2-core machine).
+func (s *Server) Restart() error {
+	if s.front == nil {
+		return errors.New("the API server was not started with Options.Restartable")
+	}
+	s.stopKubeAPIServer()
+	return s.startKubeAPIServer()
 }
 
 // Stop shuts the API server and etcd down and removes their temporary files.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -57,4 +58,47 @@ func TestStartStop(t *testing.T) {
 		t.Errorf("the API server still accepts connections on %s after Stop", u.Host)
 	}
 	s.Stop() // a second Stop is harmless
+}
+
+// TestRestart restarts a Restartable server: what was written before is
+// read after through the same client and kubeconfig, and clients are
+// refused while no kube-apiserver runs.
+func TestRestart(t *testing.T) {
+	s, err := Start(Options{Restartable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "before-restart"}}
+	created, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s.stopKubeAPIServer()
+	if _, err := client.CoreV1().Namespaces().Get(ctx, "before-restart", metav1.GetOptions{}); err == nil {
+		t.Fatal("a request succeeded while no kube-apiserver was running")
+	}
+	if err := s.startKubeAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Namespaces().Get(ctx, "before-restart", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading after the restart: %v", err)
+	}
+	if got.UID != created.UID {
+		t.Errorf("UID %s after the restart, %s before: not the same etcd", got.UID, created.UID)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Namespaces().Get(ctx, "before-restart", metav1.GetOptions{}); err != nil {
+		t.Fatalf("reading after Restart: %v", err)
+	}
 }

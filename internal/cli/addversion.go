@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/webhook"
 )
 
@@ -111,6 +111,14 @@ func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *co
 
 // Complete turns the flags into the edit to make; it reads the schema and CA files.
 func (o *AddVersionOptions) Complete(cmd *cobra.Command) error {
+	if o.From != "" {
+		if err := checkVersionNames("--from", o.From); err != nil {
+			return err
+		}
+	}
+	if err := positiveDuration("--webhook-timeout", o.WebhookTimeout); err != nil {
+		return err
+	}
 	s := edit.AddVersionSpec{Name: o.Version, From: o.From, Served: o.Served, Deprecated: o.Deprecated, AllowPruning: o.AllowPruning}
 	if cmd.Flags().Changed("deprecation-warning") {
 		s.Deprecated = true
@@ -168,7 +176,7 @@ func (o *AddVersionOptions) webhookConversion() (*apiextensionsv1.CustomResource
 		cc.Service = svc
 	}
 	if o.CABundleFile != "" {
-		pem, err := os.ReadFile(o.CABundleFile)
+		pem, err := manifest.ReadFile(o.CABundleFile)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +220,7 @@ func parseServiceRef(s string) (*apiextensionsv1.ServiceReference, error) {
 // readSchemaFile reads an openAPIV3Schema, bare or wrapped as
 // {openAPIV3Schema: …}.
 func readSchemaFile(path string) (*apiextensionsv1.CustomResourceValidation, error) {
-	data, err := os.ReadFile(path)
+	data, err := manifest.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -102,10 +102,10 @@ func NewCmdCheckUpgrade(f cmdutil.Factory, streams genericiooptions.IOStreams, c
 // Complete checks the arguments and builds the client and printer.
 func (o *CheckUpgradeOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return cmdutil.UsageErrorf(cmd, "unexpected arguments %v; the release's CRDs are given with -f", args)
+		return usageErrorf(cmd, "unexpected arguments %v; the release's CRDs are given with -f", args)
 	}
 	if o.Filename == "" {
-		return cmdutil.UsageErrorf(cmd, "-f FILENAME is required")
+		return usageErrorf(cmd, "-f FILENAME is required")
 	}
 	var err error
 	if o.printer, err = plainReportPrinter(o.PrintFlags); err != nil {

@@ -126,15 +126,18 @@ func (o *DiffOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []str
 	files := o.Old != "" || o.New != ""
 	switch {
 	case files && len(args) > 0:
-		return cmdutil.UsageErrorf(cmd, "give either CRD FROM TO or --old and --new, not both")
+		return usageErrorf(cmd, "give either CRD FROM TO or --old and --new, not both")
 	case files && (o.Old == "" || o.New == ""):
-		return cmdutil.UsageErrorf(cmd, "--old and --new go together")
+		return usageErrorf(cmd, "--old and --new go together")
 	case files:
 		return nil
 	case len(args) != 3:
-		return cmdutil.UsageErrorf(cmd, "CRD FROM TO (three arguments) or --old FILE --new FILE is required, got %d arguments", len(args))
+		return usageErrorf(cmd, "CRD FROM TO (three arguments) or --old FILE --new FILE is required, got %d arguments", len(args))
 	}
 	o.CRD, o.From, o.To = args[0], args[1], args[2]
+	if err := checkVersionNames("", o.From, o.To); err != nil {
+		return err
+	}
 	o.client, err = cluster.New(f)
 	return err
 }

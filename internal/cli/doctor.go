@@ -139,13 +139,16 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (o *DoctorOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	switch {
 	case o.All && len(args) > 0:
-		return cmdutil.UsageErrorf(cmd, "name CRDs or give --all, not both")
+		return usageErrorf(cmd, "name CRDs or give --all, not both")
 	case !o.All && len(args) == 0:
-		return cmdutil.UsageErrorf(cmd, "name at least one CRD, or give --all")
+		return usageErrorf(cmd, "name at least one CRD, or give --all")
 	case o.ChunkSize <= 0:
 		return fmt.Errorf("--chunk-size must be positive, got %d", o.ChunkSize)
 	}
 	o.Names = args
+	if err := positiveDuration("--webhook-timeout", o.WebhookTimeout); err != nil {
+		return err
+	}
 	if err := o.UsageFlags.validate(); err != nil {
 		return err
 	}

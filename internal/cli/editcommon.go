@@ -87,9 +87,12 @@ func (o *EditOptions) addFlags(cmd *cobra.Command) {
 // complete takes "CRD VERSION" and builds the client and printer.
 func (o *EditOptions) complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) != 2 {
-		return cmdutil.UsageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
+		return usageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
 	}
 	o.CRD, o.Version = args[0], args[1]
+	if err := checkVersionNames("", o.Version); err != nil {
+		return err
+	}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 		return err
@@ -116,9 +119,9 @@ func (o *EditOptions) complete(f cmdutil.Factory, cmd *cobra.Command, args []str
 			if o.InPlace {
 				return fmt.Errorf("--in-place cannot write back to standard input")
 			}
-			data, err = io.ReadAll(o.In)
+			data, err = manifest.ReadAll(o.In, "standard input")
 		} else {
-			data, err = os.ReadFile(o.Filename)
+			data, err = manifest.ReadFile(o.Filename)
 		}
 		if err != nil {
 			return err

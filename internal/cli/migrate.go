@@ -128,7 +128,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 // Complete resolves the CRD argument and builds the client and printer.
 func (o *MigrateOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return cmdutil.UsageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
+		return usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
 	o.CRD = args[0]
 	var err error
@@ -160,6 +160,8 @@ func (o *MigrateOptions) Validate() error {
 		return fmt.Errorf("--retries must not be negative, got %d", o.Engine.Retries)
 	case o.Engine.Unreachable < 0:
 		return fmt.Errorf("--unreachable-timeout must not be negative, got %s", o.Engine.Unreachable)
+	case o.QPS < 0:
+		return fmt.Errorf("--qps must not be negative, got %g", o.QPS)
 	case o.Burst < 0:
 		return fmt.Errorf("--burst must not be negative, got %d", o.Burst)
 	case o.Engine.FieldManager == "":

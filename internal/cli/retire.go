@@ -141,9 +141,12 @@ func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 // Complete takes "CRD VERSION" and builds the client and printer.
 func (o *RetireOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) != 2 {
-		return cmdutil.UsageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
+		return usageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
 	}
 	o.CRD, o.Version = args[0], args[1]
+	if err := checkVersionNames("", o.Version); err != nil {
+		return err
+	}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 		return err

@@ -56,6 +56,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl crdversion"},
 		Run:           runHelp,
+		Args:          unknownCommand,
 	}
 
 	cmd.SetIn(streams.In)

@@ -115,9 +115,12 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 // Complete resolves the arguments and builds the printer and client.
 func (o *StatusOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return cmdutil.UsageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
+		return usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
 	o.CRD = args[0]
+	if err := checkVersionNames("--version", o.Versions...); err != nil {
+		return err
+	}
 	if *o.PrintFlags.OutputFormat == "name" {
 		return fmt.Errorf("-o name is not supported by status (it reports on a CRD; use -o jsonpath='{.crd.name}')")
 	}

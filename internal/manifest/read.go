@@ -38,7 +38,7 @@ func ReadCRDs(path string, recursive bool) ([]CRDDoc, error) {
 	var out []CRDDoc
 	seen := map[string]string{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -142,4 +142,41 @@ func manifestFiles(path string, recursive bool) ([]string, error) {
 	})
 	sort.Strings(files)
 	return files, err
+}
+
+// MaxFileBytes bounds every file the plugin reads as input (manifests,
+// schema files, CA bundles, standard input): 32 MiB, ten times the largest
+// request body the API server accepts (3 MiB), so a real manifest always
+// fits while /dev/zero or a runaway file cannot exhaust memory.
+const MaxFileBytes = 32 << 20
+
+// ReadFile reads the file at path, or fails with a *TooLargeError when it
+// holds more than MaxFileBytes.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAll(f, path)
+}
+
+// ReadAll reads r, named name in errors, to its end, or fails with a
+// *TooLargeError when it holds more than MaxFileBytes.
+func ReadAll(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, &TooLargeError{Name: name}
+	}
+	return data, nil
+}
+
+// TooLargeError is an input larger than MaxFileBytes.
+type TooLargeError struct{ Name string }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %d MiB, the most this plugin reads from one input", e.Name, MaxFileBytes>>20)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -257,7 +258,14 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		printMigration(o.Out, res, o.DryRun)
 	}
 	if sm := res.StorageVersionMigration; sm != nil && sm.Phase == string(svm.Failed) {
-		return fmt.Errorf("the StorageVersionMigration %s of %s failed, status.storedVersions was not trimmed: %s", sm.Name, crd.Name, sm.Message)
+		stored := "status.storedVersions was not trimmed"
+		switch {
+		case res.Trim.Restored:
+			stored = "the controller trimmed status.storedVersions anyway; it was restored to [" + strings.Join(res.Trim.After, ", ") + "]"
+		case !slices.Equal(res.Trim.After, res.Trim.Before):
+			stored = "status.storedVersions is [" + strings.Join(res.Trim.After, ", ") + "], not [" + strings.Join(res.Trim.Before, ", ") + "]: " + res.Trim.Reason
+		}
+		return fmt.Errorf("the StorageVersionMigration %s of %s failed (%s); %s", sm.Name, crd.Name, sm.Message, stored)
 	}
 	switch {
 	case res.Failed > 0:
@@ -447,6 +455,10 @@ func printServerMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunS
 	before, after := "["+strings.Join(r.Trim.Before, ", ")+"]", "["+strings.Join(r.Trim.After, ", ")+"]"
 	if r.Trim.Trimmed {
 		fmt.Fprintf(w, "status.storedVersions: %s -> %s (trimmed by %s)\n", before, after, r.Trim.By)
+		return nil
+	}
+	if r.Trim.Restored {
+		fmt.Fprintf(w, "status.storedVersions: %s, restored after the controller's trim: %s\n", after, r.Trim.Reason)
 		return nil
 	}
 	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)

@@ -140,6 +140,10 @@ type Trim struct {
 	// kube-controller-manager's storage version migrator, after a
 	// StorageVersionMigration succeeded).
 	By string `json:"by,omitempty"`
+	// Restored is true when a failed StorageVersionMigration's controller
+	// trimmed storedVersions anyway and this run put the versions it removed
+	// back (server engine; see docs/migrate.md).
+	Restored bool `json:"restored,omitempty"`
 }
 
 // Who trimmed storedVersions (Trim.By).

@@ -9,6 +9,7 @@ import (
 
 	svmv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -163,8 +164,13 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 	}
 	if st.Phase == Failed {
 		res.Trim.Reason = "the StorageVersionMigration " + sm.Name + " failed: " + st.Message
-		if now, err := r.Client.CRDs.Get(ctx, crd.Name, metav1.GetOptions{}); err == nil {
-			res.Trim.After = now.Status.StoredVersions
+		after, restored, err := r.restore(ctx, crd, storage, opts.FieldManager)
+		res.Trim.After, res.Trim.Restored = after, restored
+		switch {
+		case err != nil:
+			res.Trim.Reason += "; the controller trimmed storedVersions anyway, and putting back " + fmt.Sprint(res.Trim.Before) + " failed: " + err.Error()
+		case restored:
+			res.Trim.Reason += "; the controller trimmed storedVersions anyway (Kubernetes 1.37 trims after a failed migration too), so " + migrate.TrimmedByUs + " put back the versions objects may still be stored at"
 		}
 		return finish()
 	}
@@ -182,6 +188,53 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 	engine := &migrate.Engine{CRDs: r.Client.CRDs}
 	res.Trim = engine.Trim(ctx, crd.Name, storage, crd.Generation, res, migrate.Options{NoTrim: opts.NoTrim, FieldManager: opts.FieldManager})
 	return finish()
+}
+
+// restore undoes a storedVersions trim that the controller made after a
+// failed migration: kube-controller-manager v1.37.2's migration runner
+// sets storedVersions to [storage] when the migration ends and the CRD's
+// generation is unchanged, whether the migration succeeded or failed, so
+// objects it did not rewrite stay stored at versions no longer listed. When
+// storedVersions is [storage] but was not at the start (crd), and the CRD's
+// storage version and generation are unchanged, it writes the starting
+// storedVersions back (those still in spec.versions, plus storage) to the
+// status subresource, pinned to the resourceVersion just read (re-read and
+// re-checked after a 409). It returns storedVersions as left, and whether
+// it wrote them.
+func (r *Runner) restore(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, storage, fieldManager string) ([]string, bool, error) {
+	before := crd.Status.StoredVersions
+	for attempt := 0; attempt < 5; attempt++ {
+		now, err := r.Client.CRDs.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return before, false, err
+		}
+		stored := now.Status.StoredVersions
+		if !slices.Equal(stored, []string{storage}) || slices.Equal(before, stored) {
+			return stored, false, nil
+		}
+		if lifecycle.StorageVersion(now) != storage || now.Generation != crd.Generation {
+			return stored, false, fmt.Errorf("the CRD's spec changed meanwhile; run kubectl crdversion migrate %s to migrate what is left", crd.Name)
+		}
+		var want []string
+		for _, v := range before {
+			if lifecycle.FindVersion(now, v) != nil {
+				want = append(want, v)
+			}
+		}
+		if !slices.Contains(want, storage) {
+			want = append(want, storage)
+		}
+		now.Status.StoredVersions = want
+		updated, err := r.Client.CRDs.UpdateStatus(ctx, now, metav1.UpdateOptions{FieldManager: fieldManager})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return stored, false, err
+		}
+		return updated.Status.StoredVersions, true, nil
+	}
+	return before, false, fmt.Errorf("the CRD kept changing")
 }
 
 // errDeleted ends a follow whose StorageVersionMigration was deleted.

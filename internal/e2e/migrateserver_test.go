@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+)
+
+// svmsFor lists the StorageVersionMigrations of crd's resource.
+func svmsFor(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition) []string {
+	t.Helper()
+	list, err := c.kube.StoragemigrationV1().StorageVersionMigrations().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range list.Items {
+		if m.Spec.Resource.Group == crd.Spec.Group && m.Spec.Resource.Resource == crd.Spec.Names.Plural {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// TestMigrateServerEngine: 1,000 objects stored at v1 (read from etcd),
+// storage flipped to v2. Dry runs create nothing; migrate --engine=server
+// creates a StorageVersionMigration that the in-process storage version
+// migrator carries out: every object is then encoded at v2 in etcd,
+// storedVersions is [v2] (trimmed by the controller, which the report
+// says), exit 0. For comparison, the client engine migrates the same number
+// of objects of another CRD.
+func TestMigrateServerEngine(t *testing.T) {
+	const n = 1000
+	c := newClients(t)
+	crd := advance(t, c, "svm.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", n, namespaces("svm", 10))
+	crd = advance2(t, c, crd.Name)
+	if got := storedAt(t, crd); got["svm.example.com/v1"] != n || len(got) != 1 {
+		t.Fatalf("before: stored %v, want all %d at v1", got, n)
+	}
+
+	// Dry runs: the object is shown, or admitted by the API server, and
+	// nothing is created (no controller runs yet: nothing could act on it).
+	dry := mustRun(t, "migrate", crd.Name, "--engine=server", "--dry-run=client")
+	for _, want := range []string{"Would create (dry run, nothing created) this StorageVersionMigration for the 1000 object(s)",
+		"apiVersion: storagemigration.k8s.io/v1", "generateName: crdversion-crontabs-", "group: svm.example.com", "resource: crontabs"} {
+		if !strings.Contains(dry.stdout, want) {
+			t.Errorf("--dry-run=client output lacks %q:\n%s", want, dry.stdout)
+		}
+	}
+	dryServer, r := migrationJSON(t, crd.Name, "--engine=server", "--dry-run=server")
+	if r.err != nil || !dryServer.DryRun || dryServer.StorageVersionMigration == nil ||
+		!strings.HasPrefix(dryServer.StorageVersionMigration.Name, "crdversion-crontabs-") {
+		t.Errorf("--dry-run=server: %v %+v", r.err, dryServer.Result)
+	}
+	if got := svmsFor(t, c, crd); len(got) != 0 {
+		t.Fatalf("dry runs created %v", got)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Fatalf("dry runs changed storedVersions to %v", got)
+	}
+
+	startSVMController(t)
+	m, r := migrationJSON(t, crd.Name, "--engine=server", "--timeout=3m", "--field-manager=svm-test")
+	if r.err != nil {
+		t.Fatalf("migrate --engine=server: %v\n%s", r.err, r.stderr)
+	}
+	sm := m.StorageVersionMigration
+	if m.Engine != migrate.EngineServer || sm == nil || sm.Phase != "Succeeded" || sm.APIVersion != "storagemigration.k8s.io/v1" ||
+		!strings.HasPrefix(sm.Name, "crdversion-crontabs-") || !m.Complete || m.Total != n {
+		t.Fatalf("result: %+v %+v", m.Result, sm)
+	}
+	if !m.Trim.Trimmed || m.Trim.By != migrate.TrimmedByServer || strings.Join(m.Trim.Before, ",") != "v1,v2" || strings.Join(m.Trim.After, ",") != "v2" {
+		t.Errorf("trim: %+v, want trimmed by the controller from [v1 v2] to [v2]", m.Trim)
+	}
+	if got := storedAt(t, crd); got["svm.example.com/v2"] != n || len(got) != 1 {
+		t.Errorf("after: stored %v, want all %d at v2", got, n)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v2" {
+		t.Errorf("storedVersions %v, want [v2]", got)
+	}
+	obj, err := c.kube.StoragemigrationV1().StorageVersionMigrations().Get(context.Background(), sm.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obj.ManagedFields) == 0 || obj.ManagedFields[0].Manager != "svm-test" {
+		t.Errorf("managedFields %+v, want the creator svm-test", obj.ManagedFields)
+	}
+	t.Logf("server engine, %d objects: %.1fs (%.0f objects/s)", n, m.ElapsedSeconds, m.ObjectsPerSecond)
+
+	// A second run, in text: every object is current, nothing to trim.
+	again := mustRun(t, "migrate", crd.Name, "--engine=server", "--timeout=3m")
+	for _, want := range []string{"Migrated " + crd.Name + " at v2 through StorageVersionMigration crdversion-crontabs-",
+		"objects 1000 (counted before the migration", "phase Succeeded", "status.storedVersions: [v2], not trimmed: storedVersions is already [v2]"} {
+		if !strings.Contains(again.stdout, want) {
+			t.Errorf("second run output lacks %q:\n%s", want, again.stdout)
+		}
+	}
+
+	// The client engine on as many objects, for the measurement.
+	other := advance(t, c, "svm-client.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, other, "v1", n, namespaces("svmc", 10))
+	other = advance2(t, c, other.Name)
+	mc, rc := migrationJSON(t, other.Name)
+	if rc.err != nil || mc.Engine != migrate.EngineClient || mc.Rewritten != n || mc.Trim.By != migrate.TrimmedByUs {
+		t.Errorf("client engine: %v %+v", rc.err, mc.Result)
+	}
+	t.Logf("client engine, %d objects: %.1fs (%.0f objects/s)", n, mc.ElapsedSeconds, mc.ObjectsPerSecond)
+}
+
+// TestMigrateServerEngineFailed: a ValidatingAdmissionPolicy denies the
+// rewrite of one object, so the controller marks the migration Failed:
+// exit 1 with the controller's message, and storedVersions ends as it was
+// (the controller trims it anyway; migrate restores it).
+func TestMigrateServerEngineFailed(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "svm-fail.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 20, []string{"svm-fail"})
+	freeze(t, c, crd, "svm-fail", "crontab-00007")
+	crd = advance2(t, c, crd.Name)
+	denyFrozen(t, c, crd)
+	startSVMController(t)
+
+	m, r := migrationJSON(t, crd.Name, "--engine=server", "--timeout=3m")
+	if r.err == nil || !strings.Contains(r.err.Error(), "frozen objects cannot change") {
+		t.Errorf("error = %v, want the failed migration with the controller's message", r.err)
+	}
+	if sm := m.StorageVersionMigration; sm == nil || sm.Phase != "Failed" || m.Trim.Trimmed || m.Complete {
+		t.Errorf("result: %+v %+v", m.Result, sm)
+	}
+	// kube-controller-manager v1.37.2 sets storedVersions to [storage]
+	// after a failed migration too (migrationrunner.go finishCRDMigration
+	// trims whenever the generation is unchanged); migrate puts the
+	// versions back, since objects are still stored at v1.
+	if !m.Trim.Restored || !strings.Contains(r.err.Error(), "the controller trimmed status.storedVersions anyway; it was restored to [v1, v2]") {
+		t.Errorf("trim %+v, error %v: want the controller's trim undone", m.Trim, r.err)
+	}
+	if got := storedAt(t, crd); got["svm-fail.example.com/v1"] == 0 {
+		t.Errorf("stored %v: the failed migration left no object at v1", got)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Errorf("storedVersions %v, want [v1 v2]", got)
+	}
+}

@@ -148,3 +148,52 @@ func TestMigrateServerEngineFailed(t *testing.T) {
 		t.Errorf("storedVersions %v, want [v1 v2]", got)
 	}
 }
+
+// TestMigrateServerEngineRefusalsAndTimeout needs no controller: a
+// preferred version that would prune fields under conversion None is
+// refused before anything is created; client-only flags are refused; a run
+// whose --timeout runs out (nobody carries the migration out) exits 1,
+// trims nothing and says that the migration goes on in the cluster.
+func TestMigrateServerEngineRefusalsAndTimeout(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "svm-refuse.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS0)
+	// v2 is served, preferred (higher priority than v1) and lacks
+	// spec.image; v1 stays the storage version.
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		v2 := crontabVersion("v2", true, false)
+		delete(v2.Schema.OpenAPIV3Schema.Properties["spec"].Properties, "image")
+		crd.Spec.Versions = append(crd.Spec.Versions, v2)
+	})
+	r := plugin(t, "migrate", crd.Name, "--engine=server", "--no-trim")
+	if r.err == nil || !strings.Contains(r.err.Error(), "refusing to migrate "+crd.Name+" with --engine=server, nothing was changed: the controller writes each object through the preferred version v2, not the storage version v1") ||
+		!strings.Contains(r.err.Error(), ".spec.image") {
+		t.Errorf("preferred-version pruning: %v", r.err)
+	}
+	if r := plugin(t, "migrate", crd.Name, "--engine=server", "--no-trim", "--checkpoint", "/tmp/x"); r.err == nil || !strings.Contains(r.err.Error(), "--checkpoint applies to --engine=client only") {
+		t.Errorf("--checkpoint with --engine=server: %v", r.err)
+	}
+	if r := plugin(t, "migrate", crd.Name, "--engine=cluster"); r.err == nil || !strings.Contains(r.err.Error(), `--engine must be client or server, got "cluster"`) {
+		t.Errorf("--engine=cluster: %v", r.err)
+	}
+	if got := svmsFor(t, c, crd); len(got) != 0 {
+		t.Errorf("refusals created %v", got)
+	}
+
+	other := advance(t, c, "svm-timeout.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS2)
+	bin := binary(t, nil, "migrate", other.Name, "--engine=server", "--timeout=2s", "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())
+	if bin.code != 1 || !strings.Contains(bin.stderr, "did not finish: stopped following the StorageVersionMigration crdversion-crontabs-") ||
+		!strings.Contains(bin.stderr, "(Pending) before it finished: the time given (--timeout) ran out; it goes on in the cluster") {
+		t.Errorf("timeout: exit %d\n%s\n%s", bin.code, bin.stdout, bin.stderr)
+	}
+	names := svmsFor(t, c, other)
+	if len(names) != 1 {
+		t.Fatalf("StorageVersionMigrations %v, want the one created", names)
+	}
+	// Nobody carries it out here; later controllers must not either.
+	if err := c.kube.StoragemigrationV1().StorageVersionMigrations().Delete(context.Background(), names[0], metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getCRD(t, c, other.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Errorf("storedVersions %v, want [v1 v2] untouched", got)
+	}
+}

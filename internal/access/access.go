@@ -56,6 +56,26 @@ func Migrate(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {
 	return out
 }
 
+// MigrateServer is what migrate --engine=server needs on crd: list its
+// objects (to count them), create a StorageVersionMigration and follow it
+// (get, list and watch), and, unless trim is false, update the CRD's status
+// (storedVersions) should the controller not trim it. The controller's own
+// permissions are the kube-controller-manager's.
+func MigrateServer(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {
+	const group, resource = "storagemigration.k8s.io", "storageversionmigrations"
+	out := []Need{
+		{Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to count the objects"},
+		{Verb: "create", Group: group, Resource: resource, Why: "to create the StorageVersionMigration"},
+	}
+	for _, verb := range []string{"get", "list", "watch"} {
+		out = append(out, Need{Verb: verb, Group: group, Resource: resource, Why: "to follow the StorageVersionMigration"})
+	}
+	if trim {
+		out = append(out, Need{Verb: "update", Group: crdGroup, Resource: "customresourcedefinitions", Subresource: "status", Why: "to trim status.storedVersions"})
+	}
+	return out
+}
+
 // Metrics is what the client-usage check needs.
 func Metrics() []Need {
 	return []Need{{Verb: "get", URL: "/metrics", Why: "to check the API server's metrics for clients of the version (--skip-usage-check to do without)"}}

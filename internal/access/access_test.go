@@ -34,3 +34,30 @@ func TestNeeds(t *testing.T) {
 		t.Error(e.Error())
 	}
 }
+
+func TestMigrateServerNeeds(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "stable.example.com",
+		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs"}}}
+	want := []string{
+		"list crontabs.stable.example.com (to count the objects)",
+		"create storageversionmigrations.storagemigration.k8s.io (to create the StorageVersionMigration)",
+		"get storageversionmigrations.storagemigration.k8s.io (to follow the StorageVersionMigration)",
+		"list storageversionmigrations.storagemigration.k8s.io (to follow the StorageVersionMigration)",
+		"watch storageversionmigrations.storagemigration.k8s.io (to follow the StorageVersionMigration)",
+		"update customresourcedefinitions/status.apiextensions.k8s.io (to trim status.storedVersions)",
+	}
+	if got := strings.Join(needStrings(MigrateServer(crd, true)), "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("needs:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	if got := MigrateServer(crd, false); len(got) != 5 || got[4].Subresource != "" {
+		t.Errorf("without a trim: %v", got)
+	}
+}
+
+func needStrings(needs []Need) []string {
+	var s []string
+	for _, n := range needs {
+		s = append(s, n.String())
+	}
+	return s
+}

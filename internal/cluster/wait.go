@@ -69,3 +69,33 @@ func (c *Client) WaitServed(ctx context.Context, name string, timeout time.Durat
 	}
 	return WaitServed(ctx, c.CRDs, disc, name, timeout)
 }
+
+// ServedVersions returns the versions of the API group that the cluster
+// serves, from discovery (/apis), preferred first; none when it does not
+// serve the group.
+func (c *Client) ServedVersions(group string) ([]string, error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(c.config)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := disc.ServerGroups()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups.Groups {
+		if g.Name != group {
+			continue
+		}
+		var out []string
+		if g.PreferredVersion.Version != "" {
+			out = append(out, g.PreferredVersion.Version)
+		}
+		for _, v := range g.Versions {
+			if v.Version != g.PreferredVersion.Version {
+				out = append(out, v.Version)
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
+}

@@ -69,6 +69,12 @@ func TestPermissionPreflight(t *testing.T) {
 	if after := objectVersions(t, c, crd, "v2"); !maps.Equal(before, after) {
 		t.Error("migrate rewrote objects before finding that it could not trim storedVersions")
 	}
+	// The server engine needs to create and follow a StorageVersionMigration.
+	refused(t, c, name, []string{"refusing to migrate", "create storageversionmigrations.storagemigration.k8s.io", "watch storageversionmigrations.storagemigration.k8s.io"},
+		"migrate", name, "--engine=server", "--as", "perm-no-status")
+	if got := svmsFor(t, c, crd); len(got) != 0 {
+		t.Errorf("the refused server engine created %v", got)
+	}
 	// With --no-trim the status subresource is not needed.
 	mustRun(t, "migrate", name, "--no-trim", "--as", "perm-no-status")
 	if getCRD(t, c, name).Status.StoredVersions[0] != "v1" {

@@ -260,6 +260,19 @@ func migrateUnderLoad(t *testing.T, c clients, crd *apiextensionsv1.CustomResour
 	return m
 }
 
+// freeze labels the object frozen=true through v1 (see denyFrozen).
+func freeze(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, namespace, name string) {
+	t.Helper()
+	u, err := resource(c, crd, "v1", namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetLabels(map[string]string{"frozen": "true"})
+	if _, err := resource(c, crd, "v1", namespace).Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMigrateFailuresBlockTheTrim: an object that an admission policy
 // denies, then an object whose conversion webhook call fails, are each
 // reported by name; storedVersions is not trimmed; the exit code is 1.
@@ -270,14 +283,7 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	createManyCronTabs(t, c, crd, "v1", 40, []string{"fail-a"})
 	// Label crontab-00011 frozen while v1 is still the storage version, so
 	// that it stays stored at v1 until migrate rewrites it.
-	u, err := resource(c, crd, "v1", "fail-a").Get(context.Background(), "crontab-00011", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.SetLabels(map[string]string{"frozen": "true"})
-	if _, err := resource(c, crd, "v1", "fail-a").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, c, crd, "fail-a", "crontab-00011")
 	mustRun(t, "add-version", crd.Name, "v2", "--conversion", "Webhook", "--webhook-url", hook.URL+"/convert", "--ca-bundle-file", hook.caFile(t))
 	mustRun(t, "promote-storage", crd.Name, "v2")
 

@@ -142,10 +142,56 @@ type Trim struct {
 	// during the run, the write failed, or the API server did not keep
 	// [storage]. storedVersions then still lists the old versions.
 	Failed bool `json:"failed,omitempty"`
+	// By names who wrote storedVersions when Trimmed is true: TrimmedByUs
+	// (this run's guarded status write) or TrimmedByServer (the
+	// kube-controller-manager's storage version migrator, after a
+	// StorageVersionMigration succeeded).
+	By string `json:"by,omitempty"`
+	// Restored is true when a failed StorageVersionMigration's controller
+	// trimmed storedVersions anyway and this run put the versions it removed
+	// back (server engine; see docs/migrate.md).
+	Restored bool `json:"restored,omitempty"`
+}
+
+// Who trimmed storedVersions (Trim.By).
+const (
+	TrimmedByUs     = "kubectl-crdversion"
+	TrimmedByServer = "kube-controller-manager"
+)
+
+// The engines of a run (Result.Engine).
+const (
+	// EngineClient lists and rewrites the objects from this process.
+	EngineClient = "client"
+	// EngineServer delegates the rewrite to a StorageVersionMigration
+	// object that the kube-controller-manager carries out.
+	EngineServer = "server"
+)
+
+// ServerMigration is the StorageVersionMigration a server-engine run
+// created (or, in a client dry run, would create) and what became of it.
+type ServerMigration struct {
+	// APIVersion is storagemigration.k8s.io/<version>, the version the
+	// cluster serves.
+	APIVersion string `json:"apiVersion"`
+	// Name is the object's name; empty in a client dry run (the API server
+	// generates it from GenerateName).
+	Name         string `json:"name,omitempty"`
+	GenerateName string `json:"generateName"`
+	// Resource is the migrated resource, "<plural>.<group>".
+	Resource string `json:"resource"`
+	// Phase is Pending (no condition yet), Running, Succeeded or Failed, as
+	// last observed.
+	Phase string `json:"phase"`
+	// Reason and Message are those of the condition that decided Phase.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // Result of a run.
 type Result struct {
+	// Engine is EngineClient or EngineServer.
+	Engine         string `json:"engine"`
 	CRD            string `json:"crd"`
 	StorageVersion string `json:"storageVersion"`
 	Counts         `json:",inline"`
@@ -161,6 +207,8 @@ type Result struct {
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
 	Trim             Trim    `json:"trim"`
 	DryRun           bool    `json:"dryRun,omitempty"`
+	// StorageVersionMigration is set by the server engine.
+	StorageVersionMigration *ServerMigration `json:"storageVersionMigration,omitempty"`
 }
 
 // Engine runs migrations against one API server.
@@ -193,7 +241,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		// and back, pruning what that version's schema lacks.
 		return nil, fmt.Errorf("%w: %s is the storage version of %s but not served; serve it first (kubectl crdversion serve %s %s)", ErrStorageNotServed, storage, name, name, storage)
 	}
-	res := &Result{CRD: name, StorageVersion: storage, Failures: []Failure{}, DryRun: opts.DryRun || opts.CountOnly}
+	res := &Result{Engine: EngineClient, CRD: name, StorageVersion: storage, Failures: []Failure{}, DryRun: opts.DryRun || opts.CountOnly}
 	res.Trim.Before = append([]string{}, crd.Status.StoredVersions...)
 
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural}
@@ -227,7 +275,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 	if s := res.Elapsed.Seconds(); s > 0 {
 		res.ObjectsPerSecond = float64(res.Total) / s
 	}
-	res.Trim = e.trim(ctx, name, storage, crd.Generation, res, opts)
+	res.Trim = e.Trim(ctx, name, storage, crd.Generation, res, opts)
 	if res.Complete && opts.Checkpoint != "" && !res.DryRun {
 		removeCheckpoint(opts.Checkpoint)
 	}
@@ -600,11 +648,16 @@ func (r *run) fill() {
 	r.res.Failures = append(r.res.Failures, r.failures...)
 }
 
-// trim writes status.storedVersions = [storage] when, and only when, the
-// run was complete and clean and the storage version did not change
-// meanwhile: re-read the CRD, compare, write the status subresource pinned
-// to the resourceVersion just read, and read back to verify.
-func (e *Engine) trim(ctx context.Context, name, storage string, generation int64, res *Result, opts Options) Trim {
+// Trim writes status.storedVersions = [storage] when, and only when, res
+// says the pass was complete and clean and, re-read now, the CRD's storage
+// version is storage, its metadata.generation is generation (no spec change
+// since the run started) and storedVersions gained no version: it writes
+// the status subresource (writes of status through the main resource are
+// ignored) pinned to the resourceVersion just read, re-checks after a 409,
+// and reads the answer back. opts.NoTrim and a dry run skip it. Nothing is
+// written when storedVersions already is [storage]. The Trim says what
+// happened and, when nothing was trimmed, why.
+func (e *Engine) Trim(ctx context.Context, name, storage string, generation int64, res *Result, opts Options) Trim {
 	t := Trim{Before: res.Trim.Before, After: res.Trim.Before}
 	switch {
 	case opts.NoTrim:
@@ -666,7 +719,7 @@ func (e *Engine) trim(ctx context.Context, name, storage string, generation int6
 			t.Reason, t.Failed = fmt.Sprintf("the API server kept storedVersions %v", updated.Status.StoredVersions), true
 			return t
 		}
-		t.Trimmed, t.After = true, updated.Status.StoredVersions
+		t.Trimmed, t.After, t.By = true, updated.Status.StoredVersions, TrimmedByUs
 		return t
 	}
 	t.Reason, t.Failed = "the CRD kept changing while storedVersions was written; run migrate again", true

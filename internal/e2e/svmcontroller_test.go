@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+	svmcontroller "k8s.io/kubernetes/pkg/controller/storageversionmigrator"
+)
+
+// startSVMController runs the kube-controller-manager's storage version
+// migrator against the test API server, in this process, until the test
+// ends: the three controllers that
+// cmd/kube-controller-manager/app/storageversionmigrator.go (v1.37.2) wires
+// (SVMController, ResourceVersionController and the CustomResourceController
+// that marks the running migration and trims storedVersions), sharing one
+// StorageVersionMigration informer and one RESTMapper.
+//
+// The SVMController reads the objects from the garbage collector's
+// dependency graph (one metadata informer per resource), so the helper
+// runs the GC with its GraphBuilder and discovery sync too, but with no
+// workers: nothing is ever deleted. The sync period is 1 s instead of
+// kube-controller-manager's 30 s, so that a CRD created by the test is
+// monitored at once. Like kube-controller-manager, it requires the client-go
+// feature gates InformerResourceVersion and InOrderInformers (both on by
+// default in v0.37).
+func startSVMController(t *testing.T) {
+	t.Helper()
+	gates := clientgofeatures.FeatureGates()
+	if !gates.Enabled(clientgofeatures.InformerResourceVersion) || !gates.Enabled(clientgofeatures.InOrderInformers) {
+		t.Fatal("the storage version migrator needs the client-go feature gates InformerResourceVersion and InOrderInformers")
+	}
+	cfg := rest.CopyConfig(srv.Config)
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	md := metadata.NewForConfigOrDie(cfg)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	crds := apiextensionsclient.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions()
+	disc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	// The GC's sync resets the mapper; it must use a discovery client of
+	// its own (garbagecollector.GarbageCollector.Sync).
+	gcDisc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	typed := informers.NewSharedInformerFactory(kube, 0)
+	meta := metadatainformer.NewSharedInformerFactory(md, 0)
+	started := make(chan struct{})
+	gc, err := garbagecollector.NewGarbageCollector(ctx, kube, md, mapper, garbagecollector.DefaultIgnoredResources(),
+		informerfactory.NewInformerFactory(typed, meta), started)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	graph := gc.GetDependencyGraphBuilder()
+	svms := typed.Storagemigration().V1().StorageVersionMigrations()
+	const name = "storage-version-migrator-controller"
+	runners := []func(context.Context){
+		svmcontroller.NewSVMController(ctx, kube, dyn, svms, name, mapper, graph).Run,
+		svmcontroller.NewResourceVersionController(ctx, kube, disc, md, svms, mapper).Run,
+		svmcontroller.NewCustomResourceController(ctx, kube, svms, crds).Run,
+		// No workers: the GraphBuilder runs (and is shut down with ctx), and
+		// nothing is ever collected.
+		func(ctx context.Context) { gc.Run(ctx, 0, 30*time.Second) },
+		func(ctx context.Context) { gc.Sync(ctx, gcDisc, time.Second) },
+	}
+	typed.Start(ctx.Done())
+	meta.Start(ctx.Done())
+	close(started)
+	var wg sync.WaitGroup
+	for _, run := range runners {
+		wg.Go(func() { run(ctx) })
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		typed.Shutdown()
+		meta.Shutdown()
+	})
+}

@@ -191,11 +191,11 @@ func dryRun(ctx context.Context, c *cluster.Client, live, next *apiextensionsv1.
 		obj.ResourceVersion, obj.Status = "", apiextensionsv1.CustomResourceDefinitionStatus{}
 		_, err = c.CRDs.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
 	} else {
-		obj := live.DeepCopy()
-		obj.Spec = next.Spec
-		obj.Labels = merged(obj.Labels, next.Labels)
-		obj.Annotations = merged(obj.Annotations, next.Annotations)
-		_, err = c.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+		err = c.DryRunUpdateCRD(ctx, live, func(obj *apiextensionsv1.CustomResourceDefinition) {
+			obj.Spec = next.Spec
+			obj.Labels = merged(obj.Labels, next.Labels)
+			obj.Annotations = merged(obj.Annotations, next.Annotations)
+		}, FieldManager)
 	}
 	switch {
 	case err == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/util/retry"
 )
 
 // ConflictError says the CRD changed between the read that the preflight
@@ -57,6 +59,35 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 		return nil, &ConflictError{Name: crd.Name, ResourceVersion: crd.ResourceVersion, Err: err}
 	}
 	return out, err
+}
+
+// DryRunUpdateCRD asks the API server to admit and validate edit applied
+// to live without persisting it (dryRun=All), as fieldManager. A dry run
+// persists nothing, so when live is stale (a 409 Conflict: the API server's
+// own controllers update a CRD's status conditions right after it changes,
+// other clients its metadata) it is retried on a fresh read, as long as the
+// fresh CRD has the spec (generation) and status.storedVersions of live —
+// what the caller judged. Otherwise, or after client-go's default retries,
+// the Conflict is returned.
+func (c *Client) DryRunUpdateCRD(ctx context.Context, live *apiextensionsv1.CustomResourceDefinition, edit func(*apiextensionsv1.CustomResourceDefinition), fieldManager string) error {
+	judged := live
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj := live.DeepCopy()
+		edit(obj)
+		_, err := c.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh, getErr := c.CRDs.Get(ctx, live.Name, metav1.GetOptions{})
+		switch {
+		case getErr != nil:
+			return getErr
+		case fresh.Generation != judged.Generation || !slices.Equal(fresh.Status.StoredVersions, judged.Status.StoredVersions):
+			return err // changed in what was judged: not retried
+		}
+		live = fresh
+		return err
+	})
 }
 
 // ObjectProblem is an object that a check at some version failed for.

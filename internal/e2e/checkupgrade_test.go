@@ -20,6 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cli"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
@@ -262,4 +264,53 @@ func waitEstablishedOrRefused(t *testing.T, c clients, name string) {
 		}
 		return false, nil
 	})
+}
+
+// TestDryRunOnAStaleRead: a server dry run of a CRD update made from a read
+// that has gone stale conflicts (409). When only what the caller did not
+// judge changed since — metadata, status conditions — it is retried on a
+// fresh read and answered; when the spec or storedVersions changed, the
+// conflict is returned. Nothing is persisted either way. (check-upgrade's
+// dry run used to report "skipped" when the API server's controllers
+// updated the CRD's status between its read and its dry run.)
+func TestDryRunOnAStaleRead(t *testing.T) {
+	c := newClients(t)
+	cl := &cluster.Client{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions()}
+	crd := advance(t, c, "stale-dry-run.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS1)
+	addV3 := func(obj *apiextensionsv1.CustomResourceDefinition) {
+		obj.Spec.Versions = append(obj.Spec.Versions, crontabVersion("v3", true, false))
+	}
+	for _, tc := range []struct {
+		name     string
+		change   func(*apiextensionsv1.CustomResourceDefinition)
+		conflict bool
+	}{
+		{"metadata changed", func(crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Annotations = map[string]string{"example.com/touched": "yes"}
+		}, false},
+		{"spec changed", func(crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Names.Categories = []string{"stale"}
+		}, true},
+		{"storedVersions changed", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale := getCRD(t, c, crd.Name)
+			if tc.change != nil {
+				updateCRD(t, c, crd.Name, tc.change)
+			} else {
+				setStoredVersions(t, c, crd.Name, "v1", "v2")
+				t.Cleanup(func() { setStoredVersions(t, c, crd.Name, "v1") })
+			}
+			before := getCRD(t, c, crd.Name)
+			err := cl.DryRunUpdateCRD(context.Background(), stale, addV3, "e2e")
+			if got := apierrors.IsConflict(err); got != tc.conflict || (!tc.conflict && err != nil) {
+				t.Errorf("error %v, want a conflict: %v", err, tc.conflict)
+			}
+			// (The API server's controllers may still update the status
+			// conditions after the change above: generation is compared.)
+			if after := getCRD(t, c, crd.Name); after.Generation != before.Generation || len(after.Spec.Versions) != 2 {
+				t.Errorf("the dry run persisted something: generation %d -> %d, %d versions", before.Generation, after.Generation, len(after.Spec.Versions))
+			}
+		})
+	}
 }

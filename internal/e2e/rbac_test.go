@@ -134,6 +134,15 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			{"status", "CRD"}, {"promote-storage", "CRD", "v2"}, {"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"},
 		}},
 	}
+	// Last: the storage version migrator it needs runs a garbage
+	// collector's graph builder, whose watches the client-usage checks of
+	// unserve and retire would see.
+	cases = append(cases, struct {
+		role  string
+		state lifecycle.State
+		want  lifecycle.State
+		runs  [][]string
+	}{"crdversion-migrate-server", lifecycle.StateS2, lifecycle.StateS3, [][]string{{"migrate", "CRD", "--engine=server"}}})
 	documented := map[string]bool{}
 	for _, tc := range cases {
 		documented[tc.role] = true
@@ -143,6 +152,9 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			role, ok := roles[tc.role]
 			if !ok {
 				t.Fatalf("docs/rbac.md has no ClusterRole %s", tc.role)
+			}
+			if tc.role == "crdversion-migrate-server" {
+				startSVMController(t)
 			}
 			crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 3, tc.state)
 			user := grant(t, c, role, "test")
@@ -219,6 +231,7 @@ func TestEachPermissionIsNeeded(t *testing.T) {
 		{"crdversion-edit", lifecycle.StateS0, []string{"add-version", "CRD", "v2", "--conversion", "Webhook", "--webhook-url", "HOOK", "--ca-bundle-file", "CA"}},
 		{"crdversion-promote-storage", lifecycle.StateS1, []string{"promote-storage", "CRD", "v2"}},
 		{"crdversion-migrate", lifecycle.StateS2, []string{"migrate", "CRD"}},
+		{"crdversion-migrate-server", lifecycle.StateS2, []string{"migrate", "CRD", "--engine=server"}},
 		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=0"}},
 		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"}},
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -240,35 +238,40 @@ func (o *AddVersionOptions) Run(ctx context.Context) error {
 	}
 	r := edit.AddVersion(crd, o.spec)
 	if conv := r.Edited.Spec.Conversion; !r.NoOp && len(r.Checks.Failed()) == 0 && conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter {
-		r.Checks = append(r.Checks, o.webhookCheck(ctx, crd, conv.Webhook))
+		r.Checks = append(r.Checks, o.webhookChecks(ctx, crd, conv.Webhook)...)
 	}
 	return o.apply(ctx, r)
 }
 
-// webhookCheck asks the webhook to convert a sample object — an existing
-// one when there is any, else a minimal object — to the new version.
-func (o *AddVersionOptions) webhookCheck(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv *apiextensionsv1.WebhookConversion) edit.Check {
+// webhookChecks asks the webhook to convert a sample object — an existing
+// one when there is any, else a minimal object — to the new version. A
+// webhook behind a Service is checked as the API server would reach it
+// (serviceWebhookChecker), in manifest mode only when the cluster has the
+// CRD.
+func (o *AddVersionOptions) webhookChecks(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv *apiextensionsv1.WebhookConversion) edit.Checks {
 	from := cluster.ListVersion(crd)
 	desired := crd.Spec.Group + "/" + o.Version
-	sample := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": crd.Spec.Group + "/" + from,
-		"kind":       crd.Spec.Names.Kind,
-		"metadata":   map[string]any{"name": "crdversion-preflight-sample"},
-	}}
-	if from != "" && o.client != nil && (o.file == nil || o.live != nil) {
+	sample := sampleObject(crd, from, "crdversion-preflight-sample")
+	live := o.client != nil && (o.file == nil || o.live != nil)
+	if from != "" && live {
 		list, err := o.client.Dynamic.Resource(cluster.GVR(crd, from)).List(ctx, metav1.ListOptions{Limit: 1})
 		if err == nil && len(list.Items) > 0 {
 			sample = &list.Items[0]
 		}
 	}
-	c := edit.Check{Name: "WebhookConverts"}
+	if conv.ClientConfig != nil && conv.ClientConfig.Service != nil {
+		if !live {
+			return edit.Checks{{Name: checkWebhookService, Outcome: edit.Skip,
+				Message: "the conversion webhook's Service was not checked: " + o.liveSkip}}
+		}
+		return newServiceWebhookChecker(o.client, o.WebhookTimeout).checks(ctx, conv, &conversionProbe{sample: sample, desired: desired})
+	}
+	c := edit.Check{Name: checkWebhookConverts}
 	switch err := webhook.Verify(ctx, conv, sample, desired, o.WebhookTimeout); {
 	case err == nil:
 		c.Outcome, c.Message = edit.Pass, fmt.Sprintf("the conversion webhook converted a sample %s to %s", crd.Spec.Names.Kind, desired)
-	case errors.Is(err, webhook.ErrNotReachable):
-		c.Outcome, c.Message = edit.Skip, err.Error()
 	default:
 		c.Outcome, c.Message = edit.Fail, err.Error()
 	}
-	return c
+	return edit.Checks{c}
 }

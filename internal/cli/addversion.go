@@ -34,9 +34,13 @@ var addVersionLong = templates.LongDesc(`
 	strategy None, no field is pruned between the new schema and the other
 	versions' (--allow-pruning accepts the loss, listing it); with Webhook
 	conversion, the configuration is complete and the webhook converts a sample
-	object to the new version (checked from this client when the webhook has a
-	URL; a Service is reachable only by the API server and is reported as not
-	verified). The output says how kubectl's default version changes.`)
+	object to the new version. A webhook behind a Service is checked as the API
+	server reaches it: the caBundle holds certificates, the Service exists and
+	exposes the port (default 443) with a ready endpoint (EndpointSlices), and,
+	when an endpoint is reachable from this client, its serving certificate
+	verifies for NAME.NAMESPACE.svc against the caBundle and it converts the
+	sample; an endpoint this client cannot reach is a warning (not verified).
+	The output says how kubectl's default version changes.`)
 
 var addVersionExample = templates.Examples(`
 	# Add v2 with the schema of the storage version

@@ -38,9 +38,11 @@ var doctorLong = templates.LongDesc(`
 	at any served version (for example objects stored at a version no longer
 	in spec.versions, which the API server answers with "request to convert
 	CR from an invalid group/version"), a conversion webhook that does not
-	answer (a URL is sent a ConversionReview; a Service must exist and have a
-	ready endpoint), and status.storedVersions entries ready to trim (no
-	object left that could be stored at them).
+	answer (a URL is sent a ConversionReview; a Service must exist, expose the
+	webhook's port with a ready endpoint and, when an endpoint is reachable
+	from this client, serve a certificate the caBundle verifies and convert),
+	and status.storedVersions entries ready to trim (no object left that could
+	be stored at them).
 
 	Cost: one CRD list, then per CRD a metadata-only object list (pages of
 	--chunk-size), one list per other served version when the first fails,

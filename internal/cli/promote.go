@@ -26,7 +26,10 @@ var promoteLong = templates.LongDesc(`
 	read at it (the API server converts each one, so a failing conversion
 	webhook is caught); every object (or --sample of them) passes its schema and
 	validation rules, checked with a server-side dry-run create; with
-	conversion strategy None, no field is pruned between the schemas. Failures
+	conversion strategy None, no field is pruned between the schemas. With a
+	conversion webhook behind a Service, first the checks of add-version: the
+	caBundle, the Service and its port, a ready endpoint, and (when reachable
+	from this client) the serving certificate and a sample conversion. Failures
 	name the objects and quote the API server.`)
 
 var promoteExample = templates.Examples(`

@@ -83,7 +83,7 @@ func (c *serviceWebhookChecker) checks(ctx context.Context, conv *apiextensionsv
 
 	roots, subjects, caErr := webhook.ParseCABundle(conv.ClientConfig.CABundle)
 	if caErr != nil {
-		add(checkWebhookCABundle, edit.Fail, "the conversion webhook's %v", caErr)
+		add(checkWebhookCABundle, edit.Fail, "%v", caErr)
 	} else {
 		add(checkWebhookCABundle, edit.Pass, "the conversion webhook's caBundle holds %d certificate(s): %s", len(subjects), strings.Join(subjects, "; "))
 	}

@@ -136,6 +136,7 @@ func (c *serviceWebhookChecker) servingCerts(ctx context.Context, ref *apiextens
 	serverName := webhook.ServerName(ref)
 	var verified, unreached []string
 	var notVerified []string
+loop:
 	for _, addr := range ready[:min(len(ready), maxCertChecks)] {
 		err, seen := c.unreachable[addr]
 		if !seen {
@@ -153,6 +154,9 @@ func (c *serviceWebhookChecker) servingCerts(ctx context.Context, ref *apiextens
 			c.unreachable[addr] = err
 			unreached = append(unreached, addr)
 			notVerified = append(notVerified, err.Error())
+			// The endpoints share a network: when one cannot be reached,
+			// the others will not be either; do not wait for each.
+			break loop
 		default:
 			notVerified = append(notVerified, err.Error())
 		}

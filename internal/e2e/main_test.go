@@ -50,11 +50,7 @@ func setup() func() {
 	if *serverLogs {
 		log = os.Stderr
 	}
-	// Aggregator routing makes the API server reach Service-referenced
-	// webhooks through the Service's EndpointSlices (as kube-proxy would
-	// route its cluster IP, which nothing routes here), so a test can
-	// point a Service at a webhook on this machine.
-	s, err := apiserver.Start(apiserver.Options{Log: log, ExtraFlags: []string{"--enable-aggregator-routing=true"}})
+	s, err := apiserver.Start(apiserver.Options{Log: log})
 	if err != nil {
 		setupErr = fmt.Errorf("starting the API server: %w", err)
 		return func() {}

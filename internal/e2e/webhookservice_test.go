@@ -22,13 +22,34 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
+// routingServer starts an API server of the test's own with
+// --enable-aggregator-routing=true: it then reaches a Service-referenced
+// webhook through the Service's EndpointSlices (on a real cluster it dials
+// the cluster IP, which kube-proxy routes; nothing routes it here). The
+// package's shared server keeps the default: with the flag,
+// TestCheckUpgradePairs saw CRD deletions stuck at "could not list
+// instances: storage is (re)initializing" (twice; never without it).
+func routingServer(t *testing.T) (clients, string) {
+	t.Helper()
+	if setupErr != nil {
+		t.Fatal(setupErr)
+	}
+	s, err := apiserver.Start(apiserver.Options{ExtraFlags: []string{"--enable-aggregator-routing=true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return clientsFor(s.Config), s.Kubeconfig
+}
+
 // hostIP is a non-loopback IPv4 address of this machine: EndpointSlice
 // validation rejects loopback addresses, and the API server (with
-// --enable-aggregator-routing, see TestMain) dials the endpoint it finds
+// --enable-aggregator-routing, see routingServer) dials the endpoint it finds
 // there.
 func hostIP(t *testing.T) string {
 	t.Helper()
@@ -148,16 +169,6 @@ func writePEM(t *testing.T, data []byte) string {
 	return path
 }
 
-// deleteCRDsAtEnd removes the test's CRDs, whose webhooks stop with the
-// test, so that later doctor --all runs do not meet them.
-func deleteCRDsAtEnd(t *testing.T, c clients, names ...string) {
-	t.Cleanup(func() {
-		for _, n := range names {
-			_ = c.ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), n, metav1.DeleteOptions{})
-		}
-	})
-}
-
 // TestServiceWebhookPreflight: a conversion webhook behind a Service. The
 // API server really calls it through the Service's EndpointSlice; the
 // preflights of add-version and promote-storage (and doctor) refuse a
@@ -165,7 +176,7 @@ func deleteCRDsAtEnd(t *testing.T, c clients, names ...string) {
 // webhook's port, and a caBundle that does not verify the serving
 // certificate, each naming the problem, with nothing written.
 func TestServiceWebhookPreflight(t *testing.T) {
-	c := newClients(t)
+	c, kc := routingServer(t)
 	ctx := context.Background()
 	hook := newServiceWebhook(t, "svc-webhook", "conversion")
 	hook.createService(t, c, ptr.To(true))
@@ -176,27 +187,26 @@ func TestServiceWebhookPreflight(t *testing.T) {
 
 	crd := advance(t, c, "svcwebhook.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS0)
 	name := crd.Name
-	deleteCRDsAtEnd(t, c, name)
 	addV2 := func(ref, caFile string, extra ...string) []string {
 		return append([]string{"add-version", name, "v2", "--conversion", "Webhook", "--webhook-service", ref, "--ca-bundle-file", caFile}, extra...)
 	}
 
 	// add-version refusals, one per problem.
-	refuses(t, c, []string{name}, []string{"refusing to add-version", "the conversion webhook's Service svc-webhook/missing does not exist"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to add-version", "the conversion webhook's Service svc-webhook/missing does not exist"},
 		addV2("svc-webhook/missing:443/convert", ca)...)
-	refuses(t, c, []string{name}, []string{"refusing to add-version", "the Service svc-webhook/conversion does not expose port 8443 (it exposes 443 (https))"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to add-version", "the Service svc-webhook/conversion does not expose port 8443 (it exposes 443 (https))"},
 		addV2("svc-webhook/conversion:8443/convert", ca)...)
-	refuses(t, c, []string{name}, []string{"refusing to add-version", "the caBundle does not verify the serving certificate of conversion.svc-webhook.svc", "unknown authority"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to add-version", "the caBundle does not verify the serving certificate of conversion.svc-webhook.svc", "unknown authority"},
 		addV2(hook.ref(), wrongCA)...)
-	refuses(t, c, []string{name}, []string{"refusing to add-version", "the caBundle holds no PEM certificate"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to add-version", "the caBundle holds no PEM certificate"},
 		addV2(hook.ref(), garbage)...)
 	hook.setEndpoint(t, c, ptr.To(false))
-	refuses(t, c, []string{name}, []string{"refusing to add-version", "the Service svc-webhook/conversion has no ready endpoint for port 443 (https): 1 endpoint(s), none ready"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to add-version", "the Service svc-webhook/conversion has no ready endpoint for port 443 (https): 1 endpoint(s), none ready"},
 		addV2(hook.ref(), ca)...)
 	if err := c.kube.DiscoveryV1().EndpointSlices(hook.namespace).Delete(ctx, hook.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	refuses(t, c, []string{name}, []string{"refusing to add-version", "no EndpointSlice (label kubernetes.io/service-name=conversion) lists it"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to add-version", "no EndpointSlice (label kubernetes.io/service-name=conversion) lists it"},
 		addV2(hook.ref(), ca)...)
 	if hook.calls.Load() != 0 {
 		t.Errorf("the webhook was called %d times by refused preflights", hook.calls.Load())
@@ -205,7 +215,7 @@ func TestServiceWebhookPreflight(t *testing.T) {
 	// Healthy: every check passes, the preflight converts a sample through
 	// the endpoint, and -o json keeps the report on stderr.
 	hook.setEndpoint(t, c, ptr.To(true))
-	dry := succeeds(t, addV2(hook.ref(), ca, "--dry-run=server", "-o", "json")...)
+	dry := succeedsAt(t, kc, addV2(hook.ref(), ca, "--dry-run=server", "-o", "json")...)
 	for _, want := range []string{
 		"PASS  the conversion webhook's caBundle holds 1 certificate(s)",
 		"PASS  the conversion webhook's Service svc-webhook/conversion exists",
@@ -225,7 +235,7 @@ func TestServiceWebhookPreflight(t *testing.T) {
 		t.Error("the preflight did not call the webhook through its endpoint")
 	}
 
-	succeeds(t, addV2(hook.ref(), ca)...)
+	succeedsAt(t, kc, addV2(hook.ref(), ca)...)
 	// The API server converts through the Service: a list at v2 of objects
 	// stored at v1 calls the webhook (the endpoint is found in the
 	// EndpointSlice; right after the CRD changes, v2 may still be on its way).
@@ -245,21 +255,21 @@ func TestServiceWebhookPreflight(t *testing.T) {
 		})
 	}
 	setCA(other.ca)
-	refuses(t, c, []string{name}, []string{"refusing to promote-storage", "the caBundle does not verify the serving certificate of conversion.svc-webhook.svc"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to promote-storage", "the caBundle does not verify the serving certificate of conversion.svc-webhook.svc"},
 		"promote-storage", name, "v2")
-	d := doctorJSON(t, name)
+	d := doctorJSON(t, kc, name)
 	if !hasFinding(d, lifecycle.CodeWebhookUnreachable, lifecycle.SeverityError, "the caBundle does not verify the serving certificate") {
 		t.Errorf("doctor with a wrong caBundle: %+v", d.CRDs)
 	}
 	setCA(hook.ca)
 	hook.setEndpoint(t, c, ptr.To(false))
-	refuses(t, c, []string{name}, []string{"refusing to promote-storage", "none ready"}, "promote-storage", name, "v2")
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to promote-storage", "none ready"}, "promote-storage", name, "v2")
 	if err := c.kube.CoreV1().Services(hook.namespace).Delete(ctx, hook.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	refuses(t, c, []string{name}, []string{"refusing to promote-storage", "the conversion webhook's Service svc-webhook/conversion does not exist"},
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to promote-storage", "the conversion webhook's Service svc-webhook/conversion does not exist"},
 		"promote-storage", name, "v2")
-	if d := doctorJSON(t, name); !hasFinding(d, lifecycle.CodeWebhookUnreachable, lifecycle.SeverityError, "svc-webhook/conversion does not exist") {
+	if d := doctorJSON(t, kc, name); !hasFinding(d, lifecycle.CodeWebhookUnreachable, lifecycle.SeverityError, "svc-webhook/conversion does not exist") {
 		t.Errorf("doctor with no Service: %+v", d.CRDs)
 	}
 
@@ -270,14 +280,14 @@ func TestServiceWebhookPreflight(t *testing.T) {
 		_, err := resource(c, crd, "v2", "team-a").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
-	promoted := succeeds(t, "promote-storage", name, "v2")
+	promoted := succeedsAt(t, kc, "promote-storage", name, "v2")
 	if !strings.Contains(promoted.stdout, "PASS  the caBundle verifies the serving certificate") {
 		t.Errorf("promote-storage output:\n%s", promoted.stdout)
 	}
 	if got := getCRD(t, c, name); lifecycle.StorageVersion(got) != "v2" {
 		t.Errorf("storage version %s after promote-storage, want v2", lifecycle.StorageVersion(got))
 	}
-	if d := doctorJSON(t, name); hasFinding(d, lifecycle.CodeWebhookUnreachable, "", "") {
+	if d := doctorJSON(t, kc, name); hasFinding(d, lifecycle.CodeWebhookUnreachable, "", "") {
 		t.Errorf("doctor on the healthy webhook: %+v", d.CRDs)
 	}
 }
@@ -285,13 +295,12 @@ func TestServiceWebhookPreflight(t *testing.T) {
 // TestServiceWebhookNotReachable: an endpoint this client cannot connect to
 // leaves the serving certificate unverified — a warning, not a refusal.
 func TestServiceWebhookNotReachable(t *testing.T) {
-	c := newClients(t)
+	c, kc := routingServer(t)
 	hook := newServiceWebhook(t, "svc-webhook-unreached", "conversion")
 	hook.Close() // nothing listens on the endpoint's port any more
 	hook.createService(t, c, ptr.To(true))
 	crd := advance(t, c, "svcunreached.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS0)
-	deleteCRDsAtEnd(t, c, crd.Name)
-	r := succeeds(t, "add-version", crd.Name, "v2", "--conversion", "Webhook", "--webhook-service", hook.ref(), "--ca-bundle-file", writePEM(t, hook.ca), "--dry-run=server")
+	r := succeedsAt(t, kc, "add-version", crd.Name, "v2", "--conversion", "Webhook", "--webhook-service", hook.ref(), "--ca-bundle-file", writePEM(t, hook.ca), "--dry-run=server")
 	for _, want := range []string{
 		"WARN  the serving certificate of conversion.svc-webhook-unreached.svc was not verified: the endpoint " + net.JoinHostPort(hook.ip, strconv.Itoa(int(hook.port))) + " is not reachable from this client",
 		"SKIP  the conversion webhook was not called from this client: its endpoints are not reachable from here",
@@ -302,9 +311,9 @@ func TestServiceWebhookNotReachable(t *testing.T) {
 	}
 }
 
-func doctorJSON(t *testing.T, name string) report.Doctor {
+func doctorJSON(t *testing.T, kubeconfig, name string) report.Doctor {
 	t.Helper()
-	r := crdversion(t, "doctor", name, "-o", "json", "--skip-usage-check")
+	r := crdversionAt(t, kubeconfig, "doctor", name, "-o", "json", "--skip-usage-check")
 	var d report.Doctor
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatalf("doctor %s: %v\n%s%s", name, err, r.stdout, r.stderr)

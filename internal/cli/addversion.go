@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -37,9 +35,13 @@ var addVersionLong = templates.LongDesc(`
 	strategy None, no field is pruned between the new schema and the other
 	versions' (--allow-pruning accepts the loss, listing it); with Webhook
 	conversion, the configuration is complete and the webhook converts a sample
-	object to the new version (checked from this client when the webhook has a
-	URL; a Service is reachable only by the API server and is reported as not
-	verified). The output says how kubectl's default version changes.`)
+	object to the new version. A webhook behind a Service is checked as the API
+	server reaches it: the caBundle holds certificates, the Service exists and
+	exposes the port (default 443) with a ready endpoint (EndpointSlices), and,
+	when an endpoint is reachable from this client, its serving certificate
+	verifies for NAME.NAMESPACE.svc against the caBundle and it converts the
+	sample; an endpoint this client cannot reach is a warning (not verified).
+	The output says how kubectl's default version changes.`)
 
 var addVersionExample = templates.Examples(`
 	# Add v2 with the schema of the storage version
@@ -249,23 +251,23 @@ func (o *AddVersionOptions) Run(ctx context.Context) error {
 	}
 	r := edit.AddVersion(crd, o.spec)
 	if conv := r.Edited.Spec.Conversion; !r.NoOp && len(r.Checks.Failed()) == 0 && conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter {
-		r.Checks = append(r.Checks, o.webhookCheck(ctx, crd, conv.Webhook))
+		r.Checks = append(r.Checks, o.webhookChecks(ctx, crd, conv.Webhook)...)
 	}
 	return o.apply(ctx, r)
 }
 
-// webhookCheck asks the webhook to convert a sample object — an existing
-// one when there is any, else a minimal object — to the new version.
-func (o *AddVersionOptions) webhookCheck(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv *apiextensionsv1.WebhookConversion) edit.Check {
+// webhookChecks asks the webhook to convert a sample object — an existing
+// one when there is any, else a minimal object — to the new version. A
+// webhook behind a Service is checked as the API server would reach it
+// (serviceWebhookChecker), in manifest mode only when the cluster has the
+// CRD.
+func (o *AddVersionOptions) webhookChecks(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv *apiextensionsv1.WebhookConversion) edit.Checks {
 	from := cluster.ListVersion(crd)
 	desired := crd.Spec.Group + "/" + o.Version
-	sample := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": crd.Spec.Group + "/" + from,
-		"kind":       crd.Spec.Names.Kind,
-		"metadata":   map[string]any{"name": "crdversion-preflight-sample"},
-	}}
+	sample := sampleObject(crd, from, "crdversion-preflight-sample")
 	minimal := ""
-	if from != "" && o.client != nil && (o.file == nil || o.live != nil) {
+	live := o.client != nil && (o.file == nil || o.live != nil)
+	if from != "" && live {
 		list, err := o.client.Dynamic.Resource(cluster.GVR(crd, from)).List(ctx, metav1.ListOptions{Limit: 1})
 		switch {
 		case err == nil && len(list.Items) > 0:
@@ -274,14 +276,19 @@ func (o *AddVersionOptions) webhookCheck(ctx context.Context, crd *apiextensions
 			minimal = fmt.Sprintf(" (a minimal one: list %s is forbidden, so no stored object was tried)", cluster.GVR(crd, from).GroupResource())
 		}
 	}
-	c := edit.Check{Name: "WebhookConverts"}
+	if conv.ClientConfig != nil && conv.ClientConfig.Service != nil {
+		if !live {
+			return edit.Checks{{Name: checkWebhookService, Outcome: edit.Skip,
+				Message: "the conversion webhook's Service was not checked: " + o.liveSkip}}
+		}
+		return newServiceWebhookChecker(o.client, o.WebhookTimeout).checks(ctx, conv, &conversionProbe{sample: sample, desired: desired})
+	}
+	c := edit.Check{Name: checkWebhookConverts}
 	switch err := webhook.Verify(ctx, conv, sample, desired, o.WebhookTimeout); {
 	case err == nil:
 		c.Outcome, c.Message = edit.Pass, fmt.Sprintf("the conversion webhook converted a sample %s to %s%s", crd.Spec.Names.Kind, desired, minimal)
-	case errors.Is(err, webhook.ErrNotReachable):
-		c.Outcome, c.Message = edit.Skip, err.Error()
 	default:
 		c.Outcome, c.Message = edit.Fail, err.Error()
 	}
-	return c
+	return edit.Checks{c}
 }

@@ -15,8 +15,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -39,9 +38,11 @@ var doctorLong = templates.LongDesc(`
 	at any served version (for example objects stored at a version no longer
 	in spec.versions, which the API server answers with "request to convert
 	CR from an invalid group/version"), a conversion webhook that does not
-	answer (a URL is sent a ConversionReview; a Service must exist and have a
-	ready endpoint), and status.storedVersions entries ready to trim (no
-	object left that could be stored at them).
+	answer (a URL is sent a ConversionReview; a Service must exist, expose the
+	webhook's port with a ready endpoint and, when an endpoint is reachable
+	from this client, serve a certificate the caBundle verifies and convert),
+	and status.storedVersions entries ready to trim (no object left that could
+	be stored at them).
 
 	Cost: one CRD list, then per CRD a metadata-only object list (pages of
 	--chunk-size), one list per other served version when the first fails,
@@ -78,6 +79,8 @@ type DoctorOptions struct {
 	// Fleet runs doctor in several contexts at once.
 	Fleet    *FleetFlags
 	contexts []string
+	// services checks Service-referenced webhooks; one per cluster run.
+	services *serviceWebhookChecker
 
 	Names    []string
 	client   *cluster.Client
@@ -228,6 +231,7 @@ func (o *DoctorOptions) runFleet(ctx context.Context) error {
 		res = report.FleetDoctorCluster{Context: name, Server: o.Fleet.server(name)}
 		one := *o
 		one.DeprecatedUsage = nil
+		one.services = nil
 		one.requests = &requestCounter{}
 		c, err := cluster.New(getter, func(cfg *rest.Config) { cfg.Wrap(one.requests.wrap) })
 		if err == nil {
@@ -329,8 +333,8 @@ func (o *DoctorOptions) check(ctx context.Context, crd *apiextensionsv1.CustomRe
 			a.AddFinding(*f)
 		}
 	}
-	if f := o.webhook(ctx, crd); f != nil {
-		a.AddFinding(*f)
+	for _, f := range o.webhook(ctx, crd) {
+		a.AddFinding(f)
 	}
 	if o.DeprecatedUsage != nil {
 		fs, err := o.DeprecatedUsage(ctx, crd)
@@ -385,20 +389,14 @@ func (o *DoctorOptions) objects(ctx context.Context, crd *apiextensionsv1.Custom
 }
 
 // webhook checks a Webhook conversion's target: a URL is sent a
-// ConversionReview for a minimal object; a Service must exist and have a
-// ready endpoint. It returns nil when the target answers or there is none.
-func (o *DoctorOptions) webhook(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) *lifecycle.Finding {
+// ConversionReview for a minimal object; a Service is checked as the
+// preflights of add-version and promote-storage check it
+// (serviceWebhookChecker). It returns no finding when the target answers
+// or there is none.
+func (o *DoctorOptions) webhook(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []lifecycle.Finding {
 	conv := crd.Spec.Conversion
 	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
 		return nil // Analyze reports an incomplete configuration
-	}
-	unreachable := func(format string, args ...any) *lifecycle.Finding {
-		return &lifecycle.Finding{Code: lifecycle.CodeWebhookUnreachable, Severity: lifecycle.SeverityError,
-			Message: fmt.Sprintf(format, args...) + ": reads, lists, writes and deletes of objects at a version other than the stored one fail",
-			Fix:     "start or repair the conversion webhook, or, when every version shares one schema, set spec.conversion.strategy: None"}
-	}
-	if svc := conv.Webhook.ClientConfig.Service; svc != nil {
-		return o.webhookService(ctx, svc, unreachable)
 	}
 	storage := lifecycle.StorageVersion(crd)
 	desired := storage
@@ -408,47 +406,49 @@ func (o *DoctorOptions) webhook(ctx context.Context, crd *apiextensionsv1.Custom
 			break
 		}
 	}
-	sample := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": crd.Spec.Group + "/" + storage,
-		"kind":       crd.Spec.Names.Kind,
-		"metadata":   map[string]any{"name": "crdversion-doctor-sample"},
-	}}
+	sample := sampleObject(crd, storage, "crdversion-doctor-sample")
+	if conv.Webhook.ClientConfig.Service != nil {
+		if o.services == nil {
+			o.services = newServiceWebhookChecker(o.client, o.WebhookTimeout)
+		}
+		return webhookFindings(o.services.checks(ctx, conv.Webhook, &conversionProbe{sample: sample, desired: crd.Spec.Group + "/" + desired}))
+	}
 	if err := webhook.Verify(ctx, conv.Webhook, sample, crd.Spec.Group+"/"+desired, o.WebhookTimeout); err != nil {
-		return unreachable("the conversion webhook %s does not convert: %v", *conv.Webhook.ClientConfig.URL, err)
+		return []lifecycle.Finding{webhookUnreachable(fmt.Sprintf("the conversion webhook %s does not convert: %v", *conv.Webhook.ClientConfig.URL, err))}
 	}
 	return nil
 }
 
-var (
-	servicesGVR       = schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	endpointSlicesGVR = schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}
-)
+func webhookUnreachable(message string) lifecycle.Finding {
+	return lifecycle.Finding{Code: lifecycle.CodeWebhookUnreachable, Severity: lifecycle.SeverityError,
+		Message: message + ": reads, lists, writes and deletes of objects at a version other than the stored one fail",
+		Fix:     "start or repair the conversion webhook, or, when every version shares one schema, set spec.conversion.strategy: None"}
+}
 
-func (o *DoctorOptions) webhookService(ctx context.Context, svc *apiextensionsv1.ServiceReference, unreachable func(string, ...any) *lifecycle.Finding) *lifecycle.Finding {
-	ref := svc.Namespace + "/" + svc.Name
-	_, err := o.client.Dynamic.Resource(servicesGVR).Namespace(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return unreachable("the conversion webhook's Service %s does not exist", ref)
-	case err != nil:
-		return &lifecycle.Finding{Code: lifecycle.CodeWebhookNotChecked, Severity: lifecycle.SeverityInfo,
-			Message: fmt.Sprintf("the conversion webhook's Service %s was not checked: %v", ref, err)}
+// webhookFindings turns the checks of a Service-referenced webhook into
+// doctor findings: the failed checks into one error (the API server cannot
+// call the webhook), a headless Service into a warning, checks that could
+// not run (no permission, endpoints not reachable from this client) into
+// information.
+func webhookFindings(cs edit.Checks) []lifecycle.Finding {
+	var out []lifecycle.Finding
+	if failed := cs.Failed(); len(failed) > 0 {
+		var msgs []string
+		for _, c := range failed {
+			msgs = append(msgs, c.Message)
+		}
+		out = append(out, webhookUnreachable(strings.Join(msgs, "; ")))
 	}
-	slices, err := o.client.Dynamic.Resource(endpointSlicesGVR).Namespace(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc.Name})
-	if err != nil {
-		return &lifecycle.Finding{Code: lifecycle.CodeWebhookNotChecked, Severity: lifecycle.SeverityInfo,
-			Message: fmt.Sprintf("the endpoints of the conversion webhook's Service %s were not checked: %v", ref, err)}
-	}
-	for _, s := range slices.Items {
-		eps, _, _ := unstructured.NestedSlice(s.Object, "endpoints")
-		for _, e := range eps {
-			m, _ := e.(map[string]any)
-			if ready, found, _ := unstructured.NestedBool(m, "conditions", "ready"); !found || ready {
-				return nil
-			}
+	for _, c := range cs {
+		switch {
+		case c.Outcome == edit.Warn && c.Name == checkWebhookService:
+			out = append(out, lifecycle.Finding{Code: lifecycle.CodeWebhookUnreachable, Severity: lifecycle.SeverityWarning, Message: c.Message,
+				Fix: "give the Service a cluster IP, or run the API server with --enable-aggregator-routing"})
+		case c.Outcome == edit.Skip && c.Name != checkWebhookConverts, c.Outcome == edit.Warn:
+			out = append(out, lifecycle.Finding{Code: lifecycle.CodeWebhookNotChecked, Severity: lifecycle.SeverityInfo, Message: c.Message})
 		}
 	}
-	return unreachable("the conversion webhook's Service %s has no ready endpoint", ref)
+	return out
 }
 
 func printDoctor(out io.Writer, r *report.Doctor) error {

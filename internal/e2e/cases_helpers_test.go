@@ -255,13 +255,25 @@ func wantAPIError(t *testing.T, what string, err error, want ...string) {
 // crdversion runs the plugin binary against the test server.
 func crdversion(t *testing.T, args ...string) result {
 	t.Helper()
-	return binary(t, nil, append(args, "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())...)
+	return crdversionAt(t, srv.Kubeconfig, args...)
+}
+
+// crdversionAt runs the plugin binary against the API server of kubeconfig.
+func crdversionAt(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	return binary(t, nil, append(args, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir())...)
 }
 
 // succeeds runs the plugin binary and fails the test unless it exits 0.
 func succeeds(t *testing.T, args ...string) result {
 	t.Helper()
-	r := crdversion(t, args...)
+	return succeedsAt(t, srv.Kubeconfig, args...)
+}
+
+// succeedsAt is succeeds against the API server of kubeconfig.
+func succeedsAt(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	r := crdversionAt(t, kubeconfig, args...)
 	if r.code != 0 {
 		t.Fatalf("kubectl crdversion %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
@@ -272,8 +284,14 @@ func succeeds(t *testing.T, args ...string) result {
 // its output, and checks that none of the named CRDs was written.
 func refuses(t *testing.T, c clients, names []string, want []string, args ...string) result {
 	t.Helper()
+	return refusesAt(t, c, srv.Kubeconfig, names, want, args...)
+}
+
+// refusesAt is refuses against the API server of kubeconfig (c's).
+func refusesAt(t *testing.T, c clients, kubeconfig string, names []string, want []string, args ...string) result {
+	t.Helper()
 	before := resourceVersions(t, c, names)
-	r := crdversion(t, args...)
+	r := crdversionAt(t, kubeconfig, args...)
 	out := r.stdout + r.stderr
 	if r.code != 1 {
 		t.Errorf("kubectl crdversion %s: exit %d, want 1 (a refusal)\n%s", strings.Join(args, " "), r.code, out)

@@ -36,7 +36,14 @@ type conversionWebhook struct {
 
 func newConversionWebhook(t *testing.T) *conversionWebhook {
 	w := &conversionWebhook{}
-	w.Server = httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	w.Server = httptest.NewTLSServer(w.handler())
+	t.Cleanup(w.Close)
+	return w
+}
+
+// handler converts ConversionReviews (see conversionWebhook).
+func (w *conversionWebhook) handler() http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if n := w.calls.Add(1); w.downAfter.Load() > 0 && n >= w.downAfter.Load() {
 			w.down.Store(true)
 			w.downAfter.Store(0)
@@ -77,9 +84,7 @@ func newConversionWebhook(t *testing.T) *conversionWebhook {
 		review.Response, review.Request = resp, nil
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(review)
-	}))
-	t.Cleanup(w.Close)
-	return w
+	})
 }
 
 // caFile writes the server's certificate as a PEM CA bundle.
@@ -130,10 +135,8 @@ func TestWebhookConversion(t *testing.T) {
 		t.Errorf("storage version %s after promote-storage, want v2", lifecycle.StorageVersion(got))
 	}
 
-	// A Service reference cannot be called from the client: reported as not
-	// verified (the API server rejects nothing here; no such Service exists).
-	svc := plugin(t, "add-version", name, "v3", "--conversion", "Webhook", "--webhook-service", "default/conversion:443/convert", "--ca-bundle-file", ca, "--dry-run=server")
-	if svc.err != nil || !strings.Contains(svc.stdout, "SKIP  the webhook is behind a Service reference") {
-		t.Errorf("service webhook: %v\n%s", svc.err, svc.stdout)
-	}
+	// A Service reference whose Service does not exist is refused before
+	// any write (webhookservice_test.go checks Services in depth).
+	refused(t, c, name, []string{"the conversion webhook's Service default/conversion does not exist"},
+		"add-version", name, "v3", "--conversion", "Webhook", "--webhook-service", "default/conversion:443/convert", "--ca-bundle-file", ca, "--dry-run=server")
 }

@@ -24,14 +24,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
-// ErrNotReachable is returned for webhooks the client cannot call directly:
-// those behind a Service reference, which only the API server resolves.
-var ErrNotReachable = fmt.Errorf("the webhook is behind a Service reference, which only the API server can reach; not verified from the client")
+// ErrServiceReference is returned by Verify for webhooks behind a Service
+// reference, which have no URL: resolve an endpoint (SelectEndpoints) and
+// call VerifyEndpoint instead.
+var ErrServiceReference = fmt.Errorf("the webhook is behind a Service reference: it is called through one of the Service's endpoints")
 
 // Verify sends a ConversionReview converting sample to desiredAPIVersion
 // (group/version) to the webhook of conv and checks that it answers Success
 // with one object at desiredAPIVersion. It returns nil when the webhook
-// converts correctly, ErrNotReachable for Service references, and otherwise
+// converts correctly, ErrServiceReference for Service references, and otherwise
 // an error that says what went wrong. timeout bounds the whole call.
 func Verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, sample *unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) error {
 	if conv == nil || conv.ClientConfig == nil {
@@ -39,8 +40,29 @@ func Verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, sample
 	}
 	cc := conv.ClientConfig
 	if cc.URL == nil {
-		return ErrNotReachable
+		return ErrServiceReference
 	}
+	return verify(ctx, conv, *cc.URL, "", sample, desiredAPIVersion, timeout)
+}
+
+// VerifyEndpoint is Verify for a webhook behind a Service reference, sent
+// to one of the Service's endpoints (address is "host:port", from
+// SelectEndpoints) at the reference's path, with the TLS server name the API
+// server uses (ServerName) and the caBundle as roots.
+func VerifyEndpoint(ctx context.Context, conv *apiextensionsv1.WebhookConversion, address string, sample *unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) error {
+	if conv == nil || conv.ClientConfig == nil || conv.ClientConfig.Service == nil {
+		return fmt.Errorf("no webhook Service reference")
+	}
+	ref := conv.ClientConfig.Service
+	path := ""
+	if ref.Path != nil {
+		path = *ref.Path
+	}
+	return verify(ctx, conv, "https://"+address+path, ServerName(ref), sample, desiredAPIVersion, timeout)
+}
+
+func verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, url, serverName string, sample *unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) error {
+	cc := conv.ClientConfig
 	reviewVersion := ""
 	for _, v := range conv.ConversionReviewVersions {
 		if v == "v1" || (v == "v1beta1" && reviewVersion == "") {
@@ -69,13 +91,13 @@ func Verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, sample
 		return err
 	}
 
-	client, err := httpClient(cc.CABundle, timeout)
+	client, err := httpClient(cc.CABundle, serverName, timeout)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *cc.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -122,8 +144,8 @@ func checkResponse(data []byte, uid types.UID, desired string) error {
 	return nil
 }
 
-func httpClient(caBundle []byte, timeout time.Duration) (*http.Client, error) {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+func httpClient(caBundle []byte, serverName string, timeout time.Duration) (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {

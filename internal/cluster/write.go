@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
@@ -129,26 +131,32 @@ func (c *Client) CheckObjectsAt(ctx context.Context, crd *apiextensionsv1.Custom
 	})
 	p.PageSize = pageSize
 	out := &ObjectsCheck{}
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
-		out.Listed++
-		u := o.(*unstructured.Unstructured)
-		if sample > 0 && out.Validated >= sample {
-			return nil
-		}
-		out.Validated++
-		var ri dynamic.ResourceInterface = res
-		if namespaced {
-			ri = res.Namespace(u.GetNamespace())
-		}
-		candidate := validationCandidate(u)
-		if _, err := ri.Create(ctx, candidate, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-			if _, answered := err.(apierrors.APIStatus); !answered {
-				return err
-			}
-			out.Problems = append(out.Problems, ObjectProblem{Object: objectName(u), Message: apiMessage(err, u.GetName())})
-		}
-		return nil
+	err := WhenServed(ctx, func() error {
+		_, err := res.List(ctx, metav1.ListOptions{Limit: 1})
+		return err
 	})
+	if err == nil {
+		err = p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+			out.Listed++
+			u := o.(*unstructured.Unstructured)
+			if sample > 0 && out.Validated >= sample {
+				return nil
+			}
+			out.Validated++
+			var ri dynamic.ResourceInterface = res
+			if namespaced {
+				ri = res.Namespace(u.GetNamespace())
+			}
+			candidate := validationCandidate(u)
+			if _, err := ri.Create(ctx, candidate, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				if _, answered := err.(apierrors.APIStatus); !answered {
+					return err
+				}
+				out.Problems = append(out.Problems, ObjectProblem{Object: objectName(u), Message: apiMessage(err, u.GetName())})
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		if _, answered := err.(apierrors.APIStatus); !answered {
 			return nil, err
@@ -156,6 +164,21 @@ func (c *Client) CheckObjectsAt(ctx context.Context, crd *apiextensionsv1.Custom
 		out.ListError = err.Error()
 	}
 	return out, nil
+}
+
+// NotYetServed paces WhenServed: about 30 s in all.
+var NotYetServed = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 14, Cap: 5 * time.Second}
+
+// WhenServed calls list until it is not answered 404 Not Found, for about
+// 30 s (NotYetServed). Right after a CRD changes, an API server serves a new
+// version only once its own CRD informer has the change — discovery may
+// list the version first, and each instance of an HA control plane catches
+// up on its own — so a list of a version the CRD serves can be answered 404
+// for a moment. Any other answer, or the last 404, is returned.
+func WhenServed(ctx context.Context, list func() error) error {
+	return retry.OnError(NotYetServed, func(err error) bool {
+		return apierrors.IsNotFound(err) && ctx.Err() == nil
+	}, list)
 }
 
 const validationPrefix = "crdversion-preflight-"

@@ -15,6 +15,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -175,7 +176,20 @@ func crontabVersion(name string, served, storage bool) apiextensionsv1.CustomRes
 func createCRD(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	ctx := context.Background()
-	created, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+	var created *apiextensionsv1.CustomResourceDefinition
+	// A test run again (go test -count) finds its CRD of the run before
+	// still being deleted (its objects first): wait for it to be gone.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		created, err = c.ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			old, getErr := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if getErr == nil && old.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return err == nil, err
+	})
 	if err != nil {
 		t.Fatalf("creating CRD %s: %v", crd.Name, err)
 	}

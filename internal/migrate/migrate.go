@@ -553,7 +553,15 @@ func unreachable(err error) bool {
 // for them, a version missing from spec.versions): waiting does not repair
 // that, even when it comes as 429 "storage is (re)initializing" from a
 // watch cache that cannot load those objects.
+//
+// A list answered 404 Not Found is retried too: the engine lists a version
+// the CRD serves, and right after the CRD changed an API server instance
+// serves it only once its own CRD informer has the change (see
+// cluster.WhenServed).
 func listRetriable(err error) bool {
+	if apierrors.IsNotFound(err) {
+		return true
+	}
 	return retriable(err) && !strings.Contains(err.Error(), "failed to read one or more")
 }
 

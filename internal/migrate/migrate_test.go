@@ -56,6 +56,9 @@ func TestRetriable(t *testing.T) {
 func TestListRetriable(t *testing.T) {
 	initializing := apierrors.NewTooManyRequests("storage is (re)initializing", 1)
 	unreadable := apierrors.NewTooManyRequests("storage is (re)initializing: failed to list <unspecified>: failed to read one or more kafkasources.sources.example.com from the storage: StorageError: corrupt object", 1)
+	if !listRetriable(apierrors.NewNotFound(schema.GroupResource{Group: "stable.example.com", Resource: "crontabs"}, "")) {
+		t.Error("a list answered 404 (the version not served yet) is not retried")
+	}
 	if !listRetriable(initializing) || listRetriable(unreadable) || !retriable(unreadable) {
 		t.Errorf("listRetriable(initializing) = %v, listRetriable(unreadable) = %v", listRetriable(initializing), listRetriable(unreadable))
 	}

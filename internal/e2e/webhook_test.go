@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
@@ -12,8 +13,10 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
@@ -37,8 +40,47 @@ type conversionWebhook struct {
 func newConversionWebhook(t *testing.T) *conversionWebhook {
 	w := &conversionWebhook{}
 	w.Server = httptest.NewTLSServer(w.handler())
-	t.Cleanup(w.Close)
+	c := newClients(t)
+	t.Cleanup(func() {
+		// Deleting a CRD deletes its objects first, which reads them
+		// through their conversion webhook: the CRDs that use this one go
+		// before it does, or they would stay "being deleted" for good
+		// (and a test run again with -count could not create them).
+		w.down.Store(false)
+		w.failing.Store(false)
+		w.failFor.Store("")
+		w.delay.Store(0)
+		deleteCRDsUsing(t, c, w.URL)
+		w.Close()
+	})
 	return w
+}
+
+// deleteCRDsUsing deletes the CRDs whose conversion webhook URL starts
+// with url and waits (up to 2 minutes) until they are gone.
+func deleteCRDsUsing(t *testing.T, c clients, url string) {
+	ctx := context.Background()
+	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+	list, err := crds.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("listing CRDs to delete: %v", err)
+		return
+	}
+	for _, crd := range list.Items {
+		conv := crd.Spec.Conversion
+		if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil || conv.Webhook.ClientConfig.URL == nil ||
+			!strings.HasPrefix(*conv.Webhook.ClientConfig.URL, url) {
+			continue
+		}
+		_ = crds.Delete(ctx, crd.Name, metav1.DeleteOptions{})
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("%s was not deleted: %v", crd.Name, err)
+		}
+	}
 }
 
 // handler converts ConversionReviews (see conversionWebhook).

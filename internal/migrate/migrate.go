@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"regexp"
@@ -543,9 +544,15 @@ func (r *run) retry(ctx context.Context, write func() error) error {
 // unreachable errors say the request never got an answer from the API
 // server: the connection was refused, reset or lost (apimachinery's
 // util/net classification).
+//
+// A response cut short ("unexpected error when reading response body.
+// Please retry. Original error: unexpected EOF" from client-go) is one too:
+// the write may or may not have landed, and its retry, pinned to the same
+// resourceVersion, tells which (rewritten or conflict).
 func unreachable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
-		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)
+		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // listRetriable errors of a list are retriable ones, except the API server

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -70,6 +71,8 @@ func TestListRetriable(t *testing.T) {
 func TestRetryBudgets(t *testing.T) {
 	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
 	lost := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443", Err: io.EOF}
+	// client-go's words when the connection drops while it reads the answer.
+	cut := fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", io.ErrUnexpectedEOF)
 	unavailable := apierrors.NewServiceUnavailable("x")
 	invalid := apierrors.NewBadRequest("x")
 	cases := []struct {
@@ -82,7 +85,7 @@ func TestRetryBudgets(t *testing.T) {
 		{"not retried", []error{invalid}, 1, true},
 		{"server errors within the retries", []error{unavailable, unavailable}, 3, false},
 		{"server errors past the retries", []error{unavailable, unavailable, unavailable, unavailable}, 3, true},
-		{"an outage longer than the retries", []error{refused, refused, lost, refused, refused, refused}, 7, false},
+		{"an outage longer than the retries", []error{refused, refused, lost, refused, cut, refused}, 7, false},
 		{"outages apart from the server errors", []error{unavailable, refused, refused, refused, unavailable, refused}, 7, false},
 		{"an outage past its budget", repeat(refused, 1000), 0, true},
 	}
@@ -105,7 +108,7 @@ func TestRetryBudgets(t *testing.T) {
 			}
 		})
 	}
-	for _, err := range []error{refused, lost} {
+	for _, err := range []error{refused, lost, cut} {
 		if !unreachable(err) {
 			t.Errorf("unreachable(%v) = false", err)
 		}

@@ -87,7 +87,7 @@ FAULT_TESTS = TestMigrateSurvivesAPIServerRestart|TestMigrateEtcdCompactionDurin
 faults:
 	@mkdir -p bin
 	cd internal/e2e && go test -count=$(FAULT_RUNS) -timeout 90m -v -run '^($(FAULT_TESTS))$$' . > $(CURDIR)/bin/faults.log 2>&1; rc=$$?; \
-	grep -E '^--- (PASS|FAIL)' $(CURDIR)/bin/faults.log | awk '{n[$$3" "$$2]++} END {for (k in n) print n[k], k}' | sort -k2; \
+	grep -E '^--- (PASS|FAIL)' $(CURDIR)/bin/faults.log | awk '{sub(":", "", $$2); n[$$3" "$$2]++} END {for (k in n) print n[k], k}' | sort -k2; \
 	echo "log: bin/faults.log"; exit $$rc
 
 bench:

@@ -19,6 +19,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
 // The fault-injection tests: each breaks something under a running
@@ -100,16 +101,12 @@ func TestMigrateSurvivesAPIServerRestart(t *testing.T) {
 	if rewrittenAtRestart == n {
 		t.Fatalf("the migration had finished before the API server was back: the restart did not happen mid-run")
 	}
-	var m struct {
-		Total, Rewritten, Current, Conflicts, Deleted, Failed int
-		Trim                                                  struct{ Trimmed bool }
-		Failures                                              []struct{ Object, Message string }
-	}
+	var m report.Migration
 	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
 		t.Fatalf("migrate -o json: %v (exit %d)\n%s\n%s", err, r.code, r.stdout, r.stderr)
 	}
 	if r.code != 0 || m.Total != n || m.Failed != 0 || m.Rewritten+m.Conflicts+m.Current != n || !m.Trim.Trimmed {
-		t.Errorf("exit %d, report %+v\n%s", r.code, m, r.stderr)
+		t.Errorf("exit %d, report %+v\n%s", r.code, m.Result, r.stderr)
 	}
 	if got := storedAtOn(t, s, crd); got[crd.Spec.Group+"/v2"] != n || len(got) != 1 {
 		t.Errorf("stored %v, want all %d at v2", got, n)

@@ -78,10 +78,8 @@ krew-manifest:
 krew-check: krew-manifest
 	VERSION="$(VERSION)" .ci/krew-check
 
-## bench: migrate vs. a sequential loop vs. the API server's ceiling (N objects, default 10000; N=100000 on request)
-N ?= 10000
-# The fault-injection and race tests of docs/reliability.md, each run
-# FAULT_RUNS times (5 by default), with a pass/fail count per test.
+## faults: the fault-injection and race tests of docs/reliability.md, each run FAULT_RUNS times (default 5),
+## with a pass/fail count per test
 FAULT_RUNS ?= 5
 FAULT_TESTS = TestMigrateSurvivesAPIServerRestart|TestMigrateEtcdCompactionDuringPaging|TestMigrateSlowConversionWebhook|TestMigrateConversionWebhookDown|TestMigrateWithConcurrentWritersAndDeletes|TestMigrateFailuresBlockTheTrim|TestMigrateCRDChangedMidRun|TestMigrateRecoversFromExpiredContinue|TestMigrateResumesFromCheckpoint|TestPromoteStorageRace|TestPermissionPreflight|TestConcurrentCRDEdit|TestDryRunOnAStaleRead
 faults:
@@ -90,5 +88,9 @@ faults:
 	grep -E '^--- (PASS|FAIL)' $(CURDIR)/bin/faults.log | awk '{sub(":", "", $$2); n[$$3" "$$2]++} END {for (k in n) print n[k], k}' | sort -k2; \
 	echo "log: bin/faults.log"; exit $$rc
 
+## bench: migrate vs. a sequential loop vs. the API server's ceiling (N objects, default 10000; N=100000 on request),
+## in ROUNDS rounds (default 5; the verdict is the median of each round's ratios); ONLY_MIGRATE=1 runs migrate once
+N ?= 10000
+ROUNDS ?= 5
 bench:
-	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ONLY_MIGRATE=$(ONLY_MIGRATE) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 90m .
+	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ROUNDS=$(ROUNDS) CRDVERSION_BENCH_ONLY_MIGRATE=$(ONLY_MIGRATE) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 90m .

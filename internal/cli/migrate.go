@@ -343,7 +343,7 @@ func (o *MigrateOptions) runServer(ctx context.Context, crd *apiextensionsv1.Cus
 // runEngine runs the migrate engine on the CRD named name, with a progress
 // bar on errOut when progress is set and errOut is a terminal.
 func runEngine(ctx context.Context, c *cluster.Client, name string, opts migrate.Options, progress bool, errOut io.Writer) (*migrate.Result, error) {
-	engine := &migrate.Engine{CRDs: c.CRDs, Metadata: c.Metadata, Dynamic: c.Dynamic}
+	engine := &migrate.Engine{CRDs: c.CRDs, Metadata: c.Metadata}
 	stop := func() {}
 	if progress && term.IsTerminal(errOut) {
 		opts.Progress, stop = progressBar(errOut, name)

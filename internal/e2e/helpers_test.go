@@ -53,9 +53,10 @@ func newClients(t testing.TB) clients {
 // result of one plugin invocation.
 type result struct {
 	stdout, stderr string
-	err            error // in-process: the error Execute returned
-	code           int   // binary: the exit code
-	maxRSSKiB      int64 // binary: the process's peak resident set (VmHWM)
+	err            error         // in-process: the error Execute returned
+	code           int           // binary: the exit code
+	maxRSSKiB      int64         // binary: the process's peak resident set (VmHWM)
+	cpu            time.Duration // binary: user + system CPU time of the process
 }
 
 // plugin runs the command tree in-process against the test server.
@@ -113,6 +114,9 @@ func executeWithin(t testing.TB, limit time.Duration, path string, env []string,
 		tick.Stop()
 	}
 	r := result{stdout: out.String(), stderr: errOut.String(), maxRSSKiB: hwm}
+	if ps := cmd.ProcessState; ps != nil {
+		r.cpu = ps.UserTime() + ps.SystemTime()
+	}
 	var exitErr *exec.ExitError
 	switch {
 	case errors.As(err, &exitErr):

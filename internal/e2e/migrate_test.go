@@ -388,7 +388,7 @@ func TestMigrateCRDChangedMidRun(t *testing.T) {
 
 func engine(t testing.TB) *migrate.Engine {
 	c := newClients(t)
-	return &migrate.Engine{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions(), Dynamic: c.dyn, Metadata: metadata.NewForConfigOrDie(srv.Config)}
+	return &migrate.Engine{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions(), Metadata: metadata.NewForConfigOrDie(srv.Config)}
 }
 
 // TestMigrateResumesFromCheckpoint interrupts a run and resumes it.

@@ -45,7 +45,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/retry"
 
@@ -212,11 +211,12 @@ type Result struct {
 	StorageVersionMigration *ServerMigration `json:"storageVersionMigration,omitempty"`
 }
 
-// Engine runs migrations against one API server.
+// Engine runs migrations against one API server: it reads and guards the
+// CRD through CRDs and lists and writes the objects through Metadata (see
+// metadata.ConfigFor: protobuf PartialObjectMetadata answers).
 type Engine struct {
 	CRDs     apiextensionsclient.CustomResourceDefinitionInterface
 	Metadata metadata.Interface
-	Dynamic  dynamic.Interface
 }
 
 // ErrStorageNotServed refuses a run whose writes would have to go through a
@@ -591,9 +591,13 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 	if r.opts.CountOnly {
 		return Current, ""
 	}
-	var ri dynamic.ResourceInterface = r.engine.Dynamic.Resource(r.gvr)
+	// The metadata client asks for the answer as PartialObjectMetadata
+	// (protobuf): the API server still decodes, re-encodes and stores the
+	// whole object, but it serializes and the client decodes only the
+	// metadata, which is all the outcome needs.
+	var ri metadata.ResourceInterface = r.engine.Metadata.Resource(r.gvr)
 	if r.namespaced {
-		ri = r.engine.Dynamic.Resource(r.gvr).Namespace(it.namespace)
+		ri = r.engine.Metadata.Resource(r.gvr).Namespace(it.namespace)
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": it.uid, "resourceVersion": it.resourceVersion}})
 	opts := metav1.PatchOptions{FieldManager: r.opts.FieldManager}

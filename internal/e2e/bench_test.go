@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
 // BenchmarkMigrate measures, on the in-process kube-apiserver, with N
@@ -44,7 +47,7 @@ import (
 // rewrite in each. One run is not a verdict on a 2-core machine where the
 // API server, etcd and the client share the cores and the host's speed
 // drifts, so the three phases run in $CRDVERSION_BENCH_ROUNDS rounds
-// (default 5), in the order c a b, then b a c, and so on: (a) always runs
+// (default 6), in the order c a b, then b a c, and so on: (a) always runs
 // next to both others, before each of them in half the rounds. The verdict
 // is the median of each round's ratios (paired, so a slower host in one
 // round moves both sides of its ratios); before
@@ -54,7 +57,7 @@ import (
 // and a/c of the medians. Run it with make bench.
 func BenchmarkMigrate(b *testing.B) {
 	n := envInt(b, "CRDVERSION_BENCH_OBJECTS", 10000)
-	rounds := envInt(b, "CRDVERSION_BENCH_ROUNDS", 5)
+	rounds := envInt(b, "CRDVERSION_BENCH_ROUNDS", 6)
 	sweep := []int{16, 32, 64, 128}
 	if s := os.Getenv("CRDVERSION_BENCH_CEILING_CONCURRENCY"); s != "" {
 		sweep = nil
@@ -197,10 +200,24 @@ func (s *benchState) loop() float64 {
 	return rate
 }
 
+// metrics reads the API server's /metrics.
+func (s *benchState) metrics() *usage.Metrics {
+	raw, err := s.c.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	m, err := usage.ParseMetrics(bytes.NewReader(raw), time.Now())
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	return m
+}
+
 // migrate is phase (a): the plugin as a user runs it, with its defaults.
 // It returns objects/s and the process's result.
 func (s *benchState) migrate() (float64, result) {
 	s.flip()
+	before := s.metrics()
 	start := time.Now()
 	args := append([]string{"migrate", s.crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", filepath.Join(s.b.TempDir(), "cache")}, s.flags...)
 	r := executeWithin(s.b, time.Hour, filepath.Join(pluginDir, "kubectl-crdversion"), nil, args...)
@@ -208,6 +225,14 @@ func (s *benchState) migrate() (float64, result) {
 	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("rewritten %d,", s.n)) {
 		s.b.Fatalf("migrate: exit %d, want every one of %d objects rewritten\n%s\n%s", r.code, s.n, r.stdout, r.stderr)
 	}
+	// What (a) asked of the API server, from its request counters: more
+	// than one PATCH per object or one LIST per page means retries.
+	rep := usage.CompareMetrics(gvr(s.crd, s.storage), before, s.metrics())
+	var verbs []string
+	for _, verb := range slices.Sorted(maps.Keys(rep.Window)) {
+		verbs = append(verbs, fmt.Sprintf("%s %d", verb, rep.Window[verb]))
+	}
+	r.stdout += "requests of (a) at " + s.storage + ": " + strings.Join(verbs, ", ") + "\n"
 	return rate, r
 }
 
@@ -281,9 +306,7 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 		cpu = append(cpu, r.cpu.Seconds())
 		fmt.Printf("round %d: (a) %4.0f  (b) %4.0f  (c) %4.0f objects/s   a/b %.2f  a/c %.2f   (a) peak RSS %.1f MiB, CPU %.1fs\n",
 			round+1, a, bl, ce, a/bl, a/ce, rss[round], cpu[round])
-		if round == 0 {
-			fmt.Print(r.stdout)
-		}
+		fmt.Print(r.stdout)
 	}
 	a, bl, ce := median(as), median(bs), median(cs)
 	fmt.Printf("medians of %d rounds:\n", rounds)

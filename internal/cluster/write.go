@@ -51,12 +51,21 @@ func (o WriteOptions) update() metav1.UpdateOptions {
 
 // UpdateCRD writes crd, which must carry the resourceVersion of the read
 // its preflight checked: a concurrent change fails with *ConflictError
-// instead of being overwritten.
+// instead of being overwritten. A server dry run (opts.DryRun) persists
+// nothing, so a stale read is retried as DryRunUpdateCRD retries it: with
+// crd's spec on a fresh read whose generation and storedVersions are those
+// crd was read with.
 func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, opts WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error) {
 	if crd.ResourceVersion == "" {
 		return nil, fmt.Errorf("refusing to write %s without the resourceVersion it was read at", crd.Name)
 	}
-	out, err := c.CRDs.Update(ctx, crd, opts.update())
+	var out *apiextensionsv1.CustomResourceDefinition
+	var err error
+	if opts.DryRun {
+		out, err = c.dryRunUpdate(ctx, crd, func(obj *apiextensionsv1.CustomResourceDefinition) { obj.Spec = *crd.Spec.DeepCopy() }, opts.FieldManager)
+	} else {
+		out, err = c.CRDs.Update(ctx, crd, opts.update())
+	}
 	if apierrors.IsConflict(err) {
 		return nil, &ConflictError{Name: crd.Name, ResourceVersion: crd.ResourceVersion, Err: err}
 	}
@@ -72,11 +81,19 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 // what the caller judged. Otherwise, or after client-go's default retries,
 // the Conflict is returned.
 func (c *Client) DryRunUpdateCRD(ctx context.Context, live *apiextensionsv1.CustomResourceDefinition, edit func(*apiextensionsv1.CustomResourceDefinition), fieldManager string) error {
+	_, err := c.dryRunUpdate(ctx, live, edit, fieldManager)
+	return err
+}
+
+// dryRunUpdate is DryRunUpdateCRD, returning what the API server answered.
+func (c *Client) dryRunUpdate(ctx context.Context, live *apiextensionsv1.CustomResourceDefinition, edit func(*apiextensionsv1.CustomResourceDefinition), fieldManager string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	judged := live
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	var out *apiextensionsv1.CustomResourceDefinition
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj := live.DeepCopy()
 		edit(obj)
-		_, err := c.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+		var err error
+		out, err = c.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
 		if !apierrors.IsConflict(err) {
 			return err
 		}
@@ -90,6 +107,7 @@ func (c *Client) DryRunUpdateCRD(ctx context.Context, live *apiextensionsv1.Cust
 		live = fresh
 		return err
 	})
+	return out, err
 }
 
 // ObjectProblem is an object that a check at some version failed for.

@@ -306,6 +306,23 @@ func TestDryRunOnAStaleRead(t *testing.T) {
 			if got := apierrors.IsConflict(err); got != tc.conflict || (!tc.conflict && err != nil) {
 				t.Errorf("error %v, want a conflict: %v", err, tc.conflict)
 			}
+			// The edit commands' --dry-run=server: UpdateCRD of the edited
+			// stale read, the same rule; a real write stays pinned.
+			edited := stale.DeepCopy()
+			addV3(edited)
+			out, err := cl.UpdateCRD(context.Background(), edited, cluster.WriteOptions{DryRun: true, FieldManager: "e2e"})
+			var conflict *cluster.ConflictError
+			switch {
+			case tc.conflict && !errors.As(err, &conflict):
+				t.Errorf("server dry run of an edit: error %v, want a *cluster.ConflictError", err)
+			case !tc.conflict && err != nil:
+				t.Errorf("server dry run of an edit: %v", err)
+			case !tc.conflict && (len(out.Spec.Versions) != 3 || out.Annotations["example.com/touched"] != "yes"):
+				t.Errorf("server dry run of an edit answered %d versions, annotations %v; want v3 added to the fresh read", len(out.Spec.Versions), out.Annotations)
+			}
+			if _, err := cl.UpdateCRD(context.Background(), edited.DeepCopy(), cluster.WriteOptions{FieldManager: "e2e"}); !errors.As(err, &conflict) {
+				t.Errorf("a real write of the stale read: error %v, want a *cluster.ConflictError", err)
+			}
 			// (The API server's controllers may still update the status
 			// conditions after the change above: generation is compared.)
 			if after := getCRD(t, c, crd.Name); after.Generation != before.Generation || len(after.Spec.Versions) != 2 {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -62,7 +63,15 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 	var out *apiextensionsv1.CustomResourceDefinition
 	var err error
 	if opts.DryRun {
-		out, err = c.dryRunUpdate(ctx, crd, func(obj *apiextensionsv1.CustomResourceDefinition) { obj.Spec = *crd.Spec.DeepCopy() }, opts.FieldManager)
+		out, err = c.dryRunUpdate(ctx, crd, func(obj *apiextensionsv1.CustomResourceDefinition) {
+			// The edit on top of the fresh read: its spec (the fresh read's
+			// spec is the one crd was edited from: same generation) and the
+			// labels and annotations it carries (an edit may set one, e.g.
+			// the retired-versions annotation).
+			obj.Spec = *crd.Spec.DeepCopy()
+			obj.Labels = mergeStrings(obj.Labels, crd.Labels)
+			obj.Annotations = mergeStrings(obj.Annotations, crd.Annotations)
+		}, opts.FieldManager)
 	} else {
 		out, err = c.CRDs.Update(ctx, crd, opts.update())
 	}
@@ -70,6 +79,18 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 		return nil, &ConflictError{Name: crd.Name, ResourceVersion: crd.ResourceVersion, Err: err}
 	}
 	return out, err
+}
+
+// mergeStrings returns into with every key of from set to from's value.
+func mergeStrings(into, from map[string]string) map[string]string {
+	if len(from) == 0 {
+		return into
+	}
+	if into == nil {
+		into = make(map[string]string, len(from))
+	}
+	maps.Copy(into, from)
+	return into
 }
 
 // DryRunUpdateCRD asks the API server to admit and validate edit applied

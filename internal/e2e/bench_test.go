@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,32 +33,33 @@ import (
 
 // BenchmarkMigrate measures, on the in-process kube-apiserver, with N
 // objects ($CRDVERSION_BENCH_OBJECTS, default 10000) that each need a
-// rewrite:
+// rewrite, three clients, each a process of its own:
 //
 //	(a) kubectl crdversion migrate with its defaults (the built binary,
-//	    whose peak RSS and CPU time are measured too);
+//	    whose peak RSS, CPU time and requests are measured too);
 //	(b) a sequential GET+PUT loop — what cmctl, clusterctl and a
-//	    hand-written kubectl loop do — in a process of its own;
+//	    hand-written kubectl loop do;
 //	(c) the ceiling: concurrent no-op merge patches of the same form as
-//	    (a)'s, with no list and no bookkeeping, at the best concurrency of
-//	    a sweep ($CRDVERSION_BENCH_CEILING_CONCURRENCY, a comma-separated
-//	    list, default 16,32,64,128).
+//	    (a)'s, with no bookkeeping and the list before them not timed, at
+//	    the best concurrency of a sweep ($CRDVERSION_BENCH_CEILING_CONCURRENCY,
+//	    a comma-separated list, default 16,32,64,128).
 //
 // Every phase flips the storage version first, so every object needs a
-// rewrite in each. One run is not a verdict on a 2-core machine where the
-// API server, etcd and the client share the cores and the host's speed
-// drifts, so the three phases run in $CRDVERSION_BENCH_ROUNDS rounds
-// (default 6), in the order c a b, then b a c, and so on: (a) always runs
-// next to both others, before each of them in half the rounds. The verdict
-// is the median of each round's ratios (paired, so a slower host in one
-// round moves both sides of its ratios); before
-// each phase, untimed, etcd is compacted and defragmented (the API server's
-// own periodic compaction is off for benchmarks, see setup) and the test
-// process collects its garbage. It prints each round, the medians, and a/b
-// and a/c of the medians. Run it with make bench.
+// rewrite in each, and fails unless it rewrote every object. One run is not
+// a verdict on a 2-core machine where the API server, etcd and the client
+// share the cores and the host's speed drifts, so the phases run in
+// $CRDVERSION_BENCH_ROUNDS rounds (default 4), in the order c a b, then
+// b a c, with an untimed rewrite every four rounds so that (a) writes v1 and
+// v2 once in each order. Before each phase, untimed, etcd is compacted and
+// defragmented (the API server's own periodic compaction is off for
+// benchmarks, see setup) and the API server's process collects its garbage.
+// It prints each round, geometric means by order and by the version (a)
+// writes, medians, and the verdict: the geometric means of each round's
+// ratios (paired, so a slower host in one round moves both sides of its
+// ratios). Run it with make bench.
 func BenchmarkMigrate(b *testing.B) {
 	n := envInt(b, "CRDVERSION_BENCH_OBJECTS", 10000)
-	rounds := envInt(b, "CRDVERSION_BENCH_ROUNDS", 6)
+	rounds := envInt(b, "CRDVERSION_BENCH_ROUNDS", 4)
 	sweep := []int{16, 32, 64, 128}
 	if s := os.Getenv("CRDVERSION_BENCH_CEILING_CONCURRENCY"); s != "" {
 		sweep = nil
@@ -134,23 +136,54 @@ func (s *benchState) settle() {
 	runtime.GC()
 }
 
-// ceiling is phase (c) at the given concurrency: objects/s.
+// ceiling is phase (c) at the given concurrency: objects/s. It runs as a
+// process of its own, like (a) and (b), so that no phase shares the API
+// server's process (and its garbage collector).
 func (s *benchState) ceiling(concurrency int) float64 {
 	s.flip()
-	unthrottled := rest.CopyConfig(srv.Config)
-	unthrottled.QPS, unthrottled.Burst = -1, 0
-	md := metadata.NewForConfigOrDie(unthrottled)
+	return s.child("ceiling", "CRDVERSION_BENCH_CEILING="+s.group+"/"+s.storage+"/crontabs/"+strconv.Itoa(concurrency))
+}
+
+// child runs this test binary in one of its bench modes (see TestMain) and
+// returns the objects/s it printed; it fails unless the mode handled every
+// object.
+func (s *benchState) child(what, env string) float64 {
+	self, err := os.Executable()
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	r := executeWithin(s.b, time.Hour, self, []string{env, "KUBECONFIG=" + srv.Kubeconfig})
+	var rate float64
+	var count int
+	if _, err := fmt.Sscanf(r.stdout, "%f %d", &rate, &count); r.code != 0 || err != nil || count != s.n {
+		s.b.Fatalf("%s: exit %d %v, %d of %d objects\n%s\n%s", what, r.code, err, count, s.n, r.stdout, r.stderr)
+	}
+	return rate
+}
+
+// ceilingProcess is the test binary's ceiling mode (CRDVERSION_BENCH_CEILING
+// set to group/version/resource/concurrency): it lists the objects (not
+// timed, so the ceiling errs high), then sends each a pinned no-op merge
+// patch, asking for metadata-only answers like migrate, from that many
+// goroutines with an unthrottled client, and prints objects/s and the
+// number of objects. It fails when a write failed or did not rewrite its
+// object.
+func ceilingProcess(spec string) error {
+	cfg, gvr, fields, err := childConfig("CRDVERSION_BENCH_CEILING", spec, "group/version/resource/concurrency")
+	if err != nil {
+		return err
+	}
+	concurrency, err := strconv.Atoi(fields[0])
+	if err != nil || concurrency < 1 {
+		return fmt.Errorf("CRDVERSION_BENCH_CEILING=%q: the concurrency must be a positive integer", spec)
+	}
+	res := metadata.NewForConfigOrDie(cfg).Resource(gvr)
 	ctx := context.Background()
-	res := md.Resource(gvr(s.crd, s.storage))
-	var items []metav1.PartialObjectMetadata
-	waitFor(s.b, "a complete list", func() (bool, error) {
-		list, err := res.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		items = list.Items
-		return true, nil
-	})
+	list, err := res.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	items := list.Items
 	start := time.Now()
 	var next, failed, unchanged atomic.Int64
 	var wg sync.WaitGroup
@@ -179,25 +212,17 @@ func (s *benchState) ceiling(concurrency int) float64 {
 	if failed.Load() > 0 || unchanged.Load() > 0 {
 		// An object already at the storage version is not rewritten, so a
 		// phase that found some would measure less than a rewrite each.
-		s.b.Fatalf("ceiling: %d writes failed, %d objects were not rewritten", failed.Load(), unchanged.Load())
+		return fmt.Errorf("%d writes failed, %d objects were not rewritten", failed.Load(), unchanged.Load())
 	}
-	return rate
+	fmt.Printf("%.1f %d\n", rate, len(items))
+	return nil
 }
 
 // loop is phase (b): objects/s of the sequential loop, run as a process of
 // its own like cmctl or clusterctl (and like (a)), unthrottled.
 func (s *benchState) loop() float64 {
 	s.flip()
-	self, err := os.Executable()
-	if err != nil {
-		s.b.Fatal(err)
-	}
-	r := executeWithin(s.b, time.Hour, self, []string{"CRDVERSION_BENCH_LOOP=" + s.group + "/" + s.storage + "/crontabs", "KUBECONFIG=" + srv.Kubeconfig})
-	var rate float64
-	if _, err := fmt.Sscanf(r.stdout, "%f", &rate); r.code != 0 || err != nil {
-		s.b.Fatalf("sequential loop: exit %d %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
-	}
-	return rate
+	return s.child("sequential loop", "CRDVERSION_BENCH_LOOP="+s.group+"/"+s.storage+"/crontabs")
 }
 
 // metrics reads the API server's /metrics.
@@ -232,7 +257,11 @@ func (s *benchState) migrate() (float64, result) {
 	for _, verb := range slices.Sorted(maps.Keys(rep.Window)) {
 		verbs = append(verbs, fmt.Sprintf("%s %d", verb, rep.Window[verb]))
 	}
-	r.stdout += "requests of (a) at " + s.storage + ": " + strings.Join(verbs, ", ") + "\n"
+	requests := strings.Join(verbs, ", ")
+	if pages := (s.n + 499) / 500; rep.Window["PATCH"] != int64(s.n) || rep.Window["LIST"] != int64(pages) {
+		s.b.Fatalf("(a) sent %s at %s; want PATCH %d (one per object) and LIST %d (one per page of 500)", requests, s.storage, s.n, pages)
+	}
+	r.stdout += "requests of (a) at " + s.storage + ": " + requests + "\n"
 	return rate, r
 }
 
@@ -259,7 +288,7 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 
 	// CRDVERSION_BENCH_ONLY_MIGRATE=1 runs (a) once (for peak RSS at 100k
 	// objects without a sequential loop of many minutes).
-	if os.Getenv("CRDVERSION_BENCH_ONLY_MIGRATE") != "" {
+	if only, _ := strconv.ParseBool(os.Getenv("CRDVERSION_BENCH_ONLY_MIGRATE")); only {
 		a, r := s.migrate()
 		fmt.Print(r.stdout)
 		rss := float64(r.maxRSSKiB) / 1024
@@ -282,10 +311,25 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 		}
 	}
 
+	if rounds%4 != 0 {
+		fmt.Printf("warning: %d rounds are not a multiple of 4, so the orders and the versions (a) writes are not balanced\n", rounds)
+	}
+	type cell struct{ ab, ac []float64 }
+	groups := map[string]*cell{}
 	var as, bs, cs, ab, ac, rss, cpu []float64
 	for round := 0; round < rounds; round++ {
+		// Two orders: c a b and b a c. Each phase flips the storage version,
+		// so with three phases a round (a) would always write the same
+		// version in the same order; an untimed rewrite before rounds 3, 7,
+		// … swaps that, so that every four rounds (a) writes v1 and v2 once
+		// in each order.
+		if round%4 == 2 {
+			s.ceiling(best)
+			fmt.Println("(an untimed rewrite, so that (a) writes the other version in each order)")
+		}
 		var a, bl, ce float64
 		var r result
+		var wrote string
 		order := "cab"
 		if round%2 == 1 {
 			order = "bac"
@@ -294,6 +338,7 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 			switch phase {
 			case 'a':
 				a, r = s.migrate()
+				wrote = s.storage
 			case 'b':
 				bl = s.loop()
 			case 'c':
@@ -302,11 +347,21 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 		}
 		as, bs, cs = append(as, a), append(bs, bl), append(cs, ce)
 		ab, ac = append(ab, a/bl), append(ac, a/ce)
+		for _, key := range []string{"order " + order, "(a) writing " + wrote} {
+			if groups[key] == nil {
+				groups[key] = &cell{}
+			}
+			groups[key].ab, groups[key].ac = append(groups[key].ab, a/bl), append(groups[key].ac, a/ce)
+		}
 		rss = append(rss, float64(r.maxRSSKiB)/1024)
 		cpu = append(cpu, r.cpu.Seconds())
-		fmt.Printf("round %d: (a) %4.0f  (b) %4.0f  (c) %4.0f objects/s   a/b %.2f  a/c %.2f   (a) peak RSS %.1f MiB, CPU %.1fs\n",
-			round+1, a, bl, ce, a/bl, a/ce, rss[round], cpu[round])
+		fmt.Printf("round %d (%s, (a) writes %s): (a) %4.0f  (b) %4.0f  (c) %4.0f objects/s   a/b %.2f  a/c %.2f   (a) peak RSS %.1f MiB, CPU %.1fs\n",
+			round+1, order, wrote, a, bl, ce, a/bl, a/ce, rss[round], cpu[round])
 		fmt.Print(r.stdout)
+	}
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[key]
+		fmt.Printf("%-16s %d rounds: a/b %.2f  a/c %.2f (geometric means)\n", key+":", len(g.ab), geomean(g.ab), geomean(g.ac))
 	}
 	a, bl, ce := median(as), median(bs), median(cs)
 	fmt.Printf("medians of %d rounds:\n", rounds)
@@ -314,13 +369,24 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 	fmt.Printf("(b) sequential GET+PUT loop:                    %7.0f objects/s\n", bl)
 	fmt.Printf("(c) ceiling, %3d concurrent no-op patches:      %7.0f objects/s\n", best, ce)
 	fmt.Printf("a/b = %.2f   a/c = %.2f   (ratios of the medians)\n", a/bl, a/ce)
-	fmt.Printf("a/b = %.2f   a/c = %.2f   (medians of each round's ratios: the verdict)\n", median(ab), median(ac))
+	fmt.Printf("a/b = %.2f   a/c = %.2f   (medians of each round's ratios)\n", median(ab), median(ac))
+	fmt.Printf("a/b = %.2f   a/c = %.2f   (geometric means of each round's ratios: the verdict)\n", geomean(ab), geomean(ac))
 	b.ReportMetric(a, "migrate-objects/s")
 	b.ReportMetric(median(rss), "migrate-peak-RSS-MiB")
 	b.ReportMetric(bl, "sequential-objects/s")
 	b.ReportMetric(ce, "ceiling-objects/s")
-	b.ReportMetric(median(ab), "a/b")
-	b.ReportMetric(median(ac), "a/c")
+	b.ReportMetric(geomean(ab), "a/b")
+	b.ReportMetric(geomean(ac), "a/c")
+}
+
+// geomean is the geometric mean of xs (all positive): the mean for ratios,
+// which weighs a ratio and its inverse alike.
+func geomean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(xs)))
 }
 
 // median of xs (the mean of the middle two for an even count).
@@ -337,16 +403,11 @@ func median(xs []float64) float64 {
 // to group/version/resource): it lists the objects, then reads and writes
 // back each in turn with an unthrottled client, and prints objects/s.
 func sequentialLoop(spec string) error {
-	parts := strings.Split(spec, "/")
-	if len(parts) != 3 {
-		return fmt.Errorf("CRDVERSION_BENCH_LOOP=%q: want group/version/resource", spec)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	cfg, gvr, _, err := childConfig("CRDVERSION_BENCH_LOOP", spec, "group/version/resource")
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = -1, 0
-	res := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]})
+	res := dynamic.NewForConfigOrDie(cfg).Resource(gvr)
 	ctx := context.Background()
 	list, err := res.List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -366,6 +427,23 @@ func sequentialLoop(spec string) error {
 			return fmt.Errorf("%s/%s was not rewritten: it was already stored at the storage version", obj.GetNamespace(), obj.GetName())
 		}
 	}
-	fmt.Printf("%.1f\n", float64(len(list.Items))/time.Since(start).Seconds())
+	fmt.Printf("%.1f %d\n", float64(len(list.Items))/time.Since(start).Seconds(), len(list.Items))
 	return nil
+}
+
+// childConfig parses the spec of a bench mode (env=spec, in the form
+// format: group/version/resource then further fields) into the resource
+// and the further fields, and builds an unthrottled client config from
+// $KUBECONFIG.
+func childConfig(env, spec, format string) (*rest.Config, schema.GroupVersionResource, []string, error) {
+	parts := strings.Split(spec, "/")
+	if len(parts) != strings.Count(format, "/")+1 {
+		return nil, schema.GroupVersionResource{}, nil, fmt.Errorf("%s=%q: want %s", env, spec, format)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return nil, schema.GroupVersionResource{}, nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg, schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]}, parts[3:], nil
 }

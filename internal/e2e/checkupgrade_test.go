@@ -310,6 +310,7 @@ func TestDryRunOnAStaleRead(t *testing.T) {
 			// stale read, the same rule; a real write stays pinned.
 			edited := stale.DeepCopy()
 			addV3(edited)
+			edited.Annotations = map[string]string{"example.com/set-by-the-edit": "yes"}
 			out, err := cl.UpdateCRD(context.Background(), edited, cluster.WriteOptions{DryRun: true, FieldManager: "e2e"})
 			var conflict *cluster.ConflictError
 			switch {
@@ -317,8 +318,8 @@ func TestDryRunOnAStaleRead(t *testing.T) {
 				t.Errorf("server dry run of an edit: error %v, want a *cluster.ConflictError", err)
 			case !tc.conflict && err != nil:
 				t.Errorf("server dry run of an edit: %v", err)
-			case !tc.conflict && (len(out.Spec.Versions) != 3 || out.Annotations["example.com/touched"] != "yes"):
-				t.Errorf("server dry run of an edit answered %d versions, annotations %v; want v3 added to the fresh read", len(out.Spec.Versions), out.Annotations)
+			case !tc.conflict && (len(out.Spec.Versions) != 3 || out.Annotations["example.com/touched"] != "yes" || out.Annotations["example.com/set-by-the-edit"] != "yes"):
+				t.Errorf("server dry run of an edit answered %d versions, annotations %v; want v3 and the edit's annotation added to the fresh read", len(out.Spec.Versions), out.Annotations)
 			}
 			if _, err := cl.UpdateCRD(context.Background(), edited.DeepCopy(), cluster.WriteOptions{FieldManager: "e2e"}); !errors.As(err, &conflict) {
 				t.Errorf("a real write of the stale read: error %v, want a *cluster.ConflictError", err)

@@ -42,14 +42,6 @@ type WriteOptions struct {
 	FieldManager string
 }
 
-func (o WriteOptions) update() metav1.UpdateOptions {
-	opts := metav1.UpdateOptions{FieldManager: o.FieldManager}
-	if o.DryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	return opts
-}
-
 // UpdateCRD writes crd, which must carry the resourceVersion of the read
 // its preflight checked: a concurrent change fails with *ConflictError
 // instead of being overwritten. A server dry run (opts.DryRun) persists
@@ -73,7 +65,7 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 			obj.Annotations = mergeStrings(obj.Annotations, crd.Annotations)
 		}, opts.FieldManager)
 	} else {
-		out, err = c.CRDs.Update(ctx, crd, opts.update())
+		out, err = c.CRDs.Update(ctx, crd, metav1.UpdateOptions{FieldManager: opts.FieldManager})
 	}
 	if apierrors.IsConflict(err) {
 		return nil, &ConflictError{Name: crd.Name, ResourceVersion: crd.ResourceVersion, Err: err}

@@ -11,10 +11,18 @@ LDFLAGS  := -X $(MODULE)/internal/version.version=$(VERSION) -X $(MODULE)/intern
 DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 60m
+# The three Go modules; tools/ is a fourth that only pins golangci-lint.
+MODULES  := . internal/e2e cmd/crdversion-sandbox
+GOLANGCI_LINT := $(BIN)/golangci-lint
 
-.PHONY: faults all build sandbox demo test unit integration check fmt tidy clean bench krew-manifest krew-check docs
+.PHONY: help faults all build sandbox demo test unit integration check lint race race-unit race-faults fmt tidy clean \
+	bench krew-manifest krew-check docs
 
 all: build
+
+## help: this list
+help:
+	@awk '/^## [a-z-]+:/ {sub(/^## /, ""); print; next} /^## / {sub(/^## /, "    "); print}' $(MAKEFILE_LIST)
 
 ## build: the plugin binary, bin/kubectl-crdversion
 build:
@@ -36,10 +44,12 @@ demo: build sandbox
 ## test: every test — unit tests, then integration tests on a real kube-apiserver
 test: unit integration
 
+## unit: go vet and the unit tests of the root module
 unit:
 	go vet ./...
 	go test -count=1 ./...
 
+## integration: go vet and the integration tests of internal/e2e (a real kube-apiserver in-process); vets the sandbox
 integration:
 	cd internal/e2e && go vet ./... && go test -count=1 -timeout $(E2E_TIMEOUT) ./...
 	cd cmd/crdversion-sandbox && go vet ./...
@@ -48,23 +58,46 @@ integration:
 docs:
 	go run ./cmd/crdversion-gendocs docs/commands
 
-## check: formatting, go.mod tidiness of all three modules, the command reference up to date
+## check: the static checks, each failing with what to run: gofmt, go mod tidy -diff in every module (and tools/),
+## no replace in the root go.mod, the layering test (internal/layering_test.go), the command reference, Markdown
+## links and docs/ paths current (internal/clidocs), then golangci-lint (make lint)
 check:
-	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed"; exit 1; }
-	@for m in . internal/e2e cmd/crdversion-sandbox; do \
-		(cd $$m && cp go.mod /tmp/crdversion-go.mod && cp go.sum /tmp/crdversion-go.sum && go mod tidy && \
-		 if ! cmp -s go.mod /tmp/crdversion-go.mod || ! cmp -s go.sum /tmp/crdversion-go.sum; then \
-		   cp /tmp/crdversion-go.mod go.mod; cp /tmp/crdversion-go.sum go.sum; echo "go mod tidy changes $$m"; exit 1; fi) || exit 1; \
+	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed: make fmt"; exit 1; }
+	@for m in $(MODULES) tools; do \
+		(cd $$m && go mod tidy -diff) || { echo "go mod tidy changes $$m: make tidy"; exit 1; }; \
 	done
-	@grep -q '^replace' go.mod && { echo "the root go.mod must have no replace lines"; exit 1; } || true
-	@go test -count=1 -run TestCommandReferenceIsCurrent ./internal/clidocs >/dev/null || { go test -count=1 -run TestCommandReferenceIsCurrent ./internal/clidocs; exit 1; }
+	@! grep -q '^replace' go.mod || { echo "the root go.mod must have no replace lines"; exit 1; }
+	go test -count=1 -run '^TestLayering' ./internal
+	go test -count=1 -run '^(TestCommandReferenceIsCurrent|TestMarkdownLinksResolve|TestDocPathsInGoResolve)$$' ./internal/clidocs
+	@$(MAKE) --no-print-directory lint
 
+## lint: golangci-lint (pinned in tools/go.mod, built into bin/; configuration .golangci.yml) on the three modules
+lint: $(GOLANGCI_LINT)
+	@for m in $(MODULES); do \
+		echo "golangci-lint run: $$m"; (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; \
+	done
+
+$(GOLANGCI_LINT): tools/go.mod tools/go.sum
+	cd tools && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+## race: the unit tests, then the fault tests (TestFault…) of internal/e2e, under the race detector
+race: race-unit race-faults
+
+race-unit:
+	go test -race -count=1 ./...
+
+race-faults:
+	cd internal/e2e && go test -race -count=1 -timeout $(E2E_TIMEOUT) -run '^TestFault' .
+
+## fmt: gofmt -w
 fmt:
 	gofmt -w cmd internal
 
+## tidy: go mod tidy in every module
 tidy:
-	for m in . internal/e2e cmd/crdversion-sandbox; do (cd $$m && go mod tidy); done
+	for m in $(MODULES) tools; do (cd $$m && go mod tidy); done
 
+## clean: remove bin/ and dist/
 clean:
 	rm -rf $(BIN) dist
 
@@ -78,19 +111,21 @@ krew-manifest:
 krew-check: krew-manifest
 	VERSION="$(VERSION)" .ci/krew-check
 
-## faults: the fault-injection and race tests of docs/reliability.md, each run FAULT_RUNS times (default 5),
-## with a pass/fail count per test
+## faults: the fault-injection and race tests of docs/reliability.md (every e2e test named TestFault…), each run
+## FAULT_RUNS times (default 5), with a pass/fail count per test
 FAULT_RUNS ?= 5
-FAULT_TESTS = TestMigrateSurvivesAPIServerRestart|TestMigrateEtcdCompactionDuringPaging|TestMigrateSlowConversionWebhook|TestMigrateConversionWebhookDown|TestMigrateWithConcurrentWritersAndDeletes|TestMigrateFailuresBlockTheTrim|TestMigrateCRDChangedMidRun|TestMigrateRecoversFromExpiredContinue|TestMigrateResumesFromCheckpoint|TestPromoteStorageRace|TestPermissionPreflight|TestConcurrentCRDEdit|TestDryRunOnAStaleRead
 faults:
 	@mkdir -p bin
-	cd internal/e2e && go test -count=$(FAULT_RUNS) -timeout 90m -v -run '^($(FAULT_TESTS))$$' . > $(CURDIR)/bin/faults.log 2>&1; rc=$$?; \
+	cd internal/e2e && go test -count=$(FAULT_RUNS) -timeout 90m -v -run '^TestFault' . > $(CURDIR)/bin/faults.log 2>&1; rc=$$?; \
 	grep -E '^--- (PASS|FAIL)' $(CURDIR)/bin/faults.log | awk '{sub(":", "", $$2); n[$$3" "$$2]++} END {for (k in n) print n[k], k}' | sort -k2; \
 	echo "log: bin/faults.log"; exit $$rc
 
-## bench: migrate vs. a sequential loop vs. the API server's ceiling (N objects, default 10000; N=100000 on request),
-## in ROUNDS rounds (default 4; the verdict is the geometric mean of each round's ratios); ONLY_MIGRATE=1 runs migrate once
+## bench: migrate (default, --max-speed, and in a bounded priority level) vs. a sequential loop vs. the API server's
+## ceiling, as each identity of IDENTITIES (admin, user, serviceaccount: exempt, global-default, workload-low), with a
+## foreground probe's latency idle and per phase (N objects, default 10000; N=100000 on request), in ROUNDS rounds
+## (default 4; the verdicts are geometric means of each round's ratios); ONLY_MIGRATE=1 runs migrate once as admin
 N ?= 10000
 ROUNDS ?= 4
+IDENTITIES ?= admin,user,serviceaccount
 bench:
-	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ROUNDS=$(ROUNDS) CRDVERSION_BENCH_ONLY_MIGRATE=$(ONLY_MIGRATE) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 90m .
+	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ROUNDS=$(ROUNDS) CRDVERSION_BENCH_IDENTITIES=$(IDENTITIES) CRDVERSION_BENCH_ONLY_MIGRATE=$(ONLY_MIGRATE) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 300m .

@@ -9,25 +9,23 @@ import (
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
-	"github.com/crdversion/kubectl-crdversion/internal/webhook"
 )
 
 var addVersionLong = templates.LongDesc(`
 	Add a version to a CustomResourceDefinition.
 
 	The new version copies the schema, subresources, printer columns and
-	selectable fields of --from (default: the storage version), or takes its
-	schema from --schema-file. It is served unless --served=false, and never
+	selectable fields of --from (default: the storage version); with
+	--schema-file it takes its schema from the file and keeps the rest of
+	--from. It is served unless --served=false, and never
 	the storage version: promote-storage does that once clients can use it.
 
 	Preflight: the name is a DNS-1035 label not yet in spec.versions (a
@@ -54,9 +52,9 @@ var addVersionExample = templates.Examples(`
 	# Restore a version still listed in status.storedVersions, unserved
 	kubectl crdversion add-version crontabs.stable.example.com v1 --from v2 --served=false`)
 
-// AddVersionOptions are the inputs of add-version beyond EditOptions.
-type AddVersionOptions struct {
-	*EditOptions
+// AddVersionFlags are the flags of add-version.
+type AddVersionFlags struct {
+	*EditFlags
 	From               string
 	SchemaFile         string
 	Served             bool
@@ -69,116 +67,129 @@ type AddVersionOptions struct {
 	ReviewVersions     []string
 	AllowPruning       bool
 	WebhookTimeout     time.Duration
+}
 
-	spec edit.AddVersionSpec
+// AddVersionOptions are the inputs of add-version.
+type AddVersionOptions struct {
+	*EditOptions
+	Spec           edit.AddVersionSpec
+	WebhookTimeout time.Duration
 }
 
 // NewCmdAddVersion returns the add-version command.
 func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AddVersionOptions{
-		EditOptions:    newEditOptions("add-version", streams),
-		Served:         true,
-		ReviewVersions: []string{"v1"},
-		WebhookTimeout: 10 * time.Second,
-	}
+	fl := &AddVersionFlags{EditFlags: NewEditFlags(), Served: true, ReviewVersions: []string{"v1"}, WebhookTimeout: 10 * time.Second}
 	cmd := &cobra.Command{
-		Use:                   "add-version CRD_NAME NEW_VERSION [--from VERSION | --schema-file FILE] [flags]",
+		Use:                   "add-version CRD_NAME NEW_VERSION [--from VERSION] [--schema-file FILE] [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Add a version to a CRD, with its schema copied or from a file",
 		Long:                  addVersionLong,
 		Example:               addVersionExample,
 		ValidArgsFunction:     completeArgs(f, argCRD, argNew),
-		RunE: o.runE(f, o.Complete, func(ctx context.Context, _ *cobra.Command) error {
-			return o.Run(ctx)
+		RunE: runE(func(cmd *cobra.Command, args []string) (*AddVersionOptions, error) {
+			return fl.ToOptions(f, cmd, args, streams)
 		}),
 	}
-	o.addFlags(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&o.From, "from", "", "Copy schema, subresources, printer columns and selectable fields from this version (default: the storage version).")
-	fl.StringVar(&o.SchemaFile, "schema-file", "", "YAML or JSON file with the new version's openAPIV3Schema (the schema itself, or {openAPIV3Schema: …}).")
-	fl.BoolVar(&o.Served, "served", o.Served, "Serve the new version.")
-	fl.BoolVar(&o.Deprecated, "deprecated", false, "Mark the new version deprecated.")
-	fl.StringVar(&o.DeprecationWarning, "deprecation-warning", "", "The deprecationWarning of the new version (implies --deprecated).")
-	fl.StringVar(&o.Conversion, "conversion", "", "Set the conversion strategy: None or Webhook (default: keep the CRD's).")
-	fl.StringVar(&o.WebhookURL, "webhook-url", "", "URL of the conversion webhook (https://…).")
-	fl.StringVar(&o.WebhookService, "webhook-service", "", "Service of the conversion webhook: NAMESPACE/NAME[:PORT][/PATH].")
-	fl.StringVar(&o.CABundleFile, "ca-bundle-file", "", "PEM file with the CA that signed the webhook's serving certificate.")
-	fl.StringSliceVar(&o.ReviewVersions, "conversion-review-versions", o.ReviewVersions, "ConversionReview versions the webhook accepts, in order of preference.")
-	fl.BoolVar(&o.AllowPruning, "allow-pruning", false, "Accept conversion strategy None between schemas that prune fields; the fields are listed and lost.")
-	fl.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight.")
+	fl.EditFlags.AddFlags(cmd)
+	c := cmd.Flags()
+	c.StringVar(&fl.From, "from", "", "Copy schema, subresources, printer columns and selectable fields from this version (default: the storage version); with --schema-file, all but the schema.")
+	c.StringVar(&fl.SchemaFile, "schema-file", "", "YAML or JSON file with the new version's openAPIV3Schema (the schema itself, or {openAPIV3Schema: …}).")
+	c.BoolVar(&fl.Served, "served", fl.Served, "Serve the new version.")
+	c.BoolVar(&fl.Deprecated, "deprecated", false, "Mark the new version deprecated.")
+	c.StringVar(&fl.DeprecationWarning, "deprecation-warning", "", "The deprecationWarning of the new version (implies --deprecated).")
+	c.StringVar(&fl.Conversion, "conversion", "", "Set the conversion strategy: None or Webhook (default: keep the CRD's).")
+	c.StringVar(&fl.WebhookURL, "webhook-url", "", "URL of the conversion webhook (https://…).")
+	c.StringVar(&fl.WebhookService, "webhook-service", "", "Service of the conversion webhook: NAMESPACE/NAME[:PORT][/PATH].")
+	c.StringVar(&fl.CABundleFile, "ca-bundle-file", "", "PEM file with the CA that signed the webhook's serving certificate.")
+	c.StringSliceVar(&fl.ReviewVersions, "conversion-review-versions", fl.ReviewVersions, "ConversionReview versions the webhook accepts, in order of preference.")
+	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept conversion strategy None between schemas that prune fields; the fields are listed and lost.")
+	c.DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight.")
 	completeVersionFlag(f, cmd, "from")
 	cmdutil.CheckErr(cmd.RegisterFlagCompletionFunc("conversion", cobra.FixedCompletions([]string{"None", "Webhook"}, cobra.ShellCompDirectiveNoFileComp)))
 	return cmd
 }
 
-// Complete turns the flags into the edit to make; it reads the schema and CA files.
-func (o *AddVersionOptions) Complete(cmd *cobra.Command) error {
-	if o.From != "" {
-		if err := checkVersionNames("--from", o.From); err != nil {
-			return err
+// ToOptions turns the flags into the version to add; it reads the schema
+// and CA files.
+func (fl *AddVersionFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []string, streams genericiooptions.IOStreams) (*AddVersionOptions, error) {
+	eo, err := fl.EditFlags.toOptions(f, cmd, args, "add-version", streams)
+	if err != nil {
+		return nil, err
+	}
+	if fl.From != "" {
+		if err := checkVersionNames("--from", fl.From); err != nil {
+			return nil, err
 		}
 	}
-	if err := positiveDuration("--webhook-timeout", o.WebhookTimeout); err != nil {
-		return err
-	}
-	s := edit.AddVersionSpec{Name: o.Version, From: o.From, Served: o.Served, Deprecated: o.Deprecated, AllowPruning: o.AllowPruning}
+	o := &AddVersionOptions{EditOptions: eo, WebhookTimeout: fl.WebhookTimeout,
+		Spec: edit.AddVersionSpec{Name: eo.Version, From: fl.From, Served: fl.Served, Deprecated: fl.Deprecated, AllowPruning: fl.AllowPruning}}
 	if cmd.Flags().Changed("deprecation-warning") {
-		s.Deprecated = true
-		s.DeprecationWarning = &o.DeprecationWarning
+		o.Spec.Deprecated = true
+		o.Spec.DeprecationWarning = &fl.DeprecationWarning
 	}
-	if o.SchemaFile != "" {
-		if o.From != "" {
-			return fmt.Errorf("--from and --schema-file cannot be combined")
+	if fl.SchemaFile != "" {
+		if o.Spec.Schema, err = readSchemaFile(fl.SchemaFile); err != nil {
+			return nil, err
 		}
-		v, err := readSchemaFile(o.SchemaFile)
-		if err != nil {
-			return err
-		}
-		s.Schema = v
 	}
-	webhookFlags := o.WebhookURL != "" || o.WebhookService != "" || o.CABundleFile != "" || cmd.Flags().Changed("conversion-review-versions")
-	switch o.Conversion {
+	webhookFlags := fl.WebhookURL != "" || fl.WebhookService != "" || fl.CABundleFile != "" || cmd.Flags().Changed("conversion-review-versions")
+	switch fl.Conversion {
 	case "":
 		if webhookFlags {
-			return fmt.Errorf("webhook flags need --conversion Webhook (also to change the webhook of a CRD that already uses Webhook conversion)")
+			return nil, fmt.Errorf("webhook flags need --conversion Webhook (also to change the webhook of a CRD that already uses Webhook conversion)")
 		}
 	case string(apiextensionsv1.NoneConverter):
 		if webhookFlags {
-			return fmt.Errorf("webhook flags cannot be used with --conversion None")
+			return nil, fmt.Errorf("webhook flags cannot be used with --conversion None")
 		}
-		s.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+		o.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
 	case string(apiextensionsv1.WebhookConverter):
-		conv, err := o.webhookConversion()
-		if err != nil {
-			return err
+		if o.Spec.Conversion, err = fl.webhookConversion(); err != nil {
+			return nil, err
 		}
-		s.Conversion = conv
 	default:
-		return fmt.Errorf("--conversion must be None or Webhook, got %q", o.Conversion)
+		return nil, fmt.Errorf("--conversion must be None or Webhook, got %q", fl.Conversion)
 	}
-	o.spec = s
-	return nil
+	return o, nil
 }
 
-func (o *AddVersionOptions) webhookConversion() (*apiextensionsv1.CustomResourceConversion, error) {
+// Validate checks the flags of add-version.
+func (o *AddVersionOptions) Validate() error {
+	if err := o.EditOptions.Validate(); err != nil {
+		return err
+	}
+	return positiveDuration("--webhook-timeout", o.WebhookTimeout)
+}
+
+// Run reads the CRD, runs the preflight (with the webhook check) and writes.
+func (o *AddVersionOptions) Run(ctx context.Context) error {
+	r, err := o.load(ctx)
+	if err != nil {
+		return err
+	}
+	res := action.AddVersion(ctx, clusterAs[action.AddVersionCluster](o.client), r.target, action.AddVersionOptions{Spec: o.Spec, WebhookTimeout: o.WebhookTimeout})
+	return r.finish(ctx, res)
+}
+
+func (fl *AddVersionFlags) webhookConversion() (*apiextensionsv1.CustomResourceConversion, error) {
 	cc := &apiextensionsv1.WebhookClientConfig{}
 	switch {
-	case o.WebhookURL != "" && o.WebhookService != "":
+	case fl.WebhookURL != "" && fl.WebhookService != "":
 		return nil, fmt.Errorf("--webhook-url and --webhook-service cannot be combined")
-	case o.WebhookURL != "":
-		if !strings.HasPrefix(o.WebhookURL, "https://") {
-			return nil, fmt.Errorf("--webhook-url must be an https:// URL, got %q", o.WebhookURL)
+	case fl.WebhookURL != "":
+		if !strings.HasPrefix(fl.WebhookURL, "https://") {
+			return nil, fmt.Errorf("--webhook-url must be an https:// URL, got %q", fl.WebhookURL)
 		}
-		cc.URL = &o.WebhookURL
-	case o.WebhookService != "":
-		svc, err := parseServiceRef(o.WebhookService)
+		cc.URL = &fl.WebhookURL
+	case fl.WebhookService != "":
+		svc, err := parseServiceRef(fl.WebhookService)
 		if err != nil {
 			return nil, err
 		}
 		cc.Service = svc
 	}
-	if o.CABundleFile != "" {
-		pem, err := manifest.ReadFile(o.CABundleFile)
+	if fl.CABundleFile != "" {
+		pem, err := manifest.ReadFile(fl.CABundleFile)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +197,7 @@ func (o *AddVersionOptions) webhookConversion() (*apiextensionsv1.CustomResource
 	}
 	return &apiextensionsv1.CustomResourceConversion{
 		Strategy: apiextensionsv1.WebhookConverter,
-		Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: cc, ConversionReviewVersions: o.ReviewVersions},
+		Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: cc, ConversionReviewVersions: fl.ReviewVersions},
 	}, nil
 }
 
@@ -241,54 +252,4 @@ func readSchemaFile(path string) (*apiextensionsv1.CustomResourceValidation, err
 		return nil, fmt.Errorf("--schema-file %s: %v", path, err)
 	}
 	return v, nil
-}
-
-// Run reads the CRD, runs the preflight (with the webhook check) and writes.
-func (o *AddVersionOptions) Run(ctx context.Context) error {
-	crd, err := o.load(ctx)
-	if err != nil {
-		return err
-	}
-	r := edit.AddVersion(crd, o.spec)
-	if conv := r.Edited.Spec.Conversion; !r.NoOp && len(r.Checks.Failed()) == 0 && conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter {
-		r.Checks = append(r.Checks, o.webhookChecks(ctx, crd, conv.Webhook)...)
-	}
-	return o.apply(ctx, r)
-}
-
-// webhookChecks asks the webhook to convert a sample object — an existing
-// one when there is any, else a minimal object — to the new version. A
-// webhook behind a Service is checked as the API server would reach it
-// (serviceWebhookChecker), in manifest mode only when the cluster has the
-// CRD.
-func (o *AddVersionOptions) webhookChecks(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv *apiextensionsv1.WebhookConversion) edit.Checks {
-	from := cluster.ListVersion(crd)
-	desired := crd.Spec.Group + "/" + o.Version
-	sample := sampleObject(crd, from, "crdversion-preflight-sample")
-	minimal := ""
-	live := o.client != nil && (o.file == nil || o.live != nil)
-	if from != "" && live {
-		list, err := o.client.Dynamic.Resource(cluster.GVR(crd, from)).List(ctx, metav1.ListOptions{Limit: 1})
-		switch {
-		case err == nil && len(list.Items) > 0:
-			sample = &list.Items[0]
-		case apierrors.IsForbidden(err):
-			minimal = fmt.Sprintf(" (a minimal one: list %s is forbidden, so no stored object was tried)", cluster.GVR(crd, from).GroupResource())
-		}
-	}
-	if conv.ClientConfig != nil && conv.ClientConfig.Service != nil {
-		if !live {
-			return edit.Checks{{Name: checkWebhookService, Outcome: edit.Skip,
-				Message: "the conversion webhook's Service was not checked: " + o.liveSkip}}
-		}
-		return newServiceWebhookChecker(o.client, o.WebhookTimeout).checks(ctx, conv, &conversionProbe{sample: sample, desired: desired})
-	}
-	c := edit.Check{Name: checkWebhookConverts}
-	switch err := webhook.Verify(ctx, conv, sample, desired, o.WebhookTimeout); {
-	case err == nil:
-		c.Outcome, c.Message = edit.Pass, fmt.Sprintf("the conversion webhook converted a sample %s to %s%s", crd.Spec.Names.Kind, desired, minimal)
-	default:
-		c.Outcome, c.Message = edit.Fail, err.Error()
-	}
-	return edit.Checks{c}
 }

@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -30,7 +26,7 @@ var checkUpgradeLong = templates.LongDesc(`
 	before applying them.
 
 	For each CRD in the manifests (multi-document YAML, or a directory of
-	them): would the API server reject the update (a version of the live
+	them; -f repeated, as for kubectl apply, reads every file given): would the API server reject the update (a version of the live
 	status.storedVersions missing from the new spec.versions, a changed scope
 	or kind, not exactly one storage version), would stored data be lost or
 	stored objects be rejected on their next write (the schema findings of
@@ -56,168 +52,151 @@ var checkUpgradeExample = templates.Examples(`
 	# A directory of CRD manifests, as JSON
 	kubectl crdversion check-upgrade -f gateway-api/standard/ -o json
 
+	# A release in two files, checked together as kubectl apply applies them
+	kubectl crdversion check-upgrade -f crds/ -f extra-crd.yaml
+
 	# Every cluster of the kubeconfig: where would the release be rejected?
 	kubectl crdversion check-upgrade -f cert-manager.crds.yaml --all-contexts`)
 
-// CheckUpgradeOptions are the inputs of check-upgrade.
-type CheckUpgradeOptions struct {
+// CheckUpgradeFlags are check-upgrade's flags, bound to the command.
+type CheckUpgradeFlags struct {
 	PrintFlags   *genericclioptions.PrintFlags
-	Filename     string
+	Filenames    []string
 	Recursive    bool
 	ServerDryRun bool
 	// Fleet checks the release against several contexts at once.
-	Fleet    *FleetFlags
-	contexts []string
+	Fleet *FleetFlags
+	genericiooptions.IOStreams
+}
 
-	client  *cluster.Client
-	printer printers.ResourcePrinter
+// NewCheckUpgradeFlags returns check-upgrade's flags with their defaults;
+// conn are the connection flags each context of a fleet run copies.
+func NewCheckUpgradeFlags(conn *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CheckUpgradeFlags {
+	return &CheckUpgradeFlags{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme), ServerDryRun: true,
+		Fleet: newFleetFlags(conn, time.Minute), IOStreams: streams}
+}
+
+// AddFlags binds the flags to cmd.
+func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
+	fl.PrintFlags.AddFlags(cmd)
+	cmd.Flags().StringSliceVarP(&fl.Filenames, "filename", "f", nil, "Manifest files or directories with the release's CRDs (other kinds are ignored); repeat -f, as for kubectl apply, to check several.")
+	cmd.Flags().BoolVarP(&fl.Recursive, "recursive", "R", false, "Read the directories of -f recursively.")
+	cmd.Flags().BoolVar(&fl.ServerDryRun, "server-dry-run", fl.ServerDryRun, "Confirm each prediction with a server-side dry-run update of the CRD.")
+	fl.Fleet.addFlags(cmd)
+}
+
+// CheckUpgradeOptions are check-upgrade's inputs, resolved once from the
+// flags; Run does not change them.
+type CheckUpgradeOptions struct {
+	// Filenames are the release's manifest files and directories, in the
+	// order given.
+	Filenames    []string
+	Recursive    bool
+	ServerDryRun bool
+	// Contexts are the kubeconfig contexts of a fleet run; empty for one
+	// cluster.
+	Contexts []string
+
+	fleet  *FleetFlags
+	getter genericclioptions.RESTClientGetter
+	// conn are the connection flags typed, repeated in printed commands.
+	conn  []lifecycle.Flag
+	print printers.ResourcePrinterFunc
 	genericiooptions.IOStreams
 }
 
 // NewCmdCheckUpgrade returns the check-upgrade command.
 func NewCmdCheckUpgrade(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &CheckUpgradeOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme), ServerDryRun: true, IOStreams: streams,
-		Fleet: newFleetFlags(conn, time.Minute)}
+	fl := NewCheckUpgradeFlags(conn, streams)
 	cmd := &cobra.Command{
 		Use:                   "check-upgrade -f FILENAME [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Predict what applying a release's CRDs does, and how to make it safe",
 		Long:                  checkUpgradeLong,
 		Example:               checkUpgradeExample,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(func(cmd *cobra.Command, args []string) (*CheckUpgradeOptions, error) {
+			return fl.ToOptions(f, cmd, args)
+		}),
 	}
-	o.PrintFlags.AddFlags(cmd)
-	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "Manifest file or directory with the release's CRDs (other kinds are ignored).")
-	cmd.Flags().BoolVarP(&o.Recursive, "recursive", "R", false, "Read the directory of -f recursively.")
-	cmd.Flags().BoolVar(&o.ServerDryRun, "server-dry-run", o.ServerDryRun, "Confirm each prediction with a server-side dry-run update of the CRD.")
-	o.Fleet.addFlags(cmd)
+	fl.AddFlags(cmd)
 	return checkCommand(cmd)
 }
 
-// Complete checks the arguments and builds the client and printer.
-func (o *CheckUpgradeOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+// ToOptions resolves the flags and arguments: the release's files, the -o
+// printer, the connection flags to repeat and, in a fleet run, the
+// contexts (read from the kubeconfig). It builds no client: each cluster's
+// check builds its own.
+func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []string) (*CheckUpgradeOptions, error) {
 	if len(args) > 0 {
-		return usageErrorf(cmd, "unexpected arguments %v; the release's CRDs are given with -f", args)
+		return nil, usageErrorf(cmd, "unexpected arguments %v; the release's CRDs are given with -f", args)
 	}
-	if o.Filename == "" {
-		return usageErrorf(cmd, "-f FILENAME is required")
+	var files []string
+	for _, name := range fl.Filenames {
+		if name != "" {
+			files = append(files, name)
+		}
 	}
+	if len(files) == 0 {
+		return nil, usageErrorf(cmd, "-f FILENAME is required")
+	}
+	o := &CheckUpgradeOptions{Filenames: files, Recursive: fl.Recursive, ServerDryRun: fl.ServerDryRun,
+		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
 	var err error
-	if o.printer, err = plainReportPrinter(o.PrintFlags); err != nil {
-		return err
-	}
-	if o.Fleet.enabled() {
-		o.contexts, err = o.Fleet.resolve()
-		return err
-	}
-	o.client, err = cluster.New(f)
-	return err
-}
-
-// Run checks every CRD of the release, prints the report and returns
-// *FindingsError when a CRD would be rejected or has error-level findings.
-func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	docs, err := manifest.ReadCRDs(o.Filename, o.Recursive)
-	if err != nil {
-		return err
-	}
-	if len(docs) == 0 {
-		return fmt.Errorf("no CustomResourceDefinition in %s", o.Filename)
-	}
-	if o.Fleet.enabled() {
-		return o.runFleet(ctx, docs)
-	}
-	r, err := o.check(ctx, o.client, docs, "kubectl")
-	if err != nil {
-		return err
-	}
-	return finishReport(o.Out, o.printer, r, func(w io.Writer) error { return printUpgradeCheck(w, r) }, r.Summary)
-}
-
-// dryRun asks the API server to validate the release's CRD as an update of
-// live (its spec replaced, labels and annotations merged, as an apply by
-// the manager that applied the previous release does), or as a create.
-// Refusals of the request itself (RBAC) skip the dry run; other failures
-// are returned.
-// check is the check of every CRD of docs against one cluster; kubectl is
-// how the printed commands start ("kubectl", or "kubectl --context C").
-func (o *CheckUpgradeOptions) check(ctx context.Context, c *cluster.Client, docs []manifest.CRDDoc, kubectl string) (*report.UpgradeCheck, error) {
-	applyCmd := kubectl + " apply --server-side -f " + o.Filename
-	r := &report.UpgradeCheck{Source: o.Filename}
-	for _, d := range docs {
-		live, err := c.CRDs.Get(ctx, d.CRD.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			live = nil
-		case err != nil:
+	if fl.Fleet.enabled() {
+		if o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(printFleetUpgrade)); err != nil {
 			return nil, err
 		}
-		p := upgrade.Check(live, d.CRD, d.Source, applyCmd)
-		if kubectl != "kubectl" {
-			for i, f := range p.Fix {
-				p.Fix[i] = strings.Replace(f, "kubectl crdversion ", kubectl+" crdversion ", 1)
-			}
-		}
-		if o.ServerDryRun {
-			outcome, msg, err := dryRun(ctx, c, live, d.CRD)
-			if err != nil {
-				return nil, err
-			}
-			p.SetServerDryRun(outcome, msg)
-		}
-		for _, f := range p.Findings {
-			r.Summary.Add(f.Severity)
-		}
-		if p.Apply == upgrade.Rejected {
-			r.Summary.Incompatible = true
-		}
-		r.CRDs = append(r.CRDs, p)
+		o.Contexts, err = fl.Fleet.resolve()
+		return o, err
+	}
+	o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(printUpgradeCheck))
+	return o, err
+}
+
+// Validate checks the options; ToOptions has checked every flag rule
+// check-upgrade has.
+func (o *CheckUpgradeOptions) Validate() error { return nil }
+
+// Run reads the release, checks every CRD of it against one cluster or
+// every context of a fleet run, prints the report and returns
+// *FindingsError when a CRD would be rejected or has error-level findings
+// (or, in a fleet run, the answer is not yes).
+func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
+	docs, err := upgrade.ReadRelease(o.Filenames, o.Recursive)
+	if err != nil {
+		return err
+	}
+	if len(o.Contexts) > 0 {
+		return o.runFleet(ctx, docs)
+	}
+	r, err := o.check(ctx, o.getter, o.conn, docs)
+	if err != nil {
+		return err
+	}
+	return printFindings(o.Out, o.print, r, r.Summary)
+}
+
+// source names the release in the report: the files as given.
+func (o *CheckUpgradeOptions) source() string { return strings.Join(o.Filenames, ", ") }
+
+// check is the check of every CRD of docs against the cluster getter
+// connects to; conn are the connection flags of the printed commands.
+func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioptions.RESTClientGetter, conn []lifecycle.Flag, docs []manifest.CRDDoc) (*report.UpgradeCheck, error) {
+	c, err := cluster.New(getter)
+	if err != nil {
+		return nil, err
+	}
+	checker := &upgrade.Checker{Cluster: c, ServerDryRun: o.ServerDryRun, FieldManager: FieldManager,
+		Apply: upgrade.ApplyCommand(o.Filenames, o.Recursive), Conn: conn}
+	plans, err := checker.Check(ctx, docs)
+	if err != nil {
+		return nil, err
+	}
+	r := &report.UpgradeCheck{Source: o.source()}
+	for _, p := range plans {
+		r.Add(p)
 	}
 	return r, nil
-}
-
-func dryRun(ctx context.Context, c *cluster.Client, live, next *apiextensionsv1.CustomResourceDefinition) (string, string, error) {
-	var err error
-	if live == nil {
-		obj := next.DeepCopy()
-		obj.ResourceVersion, obj.Status = "", apiextensionsv1.CustomResourceDefinitionStatus{}
-		_, err = c.CRDs.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
-	} else {
-		err = c.DryRunUpdateCRD(ctx, live, func(obj *apiextensionsv1.CustomResourceDefinition) {
-			obj.Spec = next.Spec
-			obj.Labels = merged(obj.Labels, next.Labels)
-			obj.Annotations = merged(obj.Annotations, next.Annotations)
-		}, FieldManager)
-	}
-	switch {
-	case err == nil:
-		return upgrade.DryRunAccepted, "", nil
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return upgrade.DryRunRejected, err.Error(), nil
-	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsConflict(err):
-		return upgrade.DryRunSkipped, err.Error(), nil
-	}
-	return "", "", err
-}
-
-func merged(a, b map[string]string) map[string]string {
-	if len(a)+len(b) == 0 {
-		return a
-	}
-	out := maps.Clone(a)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, b)
-	return out
 }
 
 func printUpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
@@ -245,8 +224,8 @@ func printUpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 			continue
 		}
 		fmt.Fprintf(out, "\n%s (%s):\n", p.Name, p.Source)
-		switch {
-		case p.Apply == upgrade.Rejected:
+		switch p.Apply {
+		case upgrade.Rejected:
 			fmt.Fprintln(out, "  Apply: REJECTED by the API server")
 		default:
 			fmt.Fprintln(out, "  Apply: accepted")

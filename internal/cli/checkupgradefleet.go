@@ -4,42 +4,35 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
 )
 
-// runFleet checks the release against every context at once and answers
-// whether it can be applied in all of them: no when a cluster would reject
-// it, unknown when a cluster could not be read.
+// runFleet checks the release against every context at once, one check
+// per context, and answers whether it can be applied in all of them: no
+// when a cluster would reject it, unknown when a cluster could not be read.
 func (o *CheckUpgradeOptions) runFleet(ctx context.Context, docs []manifest.CRDDoc) error {
 	start := time.Now()
-	clusters := eachCluster(ctx, o.Fleet, o.contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) (res report.FleetUpgradeCluster) {
+	clusters := eachCluster(ctx, o.fleet, o.Contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) report.FleetUpgradeCluster {
 		t0 := time.Now()
-		res = report.FleetUpgradeCluster{Context: name, Server: o.Fleet.server(name)}
-		c, err := cluster.New(getter)
-		if err == nil {
-			res.Check, err = o.check(ctx, c, docs, "kubectl --context "+name)
-		}
-		res.Reach = reachOf(err)
-		if err != nil {
-			if res.Reach == fleet.NotInstalled {
-				res.Reach = fleet.Failed
-			}
-			res.Error = err.Error()
-		}
+		res := report.FleetUpgradeCluster{Context: name, Server: o.fleet.server(name)}
+		var err error
+		res.Check, err = o.check(ctx, getter, inContext(o.conn, name), docs)
+		res.Reach, res.Error = clusterReach(err)
 		res.Seconds = time.Since(t0).Seconds()
 		return res
 	})
-	r := &report.FleetUpgradeCheck{Source: o.Filename, Clusters: clusters, Answer: fleet.Yes}
+	r := &report.FleetUpgradeCheck{Source: o.source(), Clusters: clusters, Answer: fleet.Yes}
 	for _, c := range clusters {
 		switch {
 		case c.Check == nil:
@@ -50,14 +43,32 @@ func (o *CheckUpgradeOptions) runFleet(ctx context.Context, docs []manifest.CRDD
 			r.Answer = fleet.No
 		}
 		if c.Check != nil {
-			r.Summary.Errors += c.Check.Summary.Errors
-			r.Summary.Warnings += c.Check.Summary.Warnings
-			r.Summary.Infos += c.Check.Summary.Infos
+			r.Summary.Merge(c.Check.Summary)
 		}
 	}
 	r.Summary.Incompatible = r.Answer != fleet.Yes
 	r.Seconds = time.Since(start).Seconds()
-	return finishReport(o.Out, o.printer, r, func(w io.Writer) error { return printFleetUpgrade(w, r) }, r.Summary)
+	return printFindings(o.Out, o.print, r, r.Summary)
+}
+
+// inContext is conn with --context name: the connection flags of the
+// commands printed for one cluster of a fleet run.
+func inContext(conn []lifecycle.Flag, name string) []lifecycle.Flag {
+	return append(slices.Clone(conn), lifecycle.Flag{Name: "context", Value: name})
+}
+
+// clusterReach is how a fleet run reports the error of one cluster's check
+// (nil: Reached): a cluster without the CRDs that could still not be
+// checked is Failed, not NotInstalled.
+func clusterReach(err error) (fleet.Reach, string) {
+	if err == nil {
+		return fleet.Reached, ""
+	}
+	reach := reachOf(err)
+	if reach == fleet.NotInstalled {
+		reach = fleet.Failed
+	}
+	return reach, err.Error()
 }
 
 func printFleetUpgrade(out io.Writer, r *report.FleetUpgradeCheck) error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -158,9 +160,12 @@ func TestUsageShowsKubectlCrdversion(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	out, _, err := run(t, "version", "-o", "json")
+	out, errOut, err := run(t, "version", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if errOut != "" {
+		t.Errorf("version -o json wrote to stderr: %q", errOut)
 	}
 	var v map[string]string
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
@@ -175,10 +180,16 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// Errors found before any request: the server in the kubeconfig is never
-// contacted (it does not exist).
-func TestStatusValidationNeedsNoServer(t *testing.T) {
+// TestOptionsValidate: the flag rules of every command are checked before
+// any request, from the flags alone (ToOptions and Validate): the server in
+// the connection flags does not exist, so a rule that is not checked shows
+// as a connection error instead of its message. Each bad input is one line.
+func TestOptionsValidate(t *testing.T) {
 	noServer := []string{"--server", "https://127.0.0.1:1", "--request-timeout", "1s"}
+	manifest := filepath.Join(t.TempDir(), "crd.yaml")
+	if err := os.WriteFile(manifest, []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string
@@ -186,12 +197,59 @@ func TestStatusValidationNeedsNoServer(t *testing.T) {
 		{[]string{"status"}, "exactly one CRD is required, got 0 arguments"},
 		{[]string{"status", "a", "b"}, "exactly one CRD is required, got 2 arguments"},
 		{[]string{"status", "x.example.com", "-o", "wide"}, `unable to match a printer suitable for the output format "wide"`},
+		{[]string{"status", "x.example.com", "-o", "name"}, "-o name is not supported by status"},
 		{[]string{"status", "x.example.com", "--chunk-size", "-1"}, "--chunk-size must be positive"},
+		{[]string{"status", "x.example.com", "--version", "V1"}, `--version "V1" is not a valid version name`},
+
+		{[]string{"add-version", "x.example.com"}, "a CRD and a version are required, got 1 arguments"},
+		{[]string{"add-version", "x.example.com", "V2"}, `"V2" is not a valid version name`},
+		{[]string{"add-version", "x.example.com", "v2", "--from", "V1"}, `--from "V1" is not a valid version name`},
+		{[]string{"add-version", "x.example.com", "v2", "--in-place"}, "--in-place needs -f FILE"},
+		{[]string{"add-version", "x.example.com", "v2", "-f", manifest, "-o", "yaml"}, "-o cannot be used with -f"},
+		{[]string{"add-version", "x.example.com", "v2", "-f", "-", "--in-place"}, "--in-place cannot write back to standard input"},
+		{[]string{"add-version", "x.example.com", "v2", "-i", "--dry-run=server"}, "--interactive cannot be used with --dry-run"},
+		{[]string{"add-version", "x.example.com", "v2", "--field-manager", ""}, "--field-manager must not be empty"},
+		{[]string{"add-version", "x.example.com", "v2", "--webhook-timeout", "0s"}, "--webhook-timeout must be positive"},
+		{[]string{"add-version", "x.example.com", "v2", "--conversion", "Magic"}, `--conversion must be None or Webhook, got "Magic"`},
+		{[]string{"add-version", "x.example.com", "v2", "--webhook-url", "https://x"}, "webhook flags need --conversion Webhook"},
+		{[]string{"add-version", "x.example.com", "v2", "--conversion", "None", "--webhook-url", "https://x"}, "webhook flags cannot be used with --conversion None"},
+		{[]string{"add-version", "x.example.com", "v2", "--conversion", "Webhook", "--webhook-url", "http://x"}, "--webhook-url must be an https:// URL"},
+		{[]string{"add-version", "x.example.com", "v2", "--conversion", "Webhook", "--webhook-url", "https://x", "--webhook-service", "a/b"}, "--webhook-url and --webhook-service cannot be combined"},
+		{[]string{"add-version", "x.example.com", "v2", "--conversion", "Webhook", "--webhook-service", "b"}, "--webhook-service must be NAMESPACE/NAME[:PORT][/PATH]"},
+		{[]string{"add-version", "x.example.com", "v2", "--dry-run=maybe"}, "Invalid dry-run value (maybe)"},
+
+		{[]string{"promote-storage", "x.example.com", "v2", "--sample", "-1"}, "--sample must be 0 (all) or positive"},
+		{[]string{"promote-storage", "x.example.com", "v2", "--chunk-size", "0"}, "--chunk-size must be positive"},
+
+		{[]string{"deprecate", "x.example.com", "v1", "--warning", "w", "--undo"}, "--warning and --undo cannot be combined"},
+		{[]string{"unserve", "x.example.com", "v1", "--usage-window", "-1s"}, "--usage-window must not be negative"},
+		{[]string{"serve", "x.example.com", "v1", "-o", "name", "-f", manifest}, "-o cannot be used with -f"},
+
+		{[]string{"migrate"}, "exactly one CRD is required, got 0 arguments"},
+		{[]string{"migrate", "x.example.com", "-o", "name"}, "-o name is not supported by migrate"},
+		{[]string{"migrate", "x.example.com", "--engine", "magic"}, `--engine must be client or server, got "magic"`},
+		{[]string{"migrate", "x.example.com", "--engine", "server", "--concurrency", "3"}, "--concurrency applies to --engine=client only"},
+		{[]string{"migrate", "x.example.com", "--chunk-size", "0"}, "--chunk-size must be positive"},
+		{[]string{"migrate", "x.example.com", "--concurrency", "0"}, "--concurrency must be positive"},
+		{[]string{"migrate", "x.example.com", "--retries", "-1"}, "--retries must not be negative"},
+		{[]string{"migrate", "x.example.com", "--unreachable-timeout", "-1s"}, "--unreachable-timeout must not be negative"},
+		{[]string{"migrate", "x.example.com", "--qps", "-1"}, "--qps must not be negative"},
+		{[]string{"migrate", "x.example.com", "--burst", "-1"}, "--burst must not be negative"},
+		{[]string{"migrate", "x.example.com", "--timeout", "-1s"}, "--timeout must not be negative"},
+		{[]string{"migrate", "x.example.com", "--field-manager", ""}, "--field-manager must not be empty"},
+		{[]string{"migrate", "x.example.com", "--max-speed", "--max-latency", "100ms"}, "--max-speed and --max-latency=100ms contradict each other"},
+		{[]string{"migrate", "x.example.com", "--max-latency", "-1s"}, "--max-latency must not be negative"},
+		{[]string{"migrate", "x.example.com", "--engine", "server", "--max-speed"}, "--max-speed applies to --engine=client only"},
 	}
 	for _, tc := range cases {
-		_, _, err := run(t, append(tc.args, noServer...)...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, stderr, err := run(t, append(tc.args, noServer...)...)
+		switch {
+		case err == nil || !strings.Contains(err.Error(), tc.want):
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		case strings.Contains(err.Error(), "\n"):
+			t.Errorf("%v: a multi-line error: %q", tc.args, err)
+		case stderr != "":
+			t.Errorf("%v: wrote to stderr: %q", tc.args, stderr)
 		}
 	}
 }
@@ -242,5 +300,44 @@ func TestConventionChecksFail(t *testing.T) {
 		if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, errs, tc.want)
 		}
+	}
+}
+
+// TestColorAllowed: colour only on a terminal, never with TERM=dumb or a
+// non-empty NO_COLOR (an empty NO_COLOR is unset, as no-color.org says).
+func TestColorAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		terminal bool
+		env      map[string]string
+		goos     string
+		want     bool
+	}{
+		{true, nil, "linux", true},
+		{false, nil, "linux", false},
+		{true, map[string]string{"TERM": "dumb"}, "linux", false},
+		{true, map[string]string{"TERM": "xterm-256color"}, "linux", true},
+		{true, map[string]string{"NO_COLOR": "1"}, "linux", false},
+		{true, map[string]string{"NO_COLOR": ""}, "linux", true},
+		{true, nil, "windows", false},
+		{true, map[string]string{"WT_SESSION": "x"}, "windows", true},
+	} {
+		lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		if got := colorAllowed(tc.terminal, lookup, tc.goos); got != tc.want {
+			t.Errorf("terminal %v, env %v, %s: %v, want %v", tc.terminal, tc.env, tc.goos, got, tc.want)
+		}
+	}
+}
+
+// TestWarningsShownOnce: a warning the API server repeats on every request
+// (a deprecated version's) is shown once; another warning is shown too.
+func TestWarningsShownOnce(t *testing.T) {
+	var b bytes.Buffer
+	w := newWarningWriter(&b, false)
+	for range 3 {
+		w.HandleWarningHeader(299, "-", "example.com/v1 Widget is deprecated; use example.com/v2 Widget")
+	}
+	w.HandleWarningHeader(299, "-", "another warning")
+	if got := b.String(); got != "Warning: example.com/v1 Widget is deprecated; use example.com/v2 Widget\nWarning: another warning\n" {
+		t.Errorf("printed %q", got)
 	}
 }

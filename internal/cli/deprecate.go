@@ -9,7 +9,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 )
 
 var deprecateLong = templates.LongDesc(`
@@ -37,9 +37,17 @@ var deprecateExample = templates.Examples(`
 	# Undo it
 	kubectl crdversion deprecate crontabs.stable.example.com v1beta1 --undo`)
 
+// DeprecateOptions are the inputs of deprecate.
+type DeprecateOptions struct {
+	*EditOptions
+	// Warning is the deprecationWarning; nil for the API server's default.
+	Warning *string
+	Undo    bool
+}
+
 // NewCmdDeprecate returns the deprecate command.
 func NewCmdDeprecate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := newEditOptions("deprecate", streams)
+	fl := NewEditFlags()
 	var warning string
 	var undo bool
 	cmd := &cobra.Command{
@@ -49,23 +57,40 @@ func NewCmdDeprecate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cob
 		Long:                  deprecateLong,
 		Example:               deprecateExample,
 		ValidArgsFunction:     versionCompletion(f),
-		RunE: o.runE(f, nil, func(ctx context.Context, cmd *cobra.Command) error {
-			var text *string
-			if cmd.Flags().Changed("warning") {
-				if undo {
-					return fmt.Errorf("--warning and --undo cannot be combined")
-				}
-				text = &warning
-			}
-			crd, err := o.load(ctx)
+		RunE: runE(func(cmd *cobra.Command, args []string) (*DeprecateOptions, error) {
+			eo, err := fl.toOptions(f, cmd, args, "deprecate", streams)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return o.apply(ctx, edit.Deprecate(crd, o.Version, text, undo))
+			o := &DeprecateOptions{EditOptions: eo, Undo: undo}
+			if cmd.Flags().Changed("warning") {
+				o.Warning = &warning
+			}
+			return o, nil
 		}),
 	}
-	o.addFlags(cmd)
+	fl.AddFlags(cmd)
 	cmd.Flags().StringVar(&warning, "warning", "", "The deprecationWarning clients get instead of the API server's default text.")
 	cmd.Flags().BoolVar(&undo, "undo", false, "Remove the deprecation (deprecated: false, no deprecationWarning).")
 	return cmd
+}
+
+// Validate checks the flags.
+func (o *DeprecateOptions) Validate() error {
+	if err := o.EditOptions.Validate(); err != nil {
+		return err
+	}
+	if o.Warning != nil && o.Undo {
+		return fmt.Errorf("--warning and --undo cannot be combined")
+	}
+	return nil
+}
+
+// Run reads the CRD, runs the preflight and writes.
+func (o *DeprecateOptions) Run(ctx context.Context) error {
+	r, err := o.load(ctx)
+	if err != nil {
+		return err
+	}
+	return r.finish(ctx, action.Deprecate(r.target, o.Version, o.Warning, o.Undo))
 }

@@ -261,16 +261,6 @@ func finishReport(out io.Writer, p printers.ResourcePrinter, r runtime.Object, t
 	return nil
 }
 
-// plainReportPrinter is reportPrinter for the reports without a Markdown
-// form.
-func plainReportPrinter(pf *genericclioptions.PrintFlags) (printers.ResourcePrinter, error) {
-	p, markdown, err := reportPrinter(pf)
-	if markdown {
-		return nil, fmt.Errorf("-o markdown is only supported by diff; use -o json or yaml")
-	}
-	return p, err
-}
-
 func summaryText(s report.Summary) string {
 	return fmt.Sprintf("%s, %s, %s", plural(s.Errors, "error"), plural(s.Warnings, "warning"), plural(s.Infos, "note"))
 }

@@ -7,19 +7,16 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
-	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -35,218 +32,177 @@ var crdScheme = func() *runtime.Scheme {
 	return s
 }()
 
-// EditOptions are what every spec.versions edit (add-version,
-// promote-storage, deprecate, serve, unserve) shares: the CRD and version
-// arguments, dry run, output, field manager and confirmation.
-type EditOptions struct {
+// EditFlags are the flags every spec.versions edit (add-version,
+// promote-storage, deprecate, serve, unserve) shares: output, dry run,
+// field manager, confirmation and manifest mode.
+type EditFlags struct {
 	PrintFlags   *genericclioptions.PrintFlags
 	FieldManager string
 	Interactive  bool
-	DryRun       cmdutil.DryRunStrategy
-
-	// CRD and Version are the positional arguments.
-	CRD     string
-	Version string
-
-	// Filename selects manifest mode: the edit is made to the CRD named CRD
-	// in this file instead of the cluster. InPlace writes the file back
-	// instead of printing it.
+	// Filename selects manifest mode; InPlace writes the file back.
 	Filename string
 	InPlace  bool
-	file     *manifest.File
-	fileDoc  int
-	// live is the CRD as the cluster has it, in manifest mode when the
-	// cluster is reachable and has it; liveSkip says why not otherwise.
-	live     *apiextensionsv1.CustomResourceDefinition
-	liveSkip string
+}
 
-	operation string
+// NewEditFlags returns the edit flags with their defaults.
+func NewEditFlags() *EditFlags {
+	return &EditFlags{PrintFlags: genericclioptions.NewPrintFlags("edited").WithTypeSetter(crdScheme)}
+}
+
+// AddFlags registers -o, --dry-run, --field-manager, -i, -f and --in-place.
+func (fl *EditFlags) AddFlags(cmd *cobra.Command) {
+	fl.PrintFlags.AddFlags(cmd)
+	cmdutil.AddDryRunFlag(cmd)
+	cmdutil.AddFieldManagerFlagVar(cmd, &fl.FieldManager, FieldManager)
+	cmd.Flags().BoolVarP(&fl.Interactive, "interactive", "i", false, "Show the preflight and ask for confirmation (y/N) before writing.")
+	cmd.Flags().StringVarP(&fl.Filename, "filename", "f", "", "Edit the CRD in this manifest file (multi-document YAML; - for standard input) instead of the cluster; the cluster, when reachable, still provides storedVersions and objects for the preflight.")
+	cmd.Flags().BoolVar(&fl.InPlace, "in-place", false, "With -f, write the edited file back instead of printing it.")
+}
+
+// EditOptions are what every edit's options share, resolved once from
+// EditFlags and the arguments "CRD VERSION".
+type EditOptions struct {
+	// Operation names the command in refusals ("add-version").
+	Operation    string
+	CRD, Version string
+	DryRun       cmdutil.DryRunStrategy
+	FieldManager string
+	Interactive  bool
+	Filename     string
+	InPlace      bool
+	// OutputSet is true when -o was given: the edited CRD goes to stdout
+	// through printer, the preflight report to stderr.
+	OutputSet bool
+
+	printer printers.ResourcePrinter
+	// client is nil in manifest mode when no cluster is configured
+	// (noCluster says why).
 	client    *cluster.Client
-	printer   printers.ResourcePrinter // nil: human-readable
+	noCluster string
+	// conn are the connection flags typed, repeated in printed commands.
+	conn []lifecycle.Flag
 	genericiooptions.IOStreams
 }
 
-func newEditOptions(operation string, streams genericiooptions.IOStreams) *EditOptions {
-	return &EditOptions{
-		PrintFlags: genericclioptions.NewPrintFlags("edited").WithTypeSetter(crdScheme),
-		operation:  operation,
-		IOStreams:  streams,
-	}
-}
-
-// addFlags registers -o, --dry-run, --field-manager and -i.
-func (o *EditOptions) addFlags(cmd *cobra.Command) {
-	o.PrintFlags.AddFlags(cmd)
-	cmdutil.AddDryRunFlag(cmd)
-	cmdutil.AddFieldManagerFlagVar(cmd, &o.FieldManager, FieldManager)
-	cmd.Flags().BoolVarP(&o.Interactive, "interactive", "i", false, "Show the preflight and ask for confirmation (y/N) before writing.")
-	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "Edit the CRD in this manifest file (multi-document YAML; - for standard input) instead of the cluster; the cluster, when reachable, still provides storedVersions and objects for the preflight.")
-	cmd.Flags().BoolVar(&o.InPlace, "in-place", false, "With -f, write the edited file back instead of printing it.")
-}
-
-// complete takes "CRD VERSION" and builds the client and printer.
-func (o *EditOptions) complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+// toOptions resolves the shared flags for the command operation.
+func (fl *EditFlags) toOptions(f cmdutil.Factory, cmd *cobra.Command, args []string, operation string, streams genericiooptions.IOStreams) (*EditOptions, error) {
 	if len(args) != 2 {
-		return usageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
+		return nil, usageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
 	}
-	o.CRD, o.Version = args[0], args[1]
-	if err := checkVersionNames("", o.Version); err != nil {
-		return err
+	if err := checkVersionNames("", args[1]); err != nil {
+		return nil, err
 	}
+	o := &EditOptions{Operation: operation, CRD: args[0], Version: args[1], FieldManager: fl.FieldManager,
+		Interactive: fl.Interactive, Filename: fl.Filename, InPlace: fl.InPlace, OutputSet: *fl.PrintFlags.OutputFormat != "",
+		conn: connectionFlags(cmd.Flags(), false), IOStreams: streams}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
+		return nil, err
 	}
-	cmdutil.PrintFlagsWithDryRunStrategy(o.PrintFlags, o.DryRun)
-	if *o.PrintFlags.OutputFormat != "" {
-		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return err
+	cmdutil.PrintFlagsWithDryRunStrategy(fl.PrintFlags, o.DryRun)
+	if o.OutputSet {
+		if o.printer, err = fl.PrintFlags.ToPrinter(); err != nil {
+			return nil, err
 		}
 	}
-	if o.Interactive && o.DryRun != cmdutil.DryRunNone {
-		return fmt.Errorf("--interactive cannot be used with --dry-run")
-	}
-	if o.InPlace && o.Filename == "" {
-		return fmt.Errorf("--in-place needs -f FILE")
-	}
-	if o.Filename != "" {
-		if o.printer != nil {
-			return fmt.Errorf("-o cannot be used with -f: the edited file is the output")
-		}
-		var data []byte
-		var err error
-		if o.Filename == "-" {
-			if o.InPlace {
-				return fmt.Errorf("--in-place cannot write back to standard input")
-			}
-			data, err = manifest.ReadAll(o.In, "standard input")
-		} else {
-			data, err = manifest.ReadFile(o.Filename)
-		}
-		if err != nil {
-			return err
-		}
-		o.file = manifest.Parse(data)
+	c, err := cluster.New(f)
+	switch {
+	case err == nil:
+		o.client = c
+	case o.Filename != "":
 		// The cluster is optional in manifest mode.
-		if c, err := cluster.New(f); err == nil {
-			o.client = c
-		} else {
-			o.liveSkip = "no cluster configured (" + err.Error() + ")"
-		}
-		return nil
+		o.noCluster = err.Error()
+	default:
+		return nil, err
 	}
-	o.client, err = cluster.New(f)
-	return err
+	return o, nil
 }
 
-// load returns the CRD to edit: the live one, or in manifest mode the one
-// in the file, with the live status (storedVersions) when the cluster has
-// the CRD.
-func (o *EditOptions) load(ctx context.Context) (*apiextensionsv1.CustomResourceDefinition, error) {
-	if o.file == nil {
-		return o.client.ResolveCRD(ctx, o.CRD)
-	}
-	i, crd, err := o.file.FindCRD(o.CRD)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Filename, err)
-	}
-	o.fileDoc = i
-	if o.client != nil {
-		live, err := o.client.CRDs.Get(ctx, crd.Name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			o.live = live
-			crd.Status = live.Status
-		case apierrors.IsNotFound(err):
-			o.liveSkip = "the cluster has no CRD " + crd.Name
-		default:
-			o.liveSkip = "the cluster is not reachable (" + err.Error() + ")"
-		}
-	}
-	return crd, nil
-}
-
-// liveChecks says which checks manifest mode skipped for lack of live
-// state, or, with live state, whether the cluster would accept the edited
-// file: every version in the live status.storedVersions must stay in its
-// spec.versions.
-func (o *EditOptions) liveChecks(edited *apiextensionsv1.CustomResourceDefinition) edit.Checks {
-	if o.file == nil {
-		return nil
-	}
-	if o.live == nil {
-		return edit.Checks{{Name: "LiveState", Outcome: edit.Skip,
-			Message: "checks of live state (status.storedVersions, objects) skipped: " + o.liveSkip}}
-	}
-	var missing []string
-	for _, v := range o.live.Status.StoredVersions {
-		if lifecycle.FindVersion(edited, v) == nil {
-			missing = append(missing, v)
-		}
-	}
-	if len(missing) > 0 {
-		return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Warn,
-			Message: fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate %s trims them", strings.Join(missing, ", "), o.live.Name)}}
-	}
-	return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Pass,
-		Message: fmt.Sprintf("every version in the cluster's status.storedVersions [%s] is in the file", strings.Join(o.live.Status.StoredVersions, ", "))}}
-}
-
-// runE is the RunE of an edit command: complete the shared options, then
-// the command's own (optional), validate, run.
-func (o *EditOptions) runE(f cmdutil.Factory, own func(cmd *cobra.Command) error, run func(ctx context.Context, cmd *cobra.Command) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := o.complete(f, cmd, args); err != nil {
-			return err
-		}
-		if own != nil {
-			if err := own(cmd); err != nil {
-				return err
-			}
-		}
-		if err := o.validate(); err != nil {
-			return err
-		}
-		return run(cmd.Context(), cmd)
-	}
-}
-
-func (o *EditOptions) validate() error {
-	if o.FieldManager == "" {
+// Validate checks the shared flag rules.
+func (o *EditOptions) Validate() error {
+	switch {
+	case o.FieldManager == "":
 		return fmt.Errorf("--field-manager must not be empty")
+	case o.Interactive && o.DryRun != cmdutil.DryRunNone:
+		return fmt.Errorf("--interactive cannot be used with --dry-run")
+	case o.InPlace && o.Filename == "":
+		return fmt.Errorf("--in-place needs -f FILE")
+	case o.Filename != "" && o.OutputSet:
+		return fmt.Errorf("-o cannot be used with -f: the edited file is the output")
+	case o.InPlace && o.Filename == "-":
+		return fmt.Errorf("--in-place cannot write back to standard input")
 	}
 	return nil
 }
 
-// checksOut is where the preflight report goes: stdout for people, stderr
-// when stdout carries -o output.
-func (o *EditOptions) checksOut() io.Writer {
-	if o.printer != nil {
-		return o.ErrOut
-	}
-	return o.Out
+// editRun is one run of an edit: where it reads and writes.
+type editRun struct {
+	o      *EditOptions
+	target *action.Target
+	// In manifest mode: the parsed file and the document of the CRD.
+	file    *manifest.File
+	fileDoc int
 }
 
-// apply prints the preflight of r, refuses when it failed, and otherwise
-// writes r.Edited (pinned to the resourceVersion that was read) unless it is
-// a no-op or a client dry run, then prints the outcome.
-func (o *EditOptions) apply(ctx context.Context, r *edit.Result) error {
-	if o.file != nil {
-		return o.applyToFile(r)
+// load reads the target: the live CRD, or in manifest mode the CRD in the
+// file, with the live CRD beside it when the cluster has it.
+func (o *EditOptions) load(ctx context.Context) (*editRun, error) {
+	r := &editRun{o: o}
+	if o.Filename == "" {
+		t, err := action.Load(ctx, o.client, o.CRD)
+		r.target = t
+		return r, err
 	}
-	printChecks(o.checksOut(), r.Checks)
-	if err := r.Refused(o.operation); err != nil {
+	var data []byte
+	var err error
+	if o.Filename == "-" {
+		data, err = manifest.ReadAll(o.In, "standard input")
+	} else {
+		data, err = manifest.ReadFile(o.Filename)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.file = manifest.Parse(data)
+	i, crd, err := r.file.FindCRD(o.CRD)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Filename, err)
+	}
+	r.fileDoc = i
+	var reader action.Reader
+	if o.client != nil {
+		reader = o.client
+	}
+	r.target = action.LoadManifest(ctx, reader, crd, o.noCluster)
+	return r, nil
+}
+
+// finish prints the preflight of res, refuses when it failed, and
+// otherwise writes res.Edited (pinned to the resourceVersion that was
+// read) unless it is a no-op or a client dry run, then prints the outcome;
+// in manifest mode it edits the file instead.
+func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
+	o := r.o
+	if r.file != nil {
+		return r.finishFile(res)
+	}
+	checksOut := o.Out
+	if o.OutputSet {
+		checksOut = o.ErrOut // stdout carries the -o output
+	}
+	printChecks(checksOut, res.Checks)
+	if err := res.Refused(o.Operation); err != nil {
 		return err
 	}
-	if r.NoOp {
-		fmt.Fprintf(o.checksOut(), "%s: %s\n", crdRef(r.Edited.Name), r.Summary)
-		if o.printer != nil {
-			return o.printer.PrintObj(r.Edited, o.Out)
+	if res.NoOp {
+		fmt.Fprintf(checksOut, "%s: %s\n", crdRef(res.Edited.Name), res.Summary)
+		if o.OutputSet {
+			return o.printer.PrintObj(res.Edited, o.Out)
 		}
 		return nil
 	}
 	if o.Interactive {
-		ok, err := confirm(o.In, o.ErrOut, fmt.Sprintf("%s: %s. Continue?", crdRef(r.Edited.Name), r.Summary))
+		ok, err := confirm(o.In, o.ErrOut, fmt.Sprintf("%s: %s. Continue?", crdRef(res.Edited.Name), res.Summary))
 		if err != nil {
 			return err
 		}
@@ -254,80 +210,110 @@ func (o *EditOptions) apply(ctx context.Context, r *edit.Result) error {
 			return fmt.Errorf("not confirmed; nothing was changed")
 		}
 	}
-	written := r.Edited
-	if o.DryRun != cmdutil.DryRunClient {
-		if missing, _ := o.client.Missing(ctx, access.EditCRD()); len(missing) > 0 {
-			return &access.MissingError{Operation: o.operation, CRD: r.Edited.Name, Missing: missing}
-		}
-		var err error
-		written, err = o.client.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun == cmdutil.DryRunServer, FieldManager: o.FieldManager})
-		if err != nil {
-			return err
-		}
+	written, err := action.Write(ctx, o.client, res, action.WriteOptions{DryRun: dryRunOf(o.DryRun), FieldManager: o.FieldManager, Operation: o.Operation})
+	if err != nil {
+		return err
 	}
-	var notServed error
-	if o.DryRun == cmdutil.DryRunNone {
-		// Clients can use a newly served version once discovery lists it.
-		notServed = o.client.WaitServed(ctx, written.Name, 30*time.Second)
+	if written.NotServed != nil {
+		fmt.Fprintf(o.ErrOut, "Warning: %v\n", written.NotServed)
 	}
-	if o.printer != nil {
-		if notServed != nil {
-			fmt.Fprintf(o.ErrOut, "Warning: %v\n", notServed)
-		}
-		return o.printer.PrintObj(written, o.Out)
+	if o.OutputSet {
+		return o.printer.PrintObj(written.CRD, o.Out)
 	}
-	fmt.Fprintf(o.Out, "%s edited%s: %s\n", crdRef(written.Name), dryRunSuffix(o.DryRun), r.Summary)
-	if notServed != nil {
-		fmt.Fprintf(o.ErrOut, "Warning: %v\n", notServed)
-	} else if o.DryRun == cmdutil.DryRunNone {
-		for _, v := range r.NewlyServed {
-			fmt.Fprintf(o.Out, "Served: %s/%s is in discovery; clients can use it now\n", written.Spec.Group, v)
-		}
+	fmt.Fprintf(o.Out, "%s edited%s: %s\n", crdRef(written.CRD.Name), dryRunSuffix(o.DryRun), res.Summary)
+	for _, v := range written.NewlyServed {
+		fmt.Fprintf(o.Out, "Served: %s is in discovery; clients can use it now\n", lifecycle.GroupVersion(written.CRD, v))
 	}
 	if o.DryRun == cmdutil.DryRunNone {
-		a := lifecycle.Analyze(written)
+		a := lifecycle.Analyze(written.CRD)
+		a.RenderCommands(o.conn)
 		fmt.Fprintf(o.Out, "State: %s, %s\n", a.State, a.StateDescription)
-		if a.Next != nil {
+		if a.Next != nil && a.Next.Command != "" {
 			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Command)
 		}
 	}
 	return nil
 }
 
-// applyToFile is apply for manifest mode: the preflight goes to stderr, the
+// finishFile is finish for manifest mode: the preflight goes to stderr, the
 // edited file to stdout or back to the file.
-func (o *EditOptions) applyToFile(r *edit.Result) error {
-	r.Checks = append(r.Checks, o.liveChecks(r.Edited)...)
-	printChecks(o.ErrOut, r.Checks)
-	if err := r.Refused(o.operation); err != nil {
+func (r *editRun) finishFile(res *edit.Result) error {
+	o := r.o
+	res.Checks = append(res.Checks, liveChecks(r.target, res.Edited)...)
+	printChecks(o.ErrOut, res.Checks)
+	if err := res.Refused(o.Operation); err != nil {
 		return err
 	}
-	if !r.NoOp {
-		_, original, err := o.file.FindCRD(o.CRD)
+	if !res.NoOp {
+		_, original, err := r.file.FindCRD(o.CRD)
 		if err != nil {
 			return err
 		}
-		res, err := o.file.Apply(o.fileDoc, original, r.Edited)
+		applied, err := r.file.Apply(r.fileDoc, original, res.Edited)
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.Filename, err)
 		}
-		if res.Normalized {
+		if applied.Normalized {
 			fmt.Fprintf(o.ErrOut, "Warning: %s: the CRD's versions are in flow style; its document was re-serialized\n", o.Filename)
 		}
 	}
-	fmt.Fprintf(o.ErrOut, "%s in %s: %s\n", crdRef(r.Edited.Name), o.Filename, r.Summary)
+	fmt.Fprintf(o.ErrOut, "%s in %s: %s\n", crdRef(res.Edited.Name), o.Filename, res.Summary)
 	if o.InPlace {
-		if r.NoOp {
+		if res.NoOp {
 			return nil
 		}
 		info, err := os.Stat(o.Filename)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(o.Filename, o.file.Bytes(), info.Mode().Perm())
+		return os.WriteFile(o.Filename, r.file.Bytes(), info.Mode().Perm())
 	}
-	_, err := o.Out.Write(o.file.Bytes())
+	_, err := o.Out.Write(r.file.Bytes())
 	return err
+}
+
+// liveChecks says which checks manifest mode skipped for lack of live
+// state, or, with live state, whether the cluster would accept the edited
+// file: every version in the live status.storedVersions must stay in its
+// spec.versions.
+func liveChecks(t *action.Target, edited *apiextensionsv1.CustomResourceDefinition) edit.Checks {
+	if t.Live == nil {
+		return edit.Checks{{Name: "LiveState", Outcome: edit.Skip,
+			Message: "checks of live state (status.storedVersions, objects) skipped: " + t.LiveSkip}}
+	}
+	var missing []string
+	for _, v := range t.Live.Status.StoredVersions {
+		if lifecycle.FindVersion(edited, v) == nil {
+			missing = append(missing, v)
+		}
+	}
+	if len(missing) > 0 {
+		return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Warn,
+			Message: fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate %s trims them", strings.Join(missing, ", "), t.Live.Name)}}
+	}
+	return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Pass,
+		Message: fmt.Sprintf("every version in the cluster's status.storedVersions [%s] is in the file", strings.Join(t.Live.Status.StoredVersions, ", "))}}
+}
+
+// clusterAs is the client as the cluster interface I of an action, or I's
+// zero value (a nil interface, not an interface holding a nil pointer)
+// when there is no cluster.
+func clusterAs[I any](c *cluster.Client) I {
+	var none I
+	if c == nil {
+		return none
+	}
+	return any(c).(I)
+}
+
+func dryRunOf(s cmdutil.DryRunStrategy) action.DryRun {
+	switch s {
+	case cmdutil.DryRunClient:
+		return action.DryRunClient
+	case cmdutil.DryRunServer:
+		return action.DryRunServer
+	}
+	return action.DryRunNone
 }
 
 func crdRef(name string) string { return "customresourcedefinition.apiextensions.k8s.io/" + name }

@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,9 +20,8 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 	"k8s.io/kubectl/pkg/util/term"
 
-	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
-	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/svm"
@@ -90,41 +89,57 @@ var migrateExample = templates.Examples(`
 	# Show the StorageVersionMigration that would be created
 	kubectl crdversion migrate crontabs.stable.example.com --engine=server --dry-run=client`)
 
-// MigrateOptions are the inputs of migrate.
+// MigrateFlags are the flags of migrate.
+type MigrateFlags struct {
+	PrintFlags   *genericclioptions.PrintFlags
+	Engine       migrate.Options
+	QPS          float32
+	Burst        int
+	Progress     bool
+	AllowPruning bool
+	EngineName   string
+	Timeout      time.Duration
+	// MaxSpeed sets Engine.MaxLatency to 0.
+	MaxSpeed bool
+}
+
+// MigrateOptions are the inputs of migrate, resolved once.
 type MigrateOptions struct {
-	PrintFlags *genericclioptions.PrintFlags
+	CRD string
+	// Engine tunes the client engine (its DryRun and CountOnly carry
+	// --dry-run=server|client).
 	Engine     migrate.Options
+	EngineName string
+	DryRun     cmdutil.DryRunStrategy
 	QPS        float32
 	Burst      int
 	Progress   bool
-	DryRun     cmdutil.DryRunStrategy
 	// AllowPruning accepts a migration that drops fields (conversion None).
 	AllowPruning bool
-	// EngineName is migrate.EngineClient or migrate.EngineServer.
-	EngineName string
 	// Timeout bounds the whole run (0: none).
 	Timeout time.Duration
+	// changed are the client-engine flags given, refused with --engine=server.
+	changed []string
+	// maxSpeedAndLatency is a --max-speed given with a non-zero --max-latency.
+	maxSpeedAndLatency time.Duration
 
-	CRD     string
-	client  *cluster.Client
-	printer printers.ResourcePrinter
+	client *cluster.Client
+	print  func(*apiextensionsv1.CustomResourceDefinition, *migrate.Result, string) error
 	genericiooptions.IOStreams
 }
 
 // NewCmdMigrate returns the migrate command.
 func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &MigrateOptions{
+	fl := &MigrateFlags{
 		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
 		Engine:     migrate.DefaultOptions(),
 		// Above what a large API server takes from 64 writes in flight, so
-		// that --concurrency and the API server's priority and fairness
-		// bound the load, not a client-side limiter (at 500/s it capped
-		// migrate below what a 2-core API server sustains).
+		// that --concurrency and API Priority and Fairness bound the load,
+		// not a client-side limiter (docs/performance.md).
 		QPS:        2000,
 		Burst:      4000,
 		Progress:   true,
 		EngineName: migrate.EngineClient,
-		IOStreams:  streams,
 	}
 	cmd := &cobra.Command{
 		Use:                   "migrate CRD_NAME [flags]",
@@ -133,67 +148,96 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 		Long:                  migrateLong,
 		Example:               migrateExample,
 		ValidArgsFunction:     crdNameCompletion(f),
-		RunE:                  runOptions(f, o),
+		RunE: runE(func(cmd *cobra.Command, args []string) (*MigrateOptions, error) {
+			return fl.ToOptions(f, cmd, args, streams)
+		}),
 	}
-	o.PrintFlags.AddFlags(cmd)
+	fl.PrintFlags.AddFlags(cmd)
 	cmdutil.AddDryRunFlag(cmd)
-	cmdutil.AddFieldManagerFlagVar(cmd, &o.Engine.FieldManager, FieldManager)
-	fl := cmd.Flags()
-	fl.Int64Var(&o.Engine.ChunkSize, "chunk-size", o.Engine.ChunkSize, "Objects per list page.")
-	fl.IntVar(&o.Engine.Concurrency, "concurrency", o.Engine.Concurrency, "Writes in flight at once.")
-	fl.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second (0: none; the API server's priority and fairness still applies).")
-	fl.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests above --qps.")
-	fl.IntVar(&o.Engine.Retries, "retries", o.Engine.Retries, "Retries of a write that failed with a server error or a timeout (with exponential backoff). 429 answers are retried after their Retry-After.")
-	fl.DurationVar(&o.Engine.Unreachable, "unreachable-timeout", o.Engine.Unreachable, "How long a write keeps being retried while the API server cannot be reached at all (refused or lost connections, as during a control-plane restart); not counted in --retries.")
-	fl.BoolVar(&o.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
-	fl.StringVar(&o.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
-	fl.BoolVar(&o.AllowPruning, "allow-pruning", false, "Migrate even when, with conversion strategy None, objects stored at an old version lose fields the storage version's schema lacks.")
-	fl.BoolVar(&o.Progress, "progress", o.Progress, "Show a progress bar with rate and ETA, or with --engine=server the migration's status (on a terminal only).")
-	fl.StringVar(&o.EngineName, "engine", o.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
-	fl.DurationVar(&o.Timeout, "timeout", 0, "The longest the run may take (0: no limit). When it runs out nothing is trimmed; with --engine=server the StorageVersionMigration goes on in the cluster.")
+	cmdutil.AddFieldManagerFlagVar(cmd, &fl.Engine.FieldManager, FieldManager)
+	c := cmd.Flags()
+	c.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
+	c.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once: the most with --max-latency, exactly that many with --max-speed.")
+	c.DurationVar(&fl.Engine.MaxLatency, "max-latency", fl.Engine.MaxLatency, "Latency budget of the writes: the number in flight adapts (1 to --concurrency) so that the p90 latency of recent writes stays within it, sparing the API server's other clients. 0 is --max-speed.")
+	c.BoolVar(&fl.MaxSpeed, "max-speed", false, "Write at the fixed --concurrency, as fast as the API server takes it, whatever that does to its other clients' latency (--max-latency=0).")
+	c.Float32Var(&fl.QPS, "qps", fl.QPS, "Client-side limit of requests per second (0: none; the API server's priority and fairness still applies).")
+	c.IntVar(&fl.Burst, "burst", fl.Burst, "Client-side burst of requests above --qps.")
+	c.IntVar(&fl.Engine.Retries, "retries", fl.Engine.Retries, "Retries of a write that failed with a server error or a timeout (with exponential backoff). 429 answers are retried after their Retry-After.")
+	c.DurationVar(&fl.Engine.Unreachable, "unreachable-timeout", fl.Engine.Unreachable, "How long a write keeps being retried while the API server cannot be reached at all (refused or lost connections, as during a control-plane restart); not counted in --retries.")
+	c.BoolVar(&fl.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
+	c.StringVar(&fl.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
+	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when, with conversion strategy None, objects stored at an old version lose fields the storage version's schema lacks.")
+	c.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar with rate and ETA, or with --engine=server the migration's status (on a terminal only).")
+	c.StringVar(&fl.EngineName, "engine", fl.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
+	c.DurationVar(&fl.Timeout, "timeout", 0, "The longest the run may take (0: no limit). When it runs out nothing is trimmed; with --engine=server the StorageVersionMigration goes on in the cluster.")
 	return cmd
 }
 
-// Complete resolves the CRD argument and builds the client and printer.
-func (o *MigrateOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+// ToOptions resolves the CRD argument, the dry run, the printer and the
+// client.
+func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []string, streams genericiooptions.IOStreams) (*MigrateOptions, error) {
 	if len(args) != 1 {
-		return usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
+		return nil, usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
-	o.CRD = args[0]
+	o := &MigrateOptions{CRD: args[0], Engine: fl.Engine, EngineName: fl.EngineName, QPS: fl.QPS, Burst: fl.Burst,
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning, Timeout: fl.Timeout, IOStreams: streams}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
+		return nil, err
 	}
 	o.Engine.DryRun = o.DryRun == cmdutil.DryRunServer
 	o.Engine.CountOnly = o.DryRun == cmdutil.DryRunClient
-	if o.EngineName == migrate.EngineServer {
-		for _, name := range []string{"chunk-size", "concurrency", "retries", "checkpoint"} {
-			if cmd.Flags().Changed(name) {
-				return cmdutil.UsageErrorf(cmd, "--%s applies to --engine=client only (with --engine=server the controller decides)", name)
-			}
+	for _, name := range []string{"chunk-size", "concurrency", "retries", "checkpoint", "max-latency", "max-speed"} {
+		if cmd.Flags().Changed(name) {
+			o.changed = append(o.changed, name)
 		}
 	}
-	if *o.PrintFlags.OutputFormat == "name" {
-		return fmt.Errorf("-o name is not supported by migrate (it reports on a run; use -o json or -o yaml)")
-	}
-	if *o.PrintFlags.OutputFormat != "" {
-		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return err
+	if fl.MaxSpeed {
+		if cmd.Flags().Changed("max-latency") && o.Engine.MaxLatency != 0 {
+			o.maxSpeedAndLatency = o.Engine.MaxLatency
 		}
+		o.Engine.MaxLatency = 0
 	}
-	o.client, err = cluster.New(f, cluster.WithRateLimit(o.QPS, o.Burst))
-	return err
+	dryRun := o.DryRun
+	printJSON, err := printerFunc(fl.PrintFlags, "migrate", nil)
+	if err != nil {
+		return nil, err
+	}
+	o.print = func(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result, svmVersion string) error {
+		switch {
+		case printJSON != nil:
+			return printJSON(&report.Migration{Result: *res}, o.Out)
+		case res.Engine == migrate.EngineServer:
+			return printServerMigration(o.Out, res, dryRun, crd, svmVersion)
+		}
+		printMigration(o.Out, res, dryRun)
+		return nil
+	}
+	flow := cluster.NewFlowControl()
+	if o.client, err = cluster.New(f, cluster.WithRateLimit(o.QPS, o.Burst), cluster.WithFlowControl(flow)); err != nil {
+		return nil, err
+	}
+	o.client.FlowControl = flow
+	return o, nil
 }
 
 // Validate checks the flags.
 func (o *MigrateOptions) Validate() error {
 	switch {
+	case o.EngineName != migrate.EngineClient && o.EngineName != migrate.EngineServer:
+		return fmt.Errorf("--engine must be %s or %s, got %q", migrate.EngineClient, migrate.EngineServer, o.EngineName)
+	case o.EngineName == migrate.EngineServer && len(o.changed) > 0:
+		return fmt.Errorf("--%s applies to --engine=client only (with --engine=server the controller decides)", o.changed[0])
 	case o.Engine.ChunkSize <= 0:
 		return fmt.Errorf("--chunk-size must be positive, got %d", o.Engine.ChunkSize)
 	case o.Engine.Concurrency <= 0:
 		return fmt.Errorf("--concurrency must be positive, got %d", o.Engine.Concurrency)
 	case o.Engine.Retries < 0:
 		return fmt.Errorf("--retries must not be negative, got %d", o.Engine.Retries)
+	case o.maxSpeedAndLatency != 0:
+		return fmt.Errorf("--max-speed and --max-latency=%s contradict each other (--max-speed is --max-latency=0)", o.maxSpeedAndLatency)
+	case o.Engine.MaxLatency < 0:
+		return fmt.Errorf("--max-latency must not be negative, got %s", o.Engine.MaxLatency)
 	case o.Engine.Unreachable < 0:
 		return fmt.Errorf("--unreachable-timeout must not be negative, got %s", o.Engine.Unreachable)
 	case o.QPS < 0:
@@ -202,8 +246,6 @@ func (o *MigrateOptions) Validate() error {
 		return fmt.Errorf("--burst must not be negative, got %d", o.Burst)
 	case o.Engine.FieldManager == "":
 		return fmt.Errorf("--field-manager must not be empty")
-	case o.EngineName != migrate.EngineClient && o.EngineName != migrate.EngineServer:
-		return fmt.Errorf("--engine must be %s or %s, got %q", migrate.EngineClient, migrate.EngineServer, o.EngineName)
 	case o.Timeout < 0:
 		return fmt.Errorf("--timeout must not be negative, got %s", o.Timeout)
 	}
@@ -212,156 +254,37 @@ func (o *MigrateOptions) Validate() error {
 
 // Run migrates and reports.
 func (o *MigrateOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
 	crd, err := o.client.ResolveCRD(ctx, o.CRD)
 	if err != nil {
 		return err
 	}
-	if err := o.preflight(crd); err != nil {
-		return err
+	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning}
+	terminal := o.Progress && term.IsTerminal(o.ErrOut)
+	switch {
+	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == cmdutil.DryRunNone:
+		var stop func()
+		opts.ServerProgress, stop = statusLine(o.ErrOut, crd.Name)
+		defer stop()
+	case terminal && o.EngineName == migrate.EngineClient:
+		var stop func()
+		opts.Client.Progress, stop = progressBar(o.ErrOut, crd.Name)
+		defer stop()
 	}
-	server := o.EngineName == migrate.EngineServer
-	var svmVersion string
-	if server {
-		runner := &svm.Runner{Client: o.client}
-		if svmVersion, err = runner.Version(); err != nil {
-			return err
-		}
-	}
-	if !o.Engine.CountOnly {
-		needs := access.Migrate(crd, !o.Engine.NoTrim && !o.Engine.DryRun)
-		if server {
-			needs = access.MigrateServer(crd, !o.Engine.NoTrim && !o.Engine.DryRun)
-		}
-		if missing, _ := o.client.Missing(ctx, needs); len(missing) > 0 {
-			return &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}
-		}
-	}
-	var res *migrate.Result
-	if server {
-		res, err = o.runServer(ctx, crd, svmVersion)
-	} else {
-		res, err = runEngine(ctx, o.client, crd.Name, o.Engine, o.Progress, o.ErrOut)
-	}
+	m, err := action.Migrate(ctx, o.client, crd, opts)
 	if err != nil {
 		return err
 	}
-	switch {
-	case o.printer != nil:
-		if err := o.printer.PrintObj(&report.Migration{Result: *res}, o.Out); err != nil {
-			return err
-		}
-	case server:
-		if err := printServerMigration(o.Out, res, o.DryRun, crd, svmVersion); err != nil {
-			return err
-		}
-	default:
-		printMigration(o.Out, res, o.DryRun)
+	if err := o.print(crd, m.Result, m.SVMVersion); err != nil {
+		return err
 	}
-	if sm := res.StorageVersionMigration; sm != nil && sm.Phase == string(svm.Failed) {
-		stored := "status.storedVersions was not trimmed"
-		switch {
-		case res.Trim.Restored:
-			stored = "the controller trimmed status.storedVersions anyway; it was restored to [" + strings.Join(res.Trim.After, ", ") + "]"
-		case !slices.Equal(res.Trim.After, res.Trim.Before):
-			stored = "status.storedVersions is [" + strings.Join(res.Trim.After, ", ") + "], not [" + strings.Join(res.Trim.Before, ", ") + "]: " + res.Trim.Reason
-		}
-		return fmt.Errorf("the StorageVersionMigration %s of %s failed (%s); %s", sm.Name, crd.Name, sm.Message, stored)
-	}
-	switch {
-	case res.Failed > 0:
-		hint := ""
-		for _, f := range res.Failures {
-			if strings.Contains(f.Message, "conversion webhook") {
-				hint = "; the conversion webhook failed for them: " + lifecycle.WebhookRepair(lifecycle.Analyze(crd))
-				break
-			}
-		}
-		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed%s", res.Failed, crd.Name, hint)
-	case !res.Complete && server && !res.DryRun:
-		return fmt.Errorf("the migration of %s did not finish: %s", crd.Name, res.Trim.Reason)
-	case !res.Complete && !server:
-		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, resumeHint(o.Engine.Checkpoint))
-	case res.Trim.Failed:
-		return fmt.Errorf("every object of %s is at %s, but status.storedVersions was not trimmed: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
-	}
-	return nil
-}
-
-// preflight refuses, before anything is written, a migration that would
-// retire nothing or drop fields; with --engine=server also one whose
-// controller would write through a version that prunes fields.
-func (o *MigrateOptions) preflight(crd *apiextensionsv1.CustomResourceDefinition) error {
-	storage := lifecycle.StorageVersion(crd)
-	if next := lifecycle.PromotionPending(crd); next != "" && !o.Engine.NoTrim && !o.Engine.CountOnly {
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
-			crd.Name, storage, next, storage, crd.Name, next, storage)
-	}
-	if o.AllowPruning || o.Engine.CountOnly {
-		return nil
-	}
-	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 {
-		var parts []string
-		for _, l := range losses {
-			parts = append(parts, l.Describe(storage))
-		}
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
-			crd.Name, strings.Join(parts, "; "))
-	}
-	if o.EngineName != migrate.EngineServer {
-		return nil
-	}
-	if preferred, fields := svm.PreferredVersionLoss(crd); preferred != "" {
-		return fmt.Errorf("refusing to migrate %s with --engine=server, nothing was changed: the controller writes each object through the preferred version %s, not the storage version %s, and with conversion strategy None %s's schema lacks %s, which would be pruned; use --engine=client (it writes through the storage version), or pass --allow-pruning to accept the loss",
-			crd.Name, preferred, storage, preferred, strings.Join(fields, ", "))
-	}
-	return nil
-}
-
-// runServer runs the server engine, with a status line on errOut when
-// progress is set and errOut is a terminal.
-func (o *MigrateOptions) runServer(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*migrate.Result, error) {
-	opts := svm.Options{
-		FieldManager: o.Engine.FieldManager,
-		DryRunClient: o.DryRun == cmdutil.DryRunClient,
-		DryRunServer: o.DryRun == cmdutil.DryRunServer,
-		NoTrim:       o.Engine.NoTrim,
-		Settle:       svm.DefaultSettle,
-	}
-	if o.Progress && term.IsTerminal(o.ErrOut) && !opts.DryRunClient && !opts.DryRunServer {
-		var stop func()
-		opts.Progress, stop = statusLine(o.ErrOut, crd.Name)
-		defer stop()
-	}
-	return (&svm.Runner{Client: o.client}).Run(ctx, crd, version, opts)
-}
-
-// runEngine runs the migrate engine on the CRD named name, with a progress
-// bar on errOut when progress is set and errOut is a terminal.
-func runEngine(ctx context.Context, c *cluster.Client, name string, opts migrate.Options, progress bool, errOut io.Writer) (*migrate.Result, error) {
-	engine := &migrate.Engine{CRDs: c.CRDs, Metadata: c.Metadata}
-	stop := func() {}
-	if progress && term.IsTerminal(errOut) {
-		opts.Progress, stop = progressBar(errOut, name)
-	}
-	defer stop()
-	return engine.Run(ctx, name, opts)
-}
-
-func resumeHint(checkpoint string) string {
-	if checkpoint == "" {
-		return ""
-	}
-	return " with --checkpoint " + checkpoint + " to resume"
+	return action.Outcome(crd, m.Result, o.Engine.Checkpoint)
 }
 
 // progressBar draws a bar with count, rate and ETA, redrawn at most ten
 // times a second. The returned stop function clears it.
-func progressBar(w io.Writer, name string) (func(done, total int64), func()) {
+func progressBar(w io.Writer, name string) (func(migrate.Progress), func()) {
 	var mu sync.Mutex
 	bar := progressbar.NewOptions64(-1,
 		progressbar.OptionSetWriter(w),
@@ -373,17 +296,45 @@ func progressBar(w io.Writer, name string) (func(done, total int64), func()) {
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
-	var max int64 = -1
-	update := func(done, total int64) {
+	var known int64 = -1
+	var where string
+	update := func(p migrate.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
-		if total > 0 && total != max {
-			max = total
+		done, total := p.Done, p.Total
+		if w := progressWhere(p); w != where {
+			where = w
+			bar.Describe("migrating " + name + where)
+		}
+		if total > 0 && total != known {
+			known = total
 			bar.ChangeMax64(total)
 		}
 		_ = bar.Set64(done)
 	}
 	return update, func() { _ = bar.Finish() }
+}
+
+// progressWhere is the part of the progress line that says where APF put
+// the run and how many writes are in flight.
+func progressWhere(p migrate.Progress) string {
+	var parts []string
+	switch {
+	case p.Exempt:
+		parts = append(parts, "exempt from APF")
+	case p.PriorityLevel != "":
+		parts = append(parts, "priority level "+p.PriorityLevel)
+	}
+	if p.Limit > 0 {
+		parts = append(parts, fmt.Sprintf("%d in flight", p.Limit))
+	}
+	if p.TooManyRequests > 0 {
+		parts = append(parts, fmt.Sprintf("%d×429", p.TooManyRequests))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func printMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
@@ -400,6 +351,24 @@ func printMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrateg
 	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
 	fmt.Fprintf(w, "  total %d, rewritten %d, already current %d, conflicts %d, deleted %d, failed %d\n",
 		r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
+	if c := r.Concurrency; c != nil {
+		limit := fmt.Sprintf("%d writes in flight (--max-speed)", c.Max)
+		if c.Mode == "adaptive" {
+			limit = fmt.Sprintf("%.1f writes in flight on average (1 to %d, --max-latency %s)", c.MeanLimit, c.Max, time.Duration(c.MaxLatencySeconds*float64(time.Second)))
+		}
+		fmt.Fprintf(w, "  %s, write latency p50 %.0f ms, p99 %.0f ms; %d answered 429 Too Many Requests, %d retries\n",
+			limit, 1000*c.WriteLatencyP50Seconds, 1000*c.WriteLatencyP99Seconds, r.TooManyRequests, r.Retries)
+	}
+	if p := r.PriorityAndFairness; p != nil {
+		fmt.Fprintf(w, "  API Priority and Fairness: priority level %s, flow schema %s", cmp.Or(p.PriorityLevel, p.PriorityLevelUID), cmp.Or(p.FlowSchema, p.FlowSchemaUID))
+		if p.Unresolved != "" {
+			fmt.Fprintf(w, " (names not known: %s)", p.Unresolved)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
+	}
 	for i, f := range r.Failures {
 		if i == 20 {
 			fmt.Fprintf(w, "  … and %d more failures (-o json lists all)\n", len(r.Failures)-20)

@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/crdversion/kubectl-crdversion/internal/edit"
-	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 )
 
 var promoteLong = templates.LongDesc(`
@@ -42,7 +40,16 @@ var promoteExample = templates.Examples(`
 	# Run every check, write nothing
 	kubectl crdversion promote-storage crontabs.stable.example.com v2 --dry-run=server`)
 
-// PromoteOptions are the inputs of promote-storage beyond EditOptions.
+// PromoteFlags are the flags of promote-storage.
+type PromoteFlags struct {
+	*EditFlags
+	Sample         int
+	ChunkSize      int64
+	AllowPruning   bool
+	WebhookTimeout time.Duration
+}
+
+// PromoteOptions are the inputs of promote-storage.
 type PromoteOptions struct {
 	*EditOptions
 	// Sample limits the objects validated at the new version; 0 is all.
@@ -54,7 +61,7 @@ type PromoteOptions struct {
 
 // NewCmdPromoteStorage returns the promote-storage command.
 func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PromoteOptions{EditOptions: newEditOptions("promote-storage", streams), ChunkSize: 500, WebhookTimeout: 10 * time.Second}
+	fl := &PromoteFlags{EditFlags: NewEditFlags(), ChunkSize: 500, WebhookTimeout: 10 * time.Second}
 	cmd := &cobra.Command{
 		Use:                   "promote-storage CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
@@ -62,67 +69,46 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 		Long:                  promoteLong,
 		Example:               promoteExample,
 		ValidArgsFunction:     versionCompletion(f),
-		RunE: o.runE(f, func(*cobra.Command) error { return o.Validate() }, func(ctx context.Context, _ *cobra.Command) error {
-			return o.Run(ctx)
+		RunE: runE(func(cmd *cobra.Command, args []string) (*PromoteOptions, error) {
+			eo, err := fl.EditFlags.toOptions(f, cmd, args, "promote-storage", streams)
+			if err != nil {
+				return nil, err
+			}
+			return &PromoteOptions{EditOptions: eo, Sample: fl.Sample, ChunkSize: fl.ChunkSize, AllowPruning: fl.AllowPruning, WebhookTimeout: fl.WebhookTimeout}, nil
 		}),
 	}
-	o.addFlags(cmd)
-	cmd.Flags().IntVar(&o.Sample, "sample", o.Sample, "Validate at most this many objects at the new version (0: all). Every object is still read at it.")
-	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Objects per page when reading them.")
-	cmd.Flags().BoolVar(&o.AllowPruning, "allow-pruning", false, "Accept conversion strategy None between schemas that prune fields; the fields are listed and lost.")
-	cmd.Flags().DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight, when it is behind a Service whose endpoints this client reaches.")
+	fl.EditFlags.AddFlags(cmd)
+	cmd.Flags().IntVar(&fl.Sample, "sample", fl.Sample, "Validate at most this many objects at the new version (0: all). Every object is still read at it.")
+	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when reading them.")
+	cmd.Flags().BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept conversion strategy None between schemas that prune fields; the fields are listed and lost.")
+	cmd.Flags().DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight, when it is behind a Service whose endpoints this client reaches.")
 	return cmd
 }
 
 // Validate checks the flags of promote-storage.
 func (o *PromoteOptions) Validate() error {
-	if o.Sample < 0 {
-		return fmt.Errorf("--sample must be 0 (all) or positive, got %d", o.Sample)
+	if err := o.EditOptions.Validate(); err != nil {
+		return err
 	}
-	if o.ChunkSize <= 0 {
+	switch {
+	case o.Sample < 0:
+		return fmt.Errorf("--sample must be 0 (all) or positive, got %d", o.Sample)
+	case o.ChunkSize <= 0:
 		return fmt.Errorf("--chunk-size must be positive, got %d", o.ChunkSize)
 	}
-	return nil
+	return positiveDuration("--webhook-timeout", o.WebhookTimeout)
 }
 
 // Run reads the CRD, runs the preflight and writes the new storage version.
 func (o *PromoteOptions) Run(ctx context.Context) error {
-	crd, err := o.load(ctx)
+	r, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
-	r := edit.PromoteStorage(crd, o.Version, o.AllowPruning)
-	if !r.NoOp && len(r.Checks.Failed()) == 0 && (o.file == nil || o.live != nil) {
-		target := crd
-		if o.live != nil {
-			target = o.live
-		}
-		if conv := r.Edited.Spec.Conversion; conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter && conv.Webhook != nil && conv.Webhook.ClientConfig != nil && conv.Webhook.ClientConfig.Service != nil {
-			r.Checks = append(r.Checks, o.serviceChecks(ctx, crd, conv.Webhook)...)
-		}
-		switch v := lifecycle.FindVersion(target, o.Version); {
-		case len(r.Checks.Failed()) > 0:
-			// The API server cannot call the webhook: reading the objects
-			// at the new version would only repeat that.
-		case v == nil || !v.Served:
-			r.Checks = append(r.Checks, edit.Check{Name: "ObjectsValid", Outcome: edit.Skip,
-				Message: fmt.Sprintf("objects not checked at %s: the cluster does not serve it yet", o.Version)})
-		default:
-			found, err := o.client.CheckObjectsAt(ctx, target, o.Version, o.Sample, o.ChunkSize)
-			if err != nil {
-				return err
-			}
-			r.Checks = append(r.Checks, objectChecks(found, o.Version)...)
-		}
+	res, err := action.PromoteStorage(ctx, clusterAs[action.PromoteCluster](o.client), r.target, action.PromoteOptions{
+		Version: o.Version, AllowPruning: o.AllowPruning, Sample: o.Sample, ChunkSize: o.ChunkSize, WebhookTimeout: o.WebhookTimeout})
+	if err != nil {
+		return err
 	}
-	return o.apply(ctx, r)
-}
-
-// serviceChecks checks a conversion webhook behind a Service (see
-// serviceWebhookChecker), with a ConversionReview converting a minimal
-// object from the storage version to the new one when an endpoint is
-// reachable from this client.
-func (o *PromoteOptions) serviceChecks(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv *apiextensionsv1.WebhookConversion) edit.Checks {
-	probe := &conversionProbe{desired: crd.Spec.Group + "/" + o.Version, sample: sampleObject(crd, lifecycle.StorageVersion(crd), "crdversion-preflight-sample")}
-	return newServiceWebhookChecker(o.client, o.WebhookTimeout).checks(ctx, conv, probe)
+	return r.finish(ctx, res)
 }

@@ -2,26 +2,22 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
 
-	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
-	"github.com/crdversion/kubectl-crdversion/internal/edit"
-	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
@@ -46,11 +42,20 @@ var retireLong = templates.LongDesc(`
 	6. the version is removed from spec.versions;
 	7. what the conversion webhook and strategy can drop now.
 
-	retire first measures what it needs and plans every step; when a step is
+	retire first plans every step from the CRD alone; then it measures what
+	the other steps need (client usage, the objects' managedFields), checks
+	its permissions, and asks the API server with server-side dry runs
+	whether it accepts each write of the plan: the unserve, the removal and,
+	with --migrate, the migration's rewrite of every object. When a step is
 	blocked it prints the plan and the command that unblocks it and changes
-	nothing. Otherwise it takes the steps in order. Every step is idempotent:
-	after an interruption, a re-run resumes at the first step not done.
-	--dry-run prints the plan only.
+	nothing. Otherwise it takes the steps in order, planning again (and
+	asking again) after each. While objects are still stored at the version,
+	the API server answers for the removal in full only once the migration
+	has trimmed status.storedVersions; retire asks again then. A run that
+	stops after taking steps names them and the command that undoes them.
+	Every step is idempotent: after an interruption, a re-run resumes at the
+	first step not done. --dry-run=client prints the plan;
+	--dry-run=server also sends the dry runs and shows the answers.
 
 	Metrics are per API server instance: with several instances, requests
 	served by the others are not seen, and the output says so.`)
@@ -62,29 +67,79 @@ var retireExample = templates.Examples(`
 	# Retire v1beta1, migrating objects and cleaning managedFields as needed
 	kubectl crdversion retire crontabs.stable.example.com v1beta1 --migrate --clean-managed-fields
 
+	# The plan with the API server's answers: each write sent as a server-side dry run
+	kubectl crdversion retire crontabs.stable.example.com v1beta1 --migrate --dry-run=server
+
 	# Watch client traffic for a minute before deciding
 	kubectl crdversion retire crontabs.stable.example.com v1beta1 --usage-window 1m --dry-run
 
 	# The plan for machines
 	kubectl crdversion retire crontabs.stable.example.com v1beta1 --dry-run -o json`)
 
-// RetireOptions are the inputs of retire.
-type RetireOptions struct {
+// RetireFlags are retire's flags, bound to cobra.
+type RetireFlags struct {
 	PrintFlags *genericclioptions.PrintFlags
-	DryRun     cmdutil.DryRunStrategy
 	UsageFlags
 	Migrate            bool
 	CleanManagedFields bool
-	Engine             migrate.Options
-	Progress           bool
-
+	// Engine are the migrate engine's options set by flags: page size,
+	// writes in flight, field manager.
+	Engine   migrate.Options
+	Progress bool
 	// Fleet runs retire in several clusters, each independently.
-	Fleet    *FleetFlags
-	contexts []string
+	Fleet *FleetFlags
+	genericiooptions.IOStreams
+}
 
+// NewRetireFlags returns retire's flags with their defaults; conn are the
+// root command's connection flags, which fleet mode copies per context.
+func NewRetireFlags(streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *RetireFlags {
+	return &RetireFlags{
+		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
+		UsageFlags: UsageFlags{UsageWindow: 15 * time.Second},
+		Engine:     migrate.DefaultOptions(),
+		Progress:   true,
+		Fleet:      newFleetFlags(conn, 30*time.Minute),
+		IOStreams:  streams,
+	}
+}
+
+// AddFlags binds the flags to cmd.
+func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
+	fl.PrintFlags.AddFlags(cmd)
+	cmdutil.AddDryRunFlag(cmd)
+	cmdutil.AddFieldManagerFlagVar(cmd, &fl.Engine.FieldManager, FieldManager)
+	fl.UsageFlags.addFlags(cmd, fl.UsageWindow)
+	fl.Fleet.addFlags(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&fl.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
+	f.BoolVar(&fl.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
+	f.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
+	f.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")
+	f.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar while migrating (on a terminal only).")
+}
+
+// RetireOptions are the inputs of one retire command, resolved once from
+// its flags and arguments.
+type RetireOptions struct {
 	CRD, Version string
-	client       *cluster.Client
-	printer      printers.ResourcePrinter
+	DryRun       cmdutil.DryRunStrategy
+	// Retire are the executor's options (dry run, --migrate,
+	// --clean-managed-fields, --skip-usage-check, connection flags).
+	Retire      retire.Options
+	UsageWindow time.Duration
+	Engine      migrate.Options
+	Progress    bool
+
+	// fleet and contexts: the clusters of a fleet run (--contexts,
+	// --all-contexts); client the cluster otherwise.
+	fleet    *FleetFlags
+	contexts []string
+	client   *cluster.Client
+	// print prints the report (-o, or the human view); log is where the
+	// progress log goes: stdout, or stderr when stdout carries -o output.
+	print printers.ResourcePrinterFunc
+	log   io.Writer
 	genericiooptions.IOStreams
 }
 
@@ -108,13 +163,7 @@ func (u *UsageFlags) validate() error {
 
 // NewCmdRetire returns the retire command.
 func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &RetireOptions{
-		Fleet:      newFleetFlags(conn, 30*time.Minute),
-		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
-		Engine:     migrate.DefaultOptions(),
-		Progress:   true,
-		IOStreams:  streams,
-	}
+	fl := NewRetireFlags(streams, conn)
 	cmd := &cobra.Command{
 		Use:                   "retire CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
@@ -122,53 +171,53 @@ func NewCmdRetire(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 		Long:                  retireLong,
 		Example:               retireExample,
 		ValidArgsFunction:     versionCompletion(f),
-		RunE:                  runOptions(f, o),
+		RunE: runE(func(cmd *cobra.Command, args []string) (*RetireOptions, error) {
+			return fl.ToOptions(f, cmd, args)
+		}),
 	}
-	o.PrintFlags.AddFlags(cmd)
-	cmdutil.AddDryRunFlag(cmd)
-	cmdutil.AddFieldManagerFlagVar(cmd, &o.Engine.FieldManager, FieldManager)
-	o.UsageFlags.addFlags(cmd, 15*time.Second)
-	o.Fleet.addFlags(cmd)
-	fl := cmd.Flags()
-	fl.BoolVar(&o.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
-	fl.BoolVar(&o.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
-	fl.Int64Var(&o.Engine.ChunkSize, "chunk-size", o.Engine.ChunkSize, "Objects per list page.")
-	fl.IntVar(&o.Engine.Concurrency, "concurrency", o.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")
-	fl.BoolVar(&o.Progress, "progress", o.Progress, "Show a progress bar while migrating (on a terminal only).")
+	fl.AddFlags(cmd)
 	return cmd
 }
 
-// Complete takes "CRD VERSION" and builds the client and printer.
-func (o *RetireOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+// ToOptions takes "CRD VERSION", resolves -o, the dry-run strategy and the
+// connection flags, and builds the client (or resolves the fleet's
+// contexts from the kubeconfig).
+func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []string) (*RetireOptions, error) {
 	if len(args) != 2 {
-		return usageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
+		return nil, usageErrorf(cmd, "a CRD and a version are required, got %d arguments", len(args))
 	}
-	o.CRD, o.Version = args[0], args[1]
-	if err := checkVersionNames("", o.Version); err != nil {
-		return err
+	if err := checkVersionNames("", args[1]); err != nil {
+		return nil, err
 	}
-	var err error
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
+	dryRun, err := cmdutil.GetDryRunStrategy(cmd)
+	if err != nil {
+		return nil, err
 	}
-	switch *o.PrintFlags.OutputFormat {
-	case "":
-	case "name":
-		return fmt.Errorf("-o name is not supported by retire (it reports a plan; use -o json or -o yaml)")
-	default:
-		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return err
-		}
+	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, UsageWindow: fl.UsageWindow, Engine: fl.Engine,
+		Progress: fl.Progress, log: fl.Out, IOStreams: fl.IOStreams}
+	o.Retire = retire.Options{DryRun: map[cmdutil.DryRunStrategy]retire.DryRun{cmdutil.DryRunClient: retire.DryRunClient, cmdutil.DryRunServer: retire.DryRunServer}[dryRun],
+		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields,
+		Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
+	human := humanPrinter(printRetireLogged)
+	if fl.Fleet.enabled() {
+		human = humanPrinter(printFleetRetire)
 	}
-	if o.Fleet.enabled() {
-		o.contexts, err = o.Fleet.resolve()
-		return err
+	if o.print, err = printerFunc(fl.PrintFlags, "retire", human); err != nil {
+		return nil, err
+	}
+	if *fl.PrintFlags.OutputFormat != "" {
+		o.log = fl.ErrOut
+	}
+	if fl.Fleet.enabled() {
+		o.fleet = fl.Fleet
+		o.contexts, err = fl.Fleet.resolve()
+		return o, err
 	}
 	o.client, err = cluster.New(f)
-	return err
+	return o, err
 }
 
-// Validate checks the flags.
+// Validate checks the flag rules; it sends no request.
 func (o *RetireOptions) Validate() error {
 	switch {
 	case o.Engine.ChunkSize <= 0:
@@ -177,311 +226,113 @@ func (o *RetireOptions) Validate() error {
 		return fmt.Errorf("--concurrency must be positive, got %d", o.Engine.Concurrency)
 	case o.Engine.FieldManager == "":
 		return fmt.Errorf("--field-manager must not be empty")
+	case o.UsageWindow < 0:
+		return fmt.Errorf("--usage-window must not be negative, got %s", o.UsageWindow)
 	}
-	return o.UsageFlags.validate()
+	return nil
 }
 
-// BlockedError is returned when a step of retire is blocked.
-type BlockedError struct {
-	CRD, Version string
-	Step         retire.Step
-	// Changed is true when this run took steps before the blocked one.
-	Changed bool
-}
-
-func (e *BlockedError) Error() string {
-	changed := "nothing was changed"
-	if e.Changed {
-		changed = "the steps before it were taken"
-	}
-	msg := fmt.Sprintf("retire %s of %s stopped at step %d (%s), %s: %s", e.Version, e.CRD, e.Step.Number, e.Step.Title, changed, e.Step.Message)
-	if e.Step.Command != "" {
-		msg += "; run: " + e.Step.Command
-	}
-	return msg
-}
-
-// retireRun is the state of one run.
-type retireRun struct {
-	o     *RetireOptions
-	crd   *apiextensionsv1.CustomResourceDefinition
-	facts retire.Facts
-	rep   report.Retire
-	// log is where progress lines go (stderr when stdout carries -o output).
-	log io.Writer
-	// printed are the steps already reported.
-	printed []retire.StepID
-}
-
-// Run plans and, unless a dry run, takes the steps.
+// Run retires the version (in every cluster of a fleet run) and prints the
+// report: the progress log as it goes, or the RetirePlan with -o.
 func (o *RetireOptions) Run(ctx context.Context) error {
-	if o.Fleet.enabled() {
+	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}
 	crd, err := o.client.ResolveCRD(ctx, o.CRD)
 	if err != nil {
 		return err
 	}
-	r := o.newRun(crd)
-	runErr := r.run(ctx)
-	if o.printer != nil {
-		if err := o.printer.PrintObj(&r.rep, o.Out); err != nil {
-			return err
-		}
+	progress := o.Progress && term.IsTerminal(o.ErrOut)
+	rep, runErr := o.retire(ctx, o.client, crd, o.Retire, o.log, o.ErrOut, progress)
+	if err := o.print(rep, o.Out); err != nil {
+		return err
 	}
 	return runErr
 }
 
-func (o *RetireOptions) newRun(crd *apiextensionsv1.CustomResourceDefinition) *retireRun {
-	r := &retireRun{o: o, crd: crd, log: o.Out,
-		facts: retire.Facts{SkipUsage: o.SkipUsageCheck, Migrate: o.Migrate, CleanManagedFields: o.CleanManagedFields},
-		rep:   report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone}}
-	if o.printer != nil {
-		r.log = o.ErrOut
+// retire runs the executor on one cluster, its progress log going to log
+// (warnings to errOut), and returns the run's report.
+func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition, opts retire.Options, log, errOut io.Writer, progress bool) (*report.Retire, error) {
+	rc := &action.Retire{Client: c, UsageWindow: o.UsageWindow, Engine: o.Engine}
+	if progress {
+		rc.Progress = func(name string) (func(migrate.Progress), func()) { return progressBar(errOut, name) }
 	}
-	return r
+	l := &retireLog{log: log, errOut: errOut, window: o.UsageWindow}
+	res, err := (&retire.Executor{Cluster: rc, Events: l.event}).Run(ctx, crd, o.Version, opts)
+	rep := &report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone,
+		Outcome: string(res.Outcome), Steps: res.Steps, Usage: res.Usage, ManagedFields: res.ManagedFields}
+	for _, id := range res.Taken {
+		rep.Taken = append(rep.Taken, string(id))
+	}
+	if res.Migration != nil {
+		rep.Migration, _ = res.Migration.Report.(*migrate.Result)
+	}
+	return rep, err
 }
 
-func (r *retireRun) run(ctx context.Context) error {
-	o := r.o
-	if lifecycle.FindVersion(r.crd, o.Version) == nil && !slices.Contains(r.crd.Status.StoredVersions, o.Version) && !slices.Contains(retiredList(r.crd), o.Version) {
-		return fmt.Errorf("%s has no version %s (spec.versions: %s)", r.crd.Name, o.Version, versionNames(r.crd))
-	}
-	// Measure what every step needs, then plan: a blocked step anywhere
-	// refuses the run before anything changes.
-	if err := r.measure(ctx); err != nil {
-		return err
-	}
-	steps := retire.Plan(r.crd, o.Version, r.facts)
-	r.rep.Steps = steps
-	next := retire.Next(steps)
-	if o.DryRun != cmdutil.DryRunNone || (next != nil && next.Status == retire.Blocked) {
-		r.printPlan(steps)
-		switch {
-		case next != nil && next.Status == retire.Blocked:
-			r.rep.Outcome = "Blocked"
-			return &BlockedError{CRD: r.crd.Name, Version: o.Version, Step: *next}
-		case next == nil:
-			r.rep.Outcome = "Complete"
-		default:
-			r.rep.Outcome = "Planned"
-		}
-		return nil
-	}
-	// Every permission the steps to do need, before the first is taken.
-	var needs []access.Need
-	for _, s := range steps {
-		if s.Status != retire.ToDo {
-			continue
-		}
-		switch s.ID {
-		case retire.Unserved, retire.Removed:
-			needs = append(needs, access.EditCRD()...)
-		case retire.Migrated:
-			needs = append(needs, access.Migrate(r.crd, true)...)
-		case retire.ManagedFieldsClean:
-			needs = append(needs, access.CleanManagedFields(r.crd)...)
-		}
-	}
-	if missing, _ := o.client.Missing(ctx, needs); len(missing) > 0 {
-		r.rep.Outcome = "Blocked"
-		return &access.MissingError{Operation: "retire " + o.Version + " of", CRD: r.crd.Name, Missing: missing}
-	}
-	fmt.Fprintf(r.log, "Retiring %s from %s\n", o.Version, r.crd.Name)
-	taken := map[retire.StepID]int{}
-	for {
-		steps = retire.Plan(r.crd, o.Version, r.facts)
-		r.rep.Steps = steps
-		next = retire.Next(steps)
-		// Report, in order, the steps done before the first one to take.
-		for _, s := range steps {
-			if s.Status == retire.ToDo || s.Status == retire.Blocked {
-				break
-			}
-			if !r.reported(s) {
-				r.printStep(s)
-			}
-		}
-		if next == nil {
-			r.rep.Outcome = "Complete"
-			a := lifecycle.Analyze(r.crd)
-			fmt.Fprintf(r.log, "%s retired from %s. State: %s, %s\n", o.Version, r.crd.Name, a.State, a.StateDescription)
-			return nil
-		}
-		if next.Status == retire.Blocked {
-			r.rep.Outcome = "Blocked"
-			r.printStep(*next)
-			return &BlockedError{CRD: r.crd.Name, Version: o.Version, Step: *next, Changed: len(r.rep.Taken) > 0}
-		}
-		if taken[next.ID]++; taken[next.ID] > 2 {
-			r.rep.Outcome = "Interrupted"
-			return fmt.Errorf("step %d (%s) did not take effect after two attempts; re-run kubectl crdversion retire %s %s", next.Number, next.Title, r.crd.Name, o.Version)
-		}
-		if err := r.take(ctx, *next); err != nil {
-			r.rep.Outcome = "Interrupted"
-			return err
-		}
-	}
+// printRetireLogged is the human view of a retire report: the progress log,
+// already written as the run went; nothing is left to print.
+func printRetireLogged(io.Writer, *report.Retire) error { return nil }
+
+// retireLog renders a run's events as its progress log: lines to log,
+// warnings to errOut.
+type retireLog struct {
+	log, errOut io.Writer
+	window      time.Duration
 }
 
-// measure gathers the facts the plan needs: client usage while the version
-// is served (first, so that nothing this tool does is counted), then the
-// objects whose managedFields name it (listed through the storage version;
-// skipped while the version is the storage version itself).
-func (r *retireRun) measure(ctx context.Context) error {
-	o := r.o
-	v := lifecycle.FindVersion(r.crd, o.Version)
-	if v != nil && v.Served && !o.SkipUsageCheck && r.facts.Usage == nil && r.facts.UsageError == "" {
-		fmt.Fprintf(r.log, "Measuring client requests to %s/%s over %s from the API server's metrics…\n", r.crd.Spec.Group, o.Version, o.UsageWindow)
-		rep, err := o.client.ClientUsage(ctx, cluster.GVR(r.crd, o.Version), o.UsageWindow)
-		var me *cluster.MetricsError
-		switch {
-		case errors.As(err, &me):
-			r.facts.UsageError = me.Error()
-		case err != nil:
-			return err
-		default:
-			r.facts.Usage = &rep
-			r.rep.Usage = &rep
-		}
-	}
-	if v != nil && !v.Storage && r.facts.StaleManagedFields == nil {
-		stale, err := o.client.StaleManagedFields(ctx, r.crd, o.Version, o.Engine.ChunkSize)
-		if err != nil {
-			return fmt.Errorf("listing %s to check their managedFields: %w", r.crd.Spec.Names.Plural, err)
-		}
-		names := make([]string, len(stale))
-		for i, s := range stale {
-			names[i] = s.String()
-		}
-		r.facts.StaleManagedFields = &names
-	}
-	return nil
-}
-
-// take performs one step that is to do, then re-reads the CRD.
-func (r *retireRun) take(ctx context.Context, s retire.Step) error {
-	o := r.o
-	fmt.Fprintf(r.log, "[%d/7] %s: %s…\n", s.Number, s.Title, s.Message)
-	switch s.ID {
-	case retire.ClientsMoved, retire.ManagedFieldsClean:
-		if s.ID == retire.ManagedFieldsClean && r.facts.StaleManagedFields != nil {
-			cleanup, err := o.client.CleanManagedFields(ctx, r.crd, o.Version, refs(*r.facts.StaleManagedFields), o.Engine.Concurrency, o.Engine.FieldManager)
-			r.rep.ManagedFields = cleanup
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(r.log, "      managedFields rewritten on %d object(s) (entries relabeled: %d, merged: %d); %d already clean, %d deleted\n",
-				cleanup.Rewritten, cleanup.Relabeled, cleanup.Merged, cleanup.Current, cleanup.Deleted)
-			r.rep.Taken = append(r.rep.Taken, string(s.ID))
-			r.facts.StaleManagedFields = nil // look again
-		}
-		return r.measure(ctx)
-	case retire.Unserved:
-		res := edit.SetServed(r.crd, o.Version, false)
-		if err := res.Refused("retire"); err != nil {
-			return err
-		}
-		if err := r.write(ctx, res.Edited); err != nil {
-			return err
-		}
-		if err := o.client.WaitServed(ctx, r.crd.Name, 30*time.Second); err != nil {
-			fmt.Fprintf(o.ErrOut, "Warning: %v\n", err)
-		}
-	case retire.Migrated:
-		opts := o.Engine
-		res, err := runEngine(ctx, o.client, r.crd.Name, opts, o.Progress, o.ErrOut)
-		if err != nil {
-			return err
-		}
-		r.rep.Migration = res
-		printMigration(r.log, res, cmdutil.DryRunNone)
-		if res.Failed > 0 || !res.Trim.Trimmed {
-			return fmt.Errorf("the migration of %s did not finish (%d failed; status.storedVersions not trimmed: %s); fix the failures and re-run kubectl crdversion retire %s %s --migrate",
-				r.crd.Name, res.Failed, res.Trim.Reason, r.crd.Name, o.Version)
-		}
-	case retire.Removed:
-		res := edit.RemoveVersion(r.crd, o.Version)
-		if err := res.Refused("retire"); err != nil {
-			return err
-		}
-		if err := r.write(ctx, res.Edited); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("internal error: retire cannot take step %s", s.ID)
-	}
-	r.rep.Taken = append(r.rep.Taken, string(s.ID))
-	crd, err := o.client.CRDs.Get(ctx, r.crd.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	r.crd = crd
-	return r.measure(ctx)
-}
-
-// write updates the CRD pinned to the resourceVersion the plan was made on.
-func (r *retireRun) write(ctx context.Context, edited *apiextensionsv1.CustomResourceDefinition) error {
-	written, err := r.o.client.UpdateCRD(ctx, edited, cluster.WriteOptions{FieldManager: r.o.Engine.FieldManager})
-	if err != nil {
-		return err
-	}
-	r.crd = written
-	return nil
-}
-
-func (r *retireRun) reported(s retire.Step) bool { return slices.Contains(r.printed, s.ID) }
-
-func (r *retireRun) printStep(s retire.Step) {
-	r.printed = append(r.printed, s.ID)
-	fmt.Fprintf(r.log, "[%d/7] %s: %s — %s\n", s.Number, s.Title, strings.ToUpper(string(s.Status)), s.Message)
-	for _, e := range s.Evidence {
-		fmt.Fprintf(r.log, "      · %s\n", e)
-	}
-	if s.Status == retire.Blocked && s.Command != "" {
-		fmt.Fprintf(r.log, "      run: %s\n", s.Command)
-	}
-}
-
-// printPlan writes every step with its status.
-func (r *retireRun) printPlan(steps []retire.Step) {
-	fmt.Fprintf(r.log, "Plan to retire %s from %s:\n", r.o.Version, r.crd.Name)
-	blocked := false
-	for _, s := range steps {
-		fmt.Fprintf(r.log, "  %d. %-8s %s: %s\n", s.Number, strings.ToUpper(string(s.Status)), s.Title, s.Message)
-		for _, e := range s.Evidence {
-			fmt.Fprintf(r.log, "              · %s\n", e)
+func (l *retireLog) event(e retire.Event) {
+	w := l.log
+	switch e.Kind {
+	case retire.EventMeasuring:
+		fmt.Fprintf(w, "Measuring client requests to %s/%s over %s from the API server's metrics…\n", e.Group, e.Version, l.window)
+	case retire.EventChecking:
+		fmt.Fprintf(w, "Checking, with a server-side dry run of the migration, that the API server accepts the rewrite of every object of %s…\n", e.CRD)
+	case retire.EventPlan:
+		printRetirePlan(w, e.CRD, e.Version, e.Steps)
+	case retire.EventRetiring:
+		fmt.Fprintf(w, "Retiring %s from %s\n", e.Version, e.CRD)
+	case retire.EventStep:
+		s := e.Step
+		fmt.Fprintf(w, "[%d/%d] %s: %s — %s\n", s.Number, e.Total, s.Title, strings.ToUpper(string(s.Status)), s.Message)
+		for _, ev := range s.Evidence {
+			fmt.Fprintf(w, "      · %s\n", ev)
 		}
 		if s.Status == retire.Blocked && s.Command != "" {
-			fmt.Fprintf(r.log, "              run: %s\n", s.Command)
+			fmt.Fprintf(w, "      run: %s\n", s.Command)
+		}
+	case retire.EventTaking:
+		fmt.Fprintf(w, "[%d/%d] %s: %s…\n", e.Step.Number, e.Total, e.Step.Title, e.Step.Message)
+	case retire.EventManagedFieldsCleaned:
+		c := e.ManagedFields
+		fmt.Fprintf(w, "      managedFields rewritten on %d object(s) (entries relabeled: %d, merged: %d); %d already clean, %d deleted\n",
+			c.Rewritten, c.Relabeled, c.Merged, c.Current, c.Deleted)
+	case retire.EventMigrated:
+		if res, ok := e.Migration.Report.(*migrate.Result); ok {
+			printMigration(w, res, cmdutil.DryRunNone)
+		}
+	case retire.EventWarning:
+		fmt.Fprintf(l.errOut, "Warning: %v\n", e.Err)
+	case retire.EventRetired:
+		fmt.Fprintf(w, "%s retired from %s. State: %s, %s\n", e.Version, e.CRD, e.Analysis.State, e.Analysis.StateDescription)
+	}
+}
+
+// printRetirePlan writes every step with its status.
+func printRetirePlan(w io.Writer, crd, version string, steps []retire.Step) {
+	fmt.Fprintf(w, "Plan to retire %s from %s:\n", version, crd)
+	blocked := false
+	for _, s := range steps {
+		fmt.Fprintf(w, "  %d. %-8s %s: %s\n", s.Number, strings.ToUpper(string(s.Status)), s.Title, s.Message)
+		for _, e := range s.Evidence {
+			fmt.Fprintf(w, "              · %s\n", e)
+		}
+		if s.Status == retire.Blocked && s.Command != "" {
+			fmt.Fprintf(w, "              run: %s\n", s.Command)
 		}
 		blocked = blocked || s.Status == retire.Blocked
 	}
 	if blocked {
-		fmt.Fprintln(r.log, "Nothing is changed while a step is blocked; after unblocking, re-run to take the steps in order.")
+		fmt.Fprintln(w, "Nothing is changed while a step is blocked; after unblocking, re-run to take the steps in order.")
 	}
-}
-
-func refs(names []string) []cluster.ObjectRef {
-	out := make([]cluster.ObjectRef, len(names))
-	for i, n := range names {
-		if ns, name, ok := strings.Cut(n, "/"); ok {
-			out[i] = cluster.ObjectRef{Namespace: ns, Name: name}
-		} else {
-			out[i] = cluster.ObjectRef{Name: n}
-		}
-	}
-	return out
-}
-
-func retiredList(crd *apiextensionsv1.CustomResourceDefinition) []string {
-	return strings.Split(crd.Annotations[lifecycle.RetiredVersionsAnnotation], ",")
-}
-
-func versionNames(crd *apiextensionsv1.CustomResourceDefinition) string {
-	var names []string
-	for _, v := range crd.Spec.Versions {
-		names = append(names, v.Name)
-	}
-	return strings.Join(names, ", ")
 }

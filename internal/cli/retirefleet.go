@@ -6,47 +6,51 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
 
 // runFleet is retire in every context, each cluster on its own: one
-// cluster's refusal or failure does not stop the others. The output is each
+// cluster's refusal or failure does not stop the others. Each cluster gets
+// its own executor, with the connection flags plus its --context in every
+// printed command, and its own progress log (a buffer). The output is each
 // cluster's log, then a table of outcomes.
 func (o *RetireOptions) runFleet(ctx context.Context) error {
 	start := time.Now()
-	results := eachCluster(ctx, o.Fleet, o.contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) (res report.FleetRetireCluster) {
+	results := eachCluster(ctx, o.fleet, o.contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) (res report.FleetRetireCluster) {
 		t0 := time.Now()
 		var log bytes.Buffer
-		res = report.FleetRetireCluster{Context: name, Server: o.Fleet.server(name)}
+		res = report.FleetRetireCluster{Context: name, Server: o.fleet.server(name)}
 		defer func() { res.Log = log.String() }()
-		c, err := cluster.New(getter)
-		if err == nil {
-			one := *o
-			one.client, one.printer, one.Progress = c, nil, false
-			one.IOStreams = genericiooptions.IOStreams{In: strings.NewReader(""), Out: &log, ErrOut: &log}
-			var r *retireRun
-			if resolved, rerr := c.ResolveCRD(ctx, o.CRD); rerr != nil {
-				err = rerr
-			} else {
-				r = one.newRun(resolved)
-				err = r.run(ctx)
-				res.Report = &r.rep
-				res.Outcome = r.rep.Outcome
+		err := func() error {
+			c, err := cluster.New(getter)
+			if err != nil {
+				return err
 			}
-		}
+			crd, err := c.ResolveCRD(ctx, o.CRD)
+			if err != nil {
+				return err
+			}
+			opts := o.Retire
+			opts.Global = append(slices.Clone(o.Retire.Global), lifecycle.Flag{Name: "context", Value: name})
+			res.Report, err = o.retire(ctx, c, crd, opts, &log, &log, false)
+			res.Outcome = res.Report.Outcome
+			return err
+		}()
 		res.Seconds = time.Since(t0).Seconds()
 		res.Reach = reachOf(err)
-		var blocked *BlockedError
+		var blocked *retire.BlockedError
 		switch {
 		case err == nil:
 		case errors.As(err, &blocked):
@@ -54,9 +58,6 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 			res.Error = err.Error()
 		case res.Reach == fleet.Reached || res.Reach == fleet.Failed:
 			res.Error = err.Error()
-			if res.Outcome == "" {
-				res.Outcome = "Failed"
-			}
 		default:
 			res.Error = err.Error()
 			res.Outcome = string(res.Reach)
@@ -67,12 +68,8 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 		return res
 	})
 	rep := &report.FleetRetire{CRD: o.CRD, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone, Clusters: results, Seconds: time.Since(start).Seconds()}
-	if o.printer != nil {
-		if err := o.printer.PrintObj(rep, o.Out); err != nil {
-			return err
-		}
-	} else {
-		printFleetRetire(o.Out, rep)
+	if err := o.print(rep, o.Out); err != nil {
+		return err
 	}
 	var notDone []string
 	for _, r := range results {
@@ -86,7 +83,7 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 	return nil
 }
 
-func printFleetRetire(out io.Writer, r *report.FleetRetire) {
+func printFleetRetire(out io.Writer, r *report.FleetRetire) error {
 	for _, c := range r.Clusters {
 		fmt.Fprintf(out, "=== %s (%s)\n", c.Context, dash(c.Server))
 		fmt.Fprint(out, c.Log)
@@ -109,4 +106,5 @@ func printFleetRetire(out io.Writer, r *report.FleetRetire) {
 	}
 	_ = w.Flush()
 	fmt.Fprintf(out, "%d cluster(s) in %.1fs\n", len(r.Clusters), r.Seconds)
+	return nil
 }

@@ -4,9 +4,10 @@
 package cli
 
 import (
-	"context"
 	goflag "flag"
 	"io"
+	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -64,10 +65,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetErr(streams.ErrOut)
 
 	configFlags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
-	warnings := rest.NewWarningWriter(streams.ErrOut, rest.WarningWriterOptions{
-		Deduplicate: true,
-		Color:       printers.AllowsColorOutput(streams.ErrOut), // a terminal, TERM not dumb, NO_COLOR unset
-	})
+	warnings := newWarningWriter(streams.ErrOut, colorAllowed(printers.IsTerminal(streams.ErrOut), os.LookupEnv, runtime.GOOS))
 	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.WarningHandler = warnings
 		return c
@@ -120,23 +118,19 @@ func addKlogVerbosity(cmd *cobra.Command) *goflag.FlagSet {
 	return fs
 }
 
-// options is the kubectl command pattern: complete the options from the
-// flags and arguments, validate them, run.
-type options interface {
-	Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error
-	Validate() error
-	Run(ctx context.Context) error
+// newWarningWriter shows each distinct warning the API server sends (for
+// example that a version is deprecated) once on w, in colour when color.
+func newWarningWriter(w io.Writer, color bool) rest.WarningHandler {
+	return rest.NewWarningWriter(w, rest.WarningWriterOptions{Deduplicate: true, Color: color})
 }
 
-// runOptions is the RunE of a command whose options follow that pattern.
-func runOptions(f cmdutil.Factory, o options) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := o.Complete(f, cmd, args); err != nil {
-			return err
-		}
-		if err := o.Validate(); err != nil {
-			return err
-		}
-		return o.Run(cmd.Context())
-	}
+// colorAllowed reports whether output to a stream may use colour: only on
+// a terminal, never with TERM=dumb, never with NO_COLOR set to a non-empty
+// value (https://no-color.org: "when present and not an empty string"),
+// and on Windows only in a terminal that sets WT_SESSION.
+func colorAllowed(terminal bool, lookupEnv func(string) (string, bool), goos string) bool {
+	term, _ := lookupEnv("TERM")
+	noColor, _ := lookupEnv("NO_COLOR")
+	wt, _ := lookupEnv("WT_SESSION")
+	return terminal && term != "dumb" && noColor == "" && (goos != "windows" || wt != "")
 }

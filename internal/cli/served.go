@@ -2,19 +2,15 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
-	"github.com/crdversion/kubectl-crdversion/internal/edit"
-	"github.com/crdversion/kubectl-crdversion/internal/usage"
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 )
 
 // NewCmdServe returns the serve command.
@@ -52,7 +48,7 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			# See what would change, validated by the API server, without writing
 			kubectl crdversion unserve crontabs.stable.example.com v1beta1 --dry-run=server`)
 	}
-	o := newEditOptions(name, streams)
+	fl := NewEditFlags()
 	var usageFlags UsageFlags
 	cmd := &cobra.Command{
 		Use:                   name + " CRD_NAME VERSION [flags]",
@@ -61,62 +57,51 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 		Long:                  long,
 		Example:               example,
 		ValidArgsFunction:     versionCompletion(f),
-		RunE: o.runE(f, func(*cobra.Command) error { return usageFlags.validate() }, func(ctx context.Context, _ *cobra.Command) error {
-			return runSetServed(ctx, o, served, usageFlags)
+		RunE: runE(func(cmd *cobra.Command, args []string) (*ServedOptions, error) {
+			eo, err := fl.toOptions(f, cmd, args, name, streams)
+			if err != nil {
+				return nil, err
+			}
+			return &ServedOptions{EditOptions: eo, Served: served, Usage: usageFlags}, nil
 		}),
 	}
-	o.addFlags(cmd)
+	fl.AddFlags(cmd)
 	if !served {
 		usageFlags.addFlags(cmd, 15*time.Second)
 	}
 	return cmd
 }
 
-func runSetServed(ctx context.Context, o *EditOptions, served bool, u UsageFlags) error {
-	crd, err := o.load(ctx)
+// ServedOptions are the inputs of serve and unserve.
+type ServedOptions struct {
+	*EditOptions
+	// Served is true for serve, false for unserve.
+	Served bool
+	Usage  UsageFlags
+}
+
+// Validate checks the flags.
+func (o *ServedOptions) Validate() error {
+	if err := o.EditOptions.Validate(); err != nil {
+		return err
+	}
+	return o.Usage.validate()
+}
+
+// Run reads the CRD, runs the preflight (for unserve, the client-usage
+// check) and writes.
+func (o *ServedOptions) Run(ctx context.Context) error {
+	r, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
-	r := edit.SetServed(crd, o.Version, served)
-	if !served && !r.NoOp && len(r.Checks.Failed()) == 0 {
-		check, err := usageCheck(ctx, o, crd, u)
-		if err != nil {
-			return err
-		}
-		r.Checks = append(r.Checks, check)
+	res, err := action.SetServed(ctx, clusterAs[action.UsageReader](o.client), r.target, o.Version, o.Served, action.UsageOptions{
+		Window: o.Usage.UsageWindow, Skip: o.Usage.SkipUsageCheck,
+		Measuring: func(gv string, window time.Duration) {
+			fmt.Fprintf(o.ErrOut, "Measuring client requests to %s over %s from the API server's metrics…\n", gv, window)
+		}})
+	if err != nil {
+		return err
 	}
-	return o.apply(ctx, r)
-}
-
-// usageCheck is unserve's client-usage preflight: the API server's metrics
-// for the version over the window. Use, or metrics that cannot be read,
-// fail the check unless it is skipped.
-func usageCheck(ctx context.Context, o *EditOptions, crd *apiextensionsv1.CustomResourceDefinition, u UsageFlags) (edit.Check, error) {
-	const name = "ClientUsage"
-	gv := crd.Spec.Group + "/" + o.Version
-	switch {
-	case u.SkipUsageCheck:
-		return edit.Check{Name: name, Outcome: edit.Warn, Message: "client usage of " + gv + " was NOT checked (--skip-usage-check)"}, nil
-	case o.client == nil || (o.file != nil && o.live == nil):
-		return edit.Check{Name: name, Outcome: edit.Skip, Message: "client usage of " + gv + " not checked: " + o.liveSkip}, nil
-	}
-	fmt.Fprintf(o.ErrOut, "Measuring client requests to %s over %s from the API server's metrics…\n", gv, u.UsageWindow)
-	rep, err := o.client.ClientUsage(ctx, cluster.GVR(crd, o.Version), u.UsageWindow)
-	var me *cluster.MetricsError
-	switch {
-	case errors.As(err, &me):
-		return edit.Check{Name: name, Outcome: edit.Fail, Message: fmt.Sprintf("whether clients still use %s is unknown: %v (grant get on the non-resource URL /metrics, or pass --skip-usage-check once you know no client uses it)", gv, me)}, nil
-	case err != nil:
-		return edit.Check{}, err
-	}
-	c := edit.Check{Name: name, Details: rep.Evidence()}
-	switch rep.Verdict {
-	case usage.InUse:
-		c.Outcome, c.Message = edit.Fail, fmt.Sprintf("clients still use %s: move them to another version first (or pass --skip-usage-check)", gv)
-	case usage.Unknown:
-		c.Outcome, c.Message = edit.Fail, fmt.Sprintf("whether clients still use %s is unknown: %s; re-run", gv, rep.Reason)
-	default:
-		c.Outcome, c.Message = edit.Pass, "no client request to "+gv+" seen"
-	}
-	return c, nil
+	return r.finish(ctx, res)
 }

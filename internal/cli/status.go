@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -59,42 +59,50 @@ var statusExample = templates.Examples(`
 	# The same CRD in three clusters: can v1beta1 leave the manifest?
 	kubectl crdversion status crontabs.stable.example.com --contexts prod-eu,prod-us,staging --version v1beta1`)
 
-// StatusOptions are the inputs of `kubectl crdversion status`.
-type StatusOptions struct {
+// StatusFlags are the flags of status.
+type StatusFlags struct {
 	PrintFlags *genericclioptions.PrintFlags
 	// Count lists the CRD's objects (metadata only) to count them.
 	Count bool
 	// ChunkSize is the page size of that list.
 	ChunkSize int64
-
 	// Fleet runs status against several contexts at once; Versions are the
 	// versions whose verdict is asked (default: every version on its way out).
 	Fleet    *FleetFlags
 	Versions []string
-	contexts []string
-
-	// CRD is the argument naming the CRD.
-	CRD     string
-	client  *cluster.Client
-	printer printers.ResourcePrinter // nil for the human-readable view
-
-	genericiooptions.IOStreams
 }
 
-// NewStatusOptions returns options with the defaults of the flags.
-func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
-	return &StatusOptions{
+// NewStatusFlags returns the flags with their defaults.
+func NewStatusFlags(conn *genericclioptions.ConfigFlags) *StatusFlags {
+	return &StatusFlags{
 		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
 		Count:      true,
 		ChunkSize:  500,
-		IOStreams:  streams,
+		Fleet:      newFleetFlags(conn, 30*time.Second),
 	}
+}
+
+// StatusOptions are the inputs of `kubectl crdversion status`, resolved once.
+type StatusOptions struct {
+	// CRD is the argument naming the CRD.
+	CRD       string
+	Count     bool
+	ChunkSize int64
+	// Versions are the versions a fleet verdict is asked for.
+	Versions []string
+	// contexts are the fleet's contexts; none outside fleet mode.
+	contexts []string
+	fleet    *FleetFlags
+	// conn are the connection flags typed, repeated in printed commands.
+	conn   []lifecycle.Flag
+	client *cluster.Client
+	print  printers.ResourcePrinterFunc
+	genericiooptions.IOStreams
 }
 
 // NewCmdStatus returns the status command.
 func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
-	o := NewStatusOptions(streams)
-	o.Fleet = newFleetFlags(conn, 30*time.Second)
+	fl := NewStatusFlags(conn)
 	cmd := &cobra.Command{
 		Use:                   "status CRD_NAME [flags]",
 		DisableFlagsInUseLine: true,
@@ -102,46 +110,41 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 		Long:                  statusLong,
 		Example:               statusExample,
 		ValidArgsFunction:     crdNameCompletion(f),
-		RunE:                  runOptions(f, o),
+		RunE: runE(func(cmd *cobra.Command, args []string) (*StatusOptions, error) {
+			return fl.ToOptions(f, cmd, args, streams)
+		}),
 	}
-	o.PrintFlags.AddFlags(cmd)
-	o.Fleet.addFlags(cmd)
-	cmd.Flags().StringSliceVar(&o.Versions, "version", nil, "With --contexts or --all-contexts: the versions to ask about (can each leave the CRD manifest?); default every version that is not the storage version everywhere.")
-	cmd.Flags().BoolVar(&o.Count, "count", o.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
-	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Objects per page when counting.")
+	fl.PrintFlags.AddFlags(cmd)
+	fl.Fleet.addFlags(cmd)
+	cmd.Flags().StringSliceVar(&fl.Versions, "version", nil, "With --contexts or --all-contexts: the versions to ask about (can each leave the CRD manifest?); default every version that is not the storage version everywhere.")
+	cmd.Flags().BoolVar(&fl.Count, "count", fl.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
+	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when counting.")
 	return cmd
 }
 
-// Complete resolves the arguments and builds the printer and client.
-func (o *StatusOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+// ToOptions resolves the arguments, the printer and the client.
+func (fl *StatusFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []string, streams genericiooptions.IOStreams) (*StatusOptions, error) {
 	if len(args) != 1 {
-		return usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
+		return nil, usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
-	o.CRD = args[0]
-	if err := checkVersionNames("--version", o.Versions...); err != nil {
-		return err
+	if err := checkVersionNames("--version", fl.Versions...); err != nil {
+		return nil, err
 	}
-	if *o.PrintFlags.OutputFormat == "name" {
-		return fmt.Errorf("-o name is not supported by status (it reports on a CRD; use -o jsonpath='{.crd.name}')")
-	}
-	if *o.PrintFlags.OutputFormat != "" {
-		p, err := o.PrintFlags.ToPrinter()
-		if err != nil {
-			return err
-		}
-		o.printer = p
-	}
+	o := &StatusOptions{CRD: args[0], Count: fl.Count, ChunkSize: fl.ChunkSize, Versions: fl.Versions,
+		fleet: fl.Fleet, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: streams}
 	var err error
-	if o.Fleet.enabled() {
-		o.contexts, err = o.Fleet.resolve()
-		return err
+	if fl.Fleet.enabled() {
+		if o.print, err = printerFunc(fl.PrintFlags, "status", humanPrinter(printFleetStatus)); err != nil {
+			return nil, err
+		}
+		o.contexts, err = fl.Fleet.resolve()
+		return o, err
 	}
-	c, err := cluster.New(f)
-	if err != nil {
-		return err
+	if o.print, err = printerFunc(fl.PrintFlags, "status", humanPrinter(printStatus)); err != nil {
+		return nil, err
 	}
-	o.client = c
-	return nil
+	o.client, err = cluster.New(f)
+	return o, err
 }
 
 // Validate checks the options without contacting the server.
@@ -154,64 +157,15 @@ func (o *StatusOptions) Validate() error {
 
 // Run reads the CRD, analyses it, counts its objects and prints the result.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if o.Fleet.enabled() {
+	if len(o.contexts) > 0 {
 		return o.runFleet(ctx)
 	}
-	r, err := statusOf(ctx, o.client, o.CRD, o.Count, o.ChunkSize)
+	r, err := action.Status(ctx, o.client, o.CRD, o.Count, o.ChunkSize)
 	if err != nil {
 		return err
 	}
-	if o.printer != nil {
-		return o.printer.PrintObj(r, o.Out)
-	}
-	return printStatus(o.Out, r)
-}
-
-// statusOf reads the CRD arg names, analyses it and, when count is set,
-// counts its objects (pages of chunkSize, metadata only). An object list the
-// API server refuses becomes a finding; other errors are returned.
-func statusOf(ctx context.Context, c *cluster.Client, arg string, count bool, chunkSize int64) (*report.Status, error) {
-	crd, err := c.ResolveCRD(ctx, arg)
-	if err != nil {
-		return nil, err
-	}
-	r := &report.Status{Analysis: lifecycle.Analyze(crd)}
-	if count {
-		r.Objects = &report.ObjectCount{Version: cluster.ListVersion(crd)}
-		switch {
-		case r.Objects.Version == "":
-			r.Objects.Error = "no version is served"
-		default:
-			n, err := c.CountObjects(ctx, crd, r.Objects.Version, chunkSize)
-			if _, answered := err.(apierrors.APIStatus); err != nil && !answered {
-				return nil, err
-			}
-			r.Objects.Count = n
-			if err != nil {
-				r.Objects.Error = err.Error()
-				forbidden := apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
-				r.AddFinding(lifecycle.UnreadableObjects(r.Analysis, r.Objects.Version, err.Error(), forbidden))
-				break
-			}
-			r.ObjectsReadable(r.Objects.Version)
-			// Listed at the storage version, objects stored there need no
-			// conversion: list them once more through another served
-			// version, as clients using it (and the namespace controller,
-			// which uses the preferred version) do, to exercise the webhook.
-			if probe := cluster.ConversionProbeVersion(crd, r.Objects.Version); probe != "" && n > 0 {
-				if _, err := c.CountObjects(ctx, crd, probe, chunkSize); err != nil {
-					if _, answered := err.(apierrors.APIStatus); !answered {
-						return nil, err
-					}
-					r.AddFinding(lifecycle.UnreadableObjects(r.Analysis, probe, err.Error(), apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)))
-				}
-			}
-		}
-	}
-	return r, nil
+	r.RenderCommands(o.conn)
+	return o.print(r, o.Out)
 }
 
 // printStatus writes the human-readable view of r.

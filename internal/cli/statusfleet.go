@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -20,14 +21,14 @@ import (
 // one table, and the verdicts.
 func (o *StatusOptions) runFleet(ctx context.Context) error {
 	start := time.Now()
-	clusters := eachCluster(ctx, o.Fleet, o.contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) (fc fleet.Cluster) {
+	clusters := eachCluster(ctx, o.fleet, o.contexts, func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) (fc fleet.Cluster) {
 		t0 := time.Now()
-		fc = fleet.Cluster{Context: name, Server: o.Fleet.server(name)}
+		fc = fleet.Cluster{Context: name, Server: o.fleet.server(name)}
 		defer func() { fc.Seconds = time.Since(t0).Seconds() }()
 		c, err := cluster.New(getter)
 		var r *report.Status
 		if err == nil {
-			r, err = statusOf(ctx, c, o.CRD, o.Count, o.ChunkSize)
+			r, err = action.Status(ctx, c, o.CRD, o.Count, o.ChunkSize)
 		}
 		fc.Reach = reachOf(err)
 		if err != nil {
@@ -64,10 +65,12 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 		}
 	}
 	rep := &report.FleetStatus{CRD: name, Clusters: clusters, Verdicts: fleet.Verdicts(name, clusters, o.Versions), Seconds: time.Since(start).Seconds()}
-	if o.printer != nil {
-		return o.printer.PrintObj(rep, o.Out)
+	for i := range rep.Verdicts {
+		for j, b := range rep.Verdicts[i].Blockers {
+			rep.Verdicts[i].Blockers[j] = b.Rendered(o.conn)
+		}
 	}
-	return printFleetStatus(o.Out, rep)
+	return o.print(rep, o.Out)
 }
 
 func printFleetStatus(out io.Writer, r *report.FleetStatus) error {

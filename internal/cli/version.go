@@ -26,7 +26,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 			# As JSON
 			kubectl crdversion version -o json`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(*cobra.Command, []string) error {
 			info := version.Get()
 			if *printFlags.OutputFormat == "" {
 				_, err := fmt.Fprintf(streams.Out, "kubectl-crdversion %s (commit %s, %s, %s)\n", info.Version, info.Commit, info.GoVersion, info.Platform)

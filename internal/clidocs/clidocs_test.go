@@ -50,7 +50,7 @@ func TestCheckReportsChanges(t *testing.T) {
 		{"a usage line", func(t *testing.T, root *cobra.Command) {
 			find(t, root, "serve").Use = "serve CRD_NAME VERSION_NAME [flags]"
 		}, "kubectl_crdversion_serve.md differs"},
-		{"a new command", func(t *testing.T, root *cobra.Command) {
+		{"a new command", func(_ *testing.T, root *cobra.Command) {
 			root.AddCommand(&cobra.Command{Use: "frobnicate CRD_NAME", Short: "A command added later", Run: func(*cobra.Command, []string) {}})
 		}, "kubectl_crdversion_frobnicate.md is missing"},
 		{"a removed command", func(t *testing.T, root *cobra.Command) {

@@ -16,14 +16,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
@@ -33,8 +31,11 @@ type Client struct {
 	CRDs     apiextensionsclient.CustomResourceDefinitionInterface
 	Metadata metadata.Interface
 	Dynamic  dynamic.Interface
-	getter   genericclioptions.RESTClientGetter
-	config   *rest.Config
+	// FlowControl, when the client was built WithFlowControl, is that
+	// FlowControl (set it here too).
+	FlowControl *FlowControl
+	getter      genericclioptions.RESTClientGetter
+	config      *rest.Config
 }
 
 // Client-side rate limit of every command unless a command's flags say
@@ -149,7 +150,7 @@ func (c *Client) ResolveCRD(ctx context.Context, arg string) (*apiextensionsv1.C
 	list, err := c.CRDs.List(ctx, metav1.ListOptions{})
 	switch {
 	case err == nil:
-		matches := MatchCRDs(list.Items, arg)
+		matches := lifecycle.MatchCRDs(list.Items, arg)
 		if len(matches) == 1 {
 			return matches[0], nil
 		}
@@ -177,45 +178,6 @@ func (c *Client) ResolveCRD(ctx context.Context, arg string) (*apiextensionsv1.C
 		return nil, &NotACRDError{Arg: arg, Resource: gr}
 	}
 	return crd, err
-}
-
-// MatchCRDs returns the CRDs that arg names: a plural, singular, short name
-// or kind (case-insensitive), alone or followed by ".<group>" or
-// ".<version>.<group>".
-func MatchCRDs(crds []apiextensionsv1.CustomResourceDefinition, arg string) []*apiextensionsv1.CustomResourceDefinition {
-	lower := strings.ToLower(arg)
-	name, qualifier, _ := strings.Cut(lower, ".")
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for i := range crds {
-		crd := &crds[i]
-		names := append([]string{crd.Spec.Names.Plural, crd.Spec.Names.Singular, strings.ToLower(crd.Spec.Names.Kind)}, crd.Spec.Names.ShortNames...)
-		if !containsString(names, name) {
-			continue
-		}
-		group := strings.ToLower(crd.Spec.Group)
-		if qualifier == "" || qualifier == group {
-			out = append(out, crd)
-			continue
-		}
-		if version, rest, ok := strings.Cut(qualifier, "."); ok && rest == group {
-			for _, v := range crd.Spec.Versions {
-				if v.Name == version {
-					out = append(out, crd)
-					break
-				}
-			}
-		}
-	}
-	return out
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x != "" && x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // resourceFor maps arg to a group/resource through discovery (with short
@@ -267,58 +229,16 @@ func isConnectionOrServerError(err error) bool {
 	return errors.As(err, &urlErr) || errors.As(err, &netErr) || discovery.IsGroupDiscoveryFailedError(err)
 }
 
-// ListVersion returns the version through which objects of crd are listed:
-// the storage version when it is served, else kubectl's default version.
-// It is empty when no version is served.
-func ListVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
-	for _, v := range crd.Spec.Versions {
-		if v.Served && v.Storage {
-			return v.Name
-		}
-	}
-	return lifecycle.DefaultVersion(crd)
-}
-
-// ConversionProbeVersion returns a served version other than listed through
-// which a list of crd's objects exercises its conversion webhook: kubectl's
-// default version when it differs from listed, else the served version of
-// highest priority that does. It is empty when crd uses no webhook or
-// serves no other version.
-func ConversionProbeVersion(crd *apiextensionsv1.CustomResourceDefinition, listed string) string {
-	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
-		return ""
-	}
-	var served []string
-	for _, v := range crd.Spec.Versions {
-		if v.Served && v.Name != listed {
-			served = append(served, v.Name)
-		}
-	}
-	if def := lifecycle.DefaultVersion(crd); def != listed && containsString(served, def) {
-		return def
-	}
-	if len(served) == 0 {
-		return ""
-	}
-	return lifecycle.ByPriority(served)[0]
-}
-
 // GVR is the resource of crd at version.
 func GVR(crd *apiextensionsv1.CustomResourceDefinition, version string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 }
 
 // CountObjects counts the objects of crd in all namespaces through version,
-// listing metadata only, pageSize objects per request (continue tokens; the
-// client-go pager falls back to a full list if a continue token expires).
+// listing metadata only, pageSize objects per request (see EachObject).
 func (c *Client) CountObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) (int, error) {
-	res := c.Metadata.Resource(GVR(crd, version))
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return res.List(ctx, opts)
-	})
-	p.PageSize = pageSize
 	n := 0
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(runtime.Object) error {
+	err := c.EachObject(ctx, crd, version, pageSize, func(string, string) error {
 		n++
 		return nil
 	})

@@ -17,62 +17,77 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
+	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
 
-// ObjectRef names one custom object.
-type ObjectRef struct {
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-func (r ObjectRef) String() string {
-	if r.Namespace == "" {
-		return r.Name
-	}
-	return r.Namespace + "/" + r.Name
-}
+// ObjectRef names one custom object (the type retire plans with).
+type ObjectRef = retire.ObjectRef
 
 // StaleManagedFields lists (paged, metadata only, through the storage
 // version) the objects of crd whose managedFields still have an entry
-// naming version. It sends no request to version itself.
+// naming version: ScanManagedFields for that one version. It sends no
+// request to version itself.
 func (c *Client) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]ObjectRef, error) {
-	apiVersion := crd.Spec.Group + "/" + version
+	scan, err := c.ScanManagedFields(ctx, crd, []string{version}, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	return scan.Stale[version], nil
+}
+
+// ManagedFieldsScan is one paged, metadata-only list of a CRD's objects:
+// the writers through every version, and the objects whose managedFields
+// name the versions asked for (retire's managedFields step).
+type ManagedFieldsScan struct {
+	Writers managedfields.Writers
+	// Stale lists, per version asked for, the objects with an entry
+	// naming it.
+	Stale map[string][]ObjectRef
+}
+
+// ScanManagedFields lists the objects of crd once (paged, metadata only,
+// through the storage version, pageSize a page) and groups their
+// managedFields entries; staleOf are the versions whose objects are also
+// listed by name. Memory is the page plus one group per (apiVersion,
+// manager, operation) and the stale objects' names. It sends no request
+// to any other version.
+func (c *Client) ScanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, staleOf []string, pageSize int64) (*ManagedFieldsScan, error) {
 	res := c.Metadata.Resource(GVR(crd, lifecycle.StorageVersion(crd)))
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return res.List(ctx, opts)
 	})
 	p.PageSize = pageSize
-	var stale []ObjectRef
+	scan := &ManagedFieldsScan{Stale: map[string][]ObjectRef{}}
+	apiVersions := map[string]string{}
+	for _, v := range staleOf {
+		apiVersions[crd.Spec.Group+"/"+v] = v
+		scan.Stale[v] = nil
+	}
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
-		if ok && managedfields.Stale(m.ManagedFields, apiVersion) {
-			stale = append(stale, ObjectRef{Namespace: m.Namespace, Name: m.Name})
+		if !ok {
+			return nil
+		}
+		scan.Writers.Add(m.ManagedFields)
+		for av, v := range apiVersions {
+			if managedfields.Stale(m.ManagedFields, av) {
+				scan.Stale[v] = append(scan.Stale[v], ObjectRef{Namespace: m.Namespace, Name: m.Name})
+			}
 		}
 		return nil
 	})
-	return stale, err
+	if err != nil {
+		return nil, err
+	}
+	return scan, nil
 }
 
-// ManagedFieldsCleanup is the outcome of CleanManagedFields.
-type ManagedFieldsCleanup struct {
-	// Rewritten objects had their managedFields rewritten.
-	Rewritten int `json:"rewritten"`
-	// Current objects no longer had a stale entry when read.
-	Current int `json:"current"`
-	// Deleted objects were gone (404); nothing was re-created.
-	Deleted int `json:"deleted"`
-	// Relabeled and Merged count entries (see managedfields.Relabel).
-	Relabeled int `json:"relabeled"`
-	Merged    int `json:"merged"`
-	// Failed objects, with the API server's message.
-	Failed []ObjectFailure `json:"failed,omitempty"`
-}
+// ManagedFieldsCleanup is the outcome of CleanManagedFields (the type
+// retire reports).
+type ManagedFieldsCleanup = retire.ManagedFieldsCleanup
 
 // ObjectFailure is an object a write failed for.
-type ObjectFailure struct {
-	Object  string `json:"object"`
-	Message string `json:"message"`
-}
+type ObjectFailure = retire.ObjectFailure
 
 // CleanManagedFields rewrites the managedFields of each object in objs so
 // that no entry names version (managedfields.Relabel to the storage

@@ -46,9 +46,9 @@ func objectVersions(t *testing.T, c clients, crd *apiextensionsv1.CustomResource
 	return out
 }
 
-// TestPermissionPreflight: a user missing one permission a command needs is
+// TestFaultPermissionPreflight: a user missing one permission a command needs is
 // refused before anything is written, and the refusal names it.
-func TestPermissionPreflight(t *testing.T) {
+func TestFaultPermissionPreflight(t *testing.T) {
 	c := newClients(t)
 	crdRead := rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}}
 	crdWrite := rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "update"}}

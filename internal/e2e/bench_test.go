@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -18,6 +20,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,7 +31,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -98,6 +104,8 @@ type benchState struct {
 	storage string
 	n       int
 	flags   []string // added to (a)'s command line ($CRDVERSION_BENCH_MIGRATE_FLAGS)
+	// kubeconfig is the identity every client of a phase runs as.
+	kubeconfig string
 }
 
 // flip makes the other version the storage version, so that every object
@@ -152,7 +160,7 @@ func (s *benchState) child(what, env string) float64 {
 	if err != nil {
 		s.b.Fatal(err)
 	}
-	r := executeWithin(s.b, time.Hour, self, []string{env, "KUBECONFIG=" + srv.Kubeconfig})
+	r := executeWithin(s.b, time.Hour, self, []string{env, "KUBECONFIG=" + s.kubeconfig})
 	var rate float64
 	var count int
 	if _, err := fmt.Sscanf(r.stdout, "%f %d", &rate, &count); r.code != 0 || err != nil || count != s.n {
@@ -238,31 +246,112 @@ func (s *benchState) metrics() *usage.Metrics {
 	return m
 }
 
-// migrate is phase (a): the plugin as a user runs it, with its defaults.
-// It returns objects/s and the process's result.
-func (s *benchState) migrate() (float64, result) {
+// migrate is a migrate phase: the plugin as a user runs it, as the
+// identity of s.kubeconfig, with flags added to s.flags (and -o json). It
+// returns objects/s, the process's result and its report.
+func (s *benchState) migrate(flags ...string) (float64, result, report.Migration) {
 	s.flip()
 	before := s.metrics()
 	start := time.Now()
-	args := append([]string{"migrate", s.crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", filepath.Join(s.b.TempDir(), "cache")}, s.flags...)
-	r := executeWithin(s.b, time.Hour, filepath.Join(pluginDir, "kubectl-crdversion"), nil, args...)
+	args := append([]string{"migrate", s.crd.Name, "--kubeconfig", s.kubeconfig, "--cache-dir", filepath.Join(s.b.TempDir(), "cache"), "-o", "json"}, s.flags...)
+	r := executeWithin(s.b, time.Hour, filepath.Join(pluginDir, "kubectl-crdversion"), nil, append(args, flags...)...)
 	rate := float64(s.n) / time.Since(start).Seconds()
-	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("rewritten %d,", s.n)) {
-		s.b.Fatalf("migrate: exit %d, want every one of %d objects rewritten\n%s\n%s", r.code, s.n, r.stdout, r.stderr)
+	var m report.Migration
+	if err := json.Unmarshal([]byte(r.stdout), &m); r.code != 0 || err != nil || m.Rewritten != int64(s.n) || m.Failed != 0 {
+		s.b.Fatalf("migrate %s: exit %d (%v), want every one of %d objects rewritten and none failed\n%s\n%s", strings.Join(flags, " "), r.code, err, s.n, r.stdout, r.stderr)
 	}
-	// What (a) asked of the API server, from its request counters: more
-	// than one PATCH per object or one LIST per page means retries.
+	// What it asked of the API server, from its request counters: one
+	// PATCH per object and one LIST per page, plus the 429 answers and the
+	// retries it reports (anything else would be an uncounted retry).
 	rep := usage.CompareMetrics(gvr(s.crd, s.storage), before, s.metrics())
 	var verbs []string
 	for _, verb := range slices.Sorted(maps.Keys(rep.Window)) {
 		verbs = append(verbs, fmt.Sprintf("%s %d", verb, rep.Window[verb]))
 	}
 	requests := strings.Join(verbs, ", ")
-	if pages := (s.n + 499) / 500; rep.Window["PATCH"] != int64(s.n) || rep.Window["LIST"] != int64(pages) {
-		s.b.Fatalf("(a) sent %s at %s; want PATCH %d (one per object) and LIST %d (one per page of 500)", requests, s.storage, s.n, pages)
+	// The foreground probe reads through v1, so LISTs are counted at v2
+	// only.
+	pages := int64((s.n + 499) / 500)
+	extra := m.TooManyRequests + m.Retries
+	patches, lists := rep.Window["PATCH"], rep.Window["LIST"]
+	if patches < int64(s.n) || patches > int64(s.n)+extra || (s.storage == "v2" && (lists < pages || lists > pages+extra)) {
+		s.b.Fatalf("migrate %s sent %s at %s; want PATCH %d (one per object) and, at v2, LIST %d (one per page of 500), plus at most the %d answers 429 and %d retries it reports",
+			strings.Join(flags, " "), requests, s.storage, s.n, pages, m.TooManyRequests, m.Retries)
 	}
-	r.stdout += "requests of (a) at " + s.storage + ": " + requests + "\n"
-	return rate, r
+	r.stdout = "requests at " + s.storage + ": " + requests + "\n"
+	return rate, r, m
+}
+
+// phase is one client of a round.
+type phase struct {
+	key   byte   // c, b, a, m, p or a variant's digit
+	label string // what it is, for the output
+	flags []string
+	// shares, for the priority-level design: the run's requests go to a
+	// FlowSchema and PriorityLevelConfiguration of this many shares that
+	// the benchmark creates for the phase.
+	shares int32
+}
+
+// benchPriorityLevel creates, for the identity id, a
+// PriorityLevelConfiguration with shares nominal concurrency shares that
+// neither lends nor borrows seats, and a FlowSchema of matching precedence
+// 500 (before global-default's 9900 and service-accounts' 9000) that sends
+// every request of id there; it returns the function that deletes both.
+// It waits until a request of id lands there. It cannot catch
+// system:masters: the schema exempt matches it at precedence 1, which the
+// API server allows no other schema ("only the schema named 'exempt' may
+// have matchingPrecedence 1").
+func benchPriorityLevel(b *testing.B, c clients, id apiserver.Identity, shares int32) func() {
+	ctx := context.Background()
+	name := "crdversion-bench-" + id.Key
+	zero := int32(0)
+	pl := &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: &shares, LendablePercent: &zero, BorrowingLimitPercent: &zero,
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 16, HandSize: 4, QueueLengthLimit: 128}},
+			},
+		},
+	}
+	subject := flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: id.User}}
+	fs := &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
+			MatchingPrecedence:         500,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:         []flowcontrolv1.Subject{subject},
+				ResourceRules:    []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, ClusterScope: true, Namespaces: []string{"*"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+			}},
+		},
+	}
+	if _, err := c.kube.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.kube.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	remove := func() {
+		_ = c.kube.FlowcontrolV1().FlowSchemas().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = c.kube.FlowcontrolV1().PriorityLevelConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+	}
+	waitFor(b, "requests of "+id.Key+" to land in "+name, func() (bool, error) {
+		return whereLands(b, c, id).priorityLevel == name, nil
+	})
+	return remove
+}
+
+// phaseResult is one phase of one round.
+type phaseResult struct {
+	rate  float64
+	probe window
+	m     *report.Migration // migrate phases
+	r     result
 }
 
 func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
@@ -277,6 +366,20 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 	// then starts with a flip that leaves every object at the other version.
 	advance2(b, c, crd.Name)
 	crd = setStorage(b, c, crd.Name, "v1")
+
+	// The identities: the user and the ServiceAccount get the migrate role
+	// of docs/rbac.md plus get and update on the objects for the sequential
+	// loop; the probe reads the objects.
+	migrateRole := docRoles(b, group)["crdversion-migrate"]
+	loopRule := rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"*"}, Verbs: []string{"get", "update"}}
+	for _, id := range []apiserver.Identity{apiserver.User, apiserver.ServiceAccount} {
+		bindIdentity(b, c, "crdversion-bench-"+id.Key, append(slices.Clone(migrateRole.Rules), loopRule), id)
+	}
+	bindIdentity(b, c, "crdversion-bench-probe", []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}, apiserver.Probe)
+	rate := probeRate(b)
+	pr := startProbe(b, identityKubeconfig(b, apiserver.Probe), group, rate, n, len(nss))
+	idle := time.Duration(envInt(b, "CRDVERSION_BENCH_IDLE_SECONDS", 10)) * time.Second
+
 	s := &benchState{b: b, c: c, crd: crd, group: group, storage: "v1", n: n, flags: strings.Fields(os.Getenv("CRDVERSION_BENCH_MIGRATE_FLAGS"))}
 	defaults := "defaults"
 	if len(s.flags) > 0 {
@@ -284,99 +387,237 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 		defaults = strings.Join(s.flags, " ")
 	}
 	s.settle()
-	fmt.Printf("objects: %d (10 namespaces), kube-apiserver v1.37.2 in-process, %d CPUs\n", n, runtime.NumCPU())
+	fmt.Printf("objects: %d (10 namespaces), kube-apiserver v1.37.2 in-process, %d CPUs; foreground probe: %d requests/s (GET one object, LIST 10) as %s (priority level global-default)\n",
+		n, runtime.NumCPU(), rate, apiserver.Probe.User)
 
-	// CRDVERSION_BENCH_ONLY_MIGRATE=1 runs (a) once (for peak RSS at 100k
-	// objects without a sequential loop of many minutes).
+	// CRDVERSION_BENCH_ONLY_MIGRATE=1 runs (a) once as admin (for peak RSS
+	// at 100k objects without a sequential loop of many minutes).
 	if only, _ := strconv.ParseBool(os.Getenv("CRDVERSION_BENCH_ONLY_MIGRATE")); only {
-		a, r := s.migrate()
+		s.kubeconfig = identityKubeconfig(b, apiserver.Admin)
+		a, r, m := s.migrate()
 		fmt.Print(r.stdout)
 		rss := float64(r.maxRSSKiB) / 1024
-		fmt.Printf("(a) kubectl crdversion migrate, %s: %7.0f objects/s, peak RSS %.1f MiB, CPU %.1fs\n", defaults, a, rss, r.cpu.Seconds())
+		fmt.Printf("(a) kubectl crdversion migrate, %s: %7.0f objects/s (its own report: %.0f), peak RSS %.1f MiB, CPU %.1fs\n", defaults, a, m.ObjectsPerSecond, rss, r.cpu.Seconds())
 		fmt.Println("(b) and (c) not run (CRDVERSION_BENCH_ONLY_MIGRATE)")
 		b.ReportMetric(a, "migrate-objects/s")
 		b.ReportMetric(rss, "migrate-peak-RSS-MiB")
 		return
 	}
 
-	// The ceiling's concurrency: the best of a sweep (one pass each).
-	best, bestRate := sweep[0], 0.0
-	if len(sweep) > 1 {
-		for _, conc := range sweep {
-			rate := s.ceiling(conc)
-			fmt.Printf("ceiling sweep: %3d concurrent no-op patches: %5.0f objects/s\n", conc, rate)
-			if rate > bestRate {
-				best, bestRate = conc, rate
+	phases := []phase{
+		{key: 'c', label: "(c) ceiling"},
+		{key: 'a', label: "(a) migrate, " + defaults},
+		{key: 'm', label: "(m) migrate --max-speed", flags: []string{"--max-speed"}},
+	}
+	if shares := envInt0(b, "CRDVERSION_BENCH_PL_SHARES", 1); shares > 0 {
+		phases = append(phases, phase{key: 'p', label: fmt.Sprintf("(p) migrate --max-speed in a priority level of %d shares", shares), flags: []string{"--max-speed"}, shares: int32(shares)})
+	}
+	// CRDVERSION_BENCH_VARIANTS adds migrate phases for the trade-off
+	// table: "flags;flags;…", each a migrate command line's flags, or
+	// "shares=N" for the priority-level design at N shares.
+	if v := os.Getenv("CRDVERSION_BENCH_VARIANTS"); v != "" {
+		for i, f := range strings.Split(v, ";") {
+			ph := phase{key: byte('1' + i), label: fmt.Sprintf("(%d) migrate %s", i+1, strings.TrimSpace(f)), flags: strings.Fields(f)}
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(f), "shares="); ok {
+				sh, err := strconv.Atoi(rest)
+				if err != nil || sh < 1 {
+					b.Fatalf("CRDVERSION_BENCH_VARIANTS: %q: want shares=N, N positive", f)
+				}
+				ph.flags, ph.shares = []string{"--max-speed"}, int32(sh)
+				ph.label = fmt.Sprintf("(%d) migrate --max-speed in a priority level of %d shares", i+1, sh)
+			}
+			phases = append(phases, ph)
+		}
+	}
+	phases = append(phases, phase{key: 'b', label: "(b) sequential GET+PUT loop"})
+
+	type identityResult struct {
+		key     string
+		best    int
+		idle    []window
+		results map[byte][]phaseResult
+		wrote   []string
+	}
+	var all []*identityResult
+	for _, key := range benchIdentities(b) {
+		id, _ := apiserver.IdentityByKey(key)
+		s.kubeconfig = identityKubeconfig(b, id)
+		ir := &identityResult{key: key, results: map[byte][]phaseResult{}}
+		all = append(all, ir)
+		where := whereLands(b, c, id)
+		fmt.Printf("\n=== as %s (%s): flow schema %s, priority level %s\n", key, id.User, where.flowSchema, where.priorityLevel)
+
+		// The ceiling's concurrency: the best of a sweep (one pass each),
+		// as this identity.
+		best, bestRate := sweep[0], 0.0
+		if len(sweep) > 1 {
+			for _, conc := range sweep {
+				from := time.Now()
+				rate := s.ceiling(conc)
+				fmt.Printf("ceiling sweep: %3d concurrent no-op patches: %5.0f objects/s   probe %s\n", conc, rate, pr.window(b, from, time.Now()))
+				if rate > bestRate {
+					best, bestRate = conc, rate
+				}
+			}
+		}
+		ir.best = best
+		for round := 0; round < rounds; round++ {
+			// Two orders, the phases forward and backward; (a) writes v2 in
+			// rounds 1 and 4 and v1 in rounds 2 and 3 of every four (after
+			// an untimed rewrite when the flips would not have it so), so
+			// that order and version are balanced.
+			order := slices.Clone(phases)
+			if round%2 == 1 {
+				slices.Reverse(order)
+			}
+			wantV2 := round%4 == 0 || round%4 == 3
+			before := slices.IndexFunc(order, func(p phase) bool { return p.key == 'a' })
+			if writesV2 := (s.storage == "v2") == (before%2 == 1); writesV2 != wantV2 {
+				s.ceiling(best)
+				fmt.Println("(an untimed rewrite, so that (a) writes the other version in this order)")
+			}
+			w := pr.idleWindow(b, idle)
+			ir.idle = append(ir.idle, w)
+			fmt.Printf("round %d: idle probe %s\n", round+1, w)
+			for _, ph := range order {
+				if ph.shares > 0 && id.Key == apiserver.Admin.Key {
+					continue // see benchPriorityLevel: system:masters stays exempt
+				}
+				from := time.Now()
+				var res phaseResult
+				switch ph.key {
+				case 'c':
+					res.rate = s.ceiling(best)
+				case 'b':
+					res.rate = s.loop()
+				default:
+					remove := func() {}
+					if ph.shares > 0 {
+						remove = benchPriorityLevel(b, c, id, ph.shares)
+					}
+					var m report.Migration
+					res.rate, res.r, m = s.migrate(ph.flags...)
+					remove()
+					res.m = &m
+					if ph.key == 'a' {
+						ir.wrote = append(ir.wrote, s.storage)
+					}
+				}
+				res.probe = pr.window(b, from, time.Now())
+				ir.results[ph.key] = append(ir.results[ph.key], res)
+				line := fmt.Sprintf("  %-58s %5.0f objects/s   probe %s", ph.label, res.rate, res.probe)
+				if m := res.m; m != nil {
+					cc := m.Concurrency
+					line += fmt.Sprintf("\n      in flight %.1f (final %d), write p50 %.0f ms p99 %.0f ms, 429s %d, retries %d, priority level %s, peak RSS %.1f MiB, CPU %.1fs; %s",
+						cc.MeanLimit, cc.FinalLimit, 1000*cc.WriteLatencyP50Seconds, 1000*cc.WriteLatencyP99Seconds, m.TooManyRequests, m.Retries,
+						priorityLevelOf(m), float64(res.r.maxRSSKiB)/1024, res.r.cpu.Seconds(), strings.TrimSpace(res.r.stdout))
+				}
+				fmt.Println(line)
 			}
 		}
 	}
 
-	if rounds%4 != 0 {
-		fmt.Printf("warning: %d rounds are not a multiple of 4, so the orders and the versions (a) writes are not balanced\n", rounds)
+	// The verdicts, per identity: the geometric means of each round's
+	// ratios (a phase against the ceiling and the loop of its own round,
+	// the probe's p99 during a phase against its idle p99 of that round).
+	fmt.Printf("\n=== summary: %d objects, %d rounds; ratios are geometric means of each round's ratios\n", n, rounds)
+	fmt.Printf("%-15s %-58s %9s %8s %8s %8s %9s %9s %8s\n", "identity", "phase", "objects/s", "×ceiling", "×loop", "429s", "probe p50", "probe p99", "p99×idle")
+	pass := true
+	verdict := func(ok bool, format string, args ...any) {
+		mark := "PASS"
+		if !ok {
+			mark, pass = "FAIL", false
+		}
+		fmt.Printf("  %s  "+format+"\n", append([]any{mark}, args...)...)
 	}
-	type cell struct{ ab, ac []float64 }
-	groups := map[string]*cell{}
-	var as, bs, cs, ab, ac, rss, cpu []float64
-	for round := 0; round < rounds; round++ {
-		// Two orders: c a b and b a c. Each phase flips the storage version,
-		// so with three phases a round (a) would always write the same
-		// version in the same order; an untimed rewrite before rounds 3, 7,
-		// … swaps that, so that every four rounds (a) writes v1 and v2 once
-		// in each order.
-		if round%4 == 2 {
-			s.ceiling(best)
-			fmt.Println("(an untimed rewrite, so that (a) writes the other version in each order)")
+	var verdicts []func()
+	for _, ir := range all {
+		ce, lo := ir.results['c'], ir.results['b']
+		idleP99 := func(i int) float64 { return ms(ir.idle[i].p99) }
+		var idle []float64
+		for i := range ir.idle {
+			idle = append(idle, idleP99(i))
 		}
-		var a, bl, ce float64
-		var r result
-		var wrote string
-		order := "cab"
-		if round%2 == 1 {
-			order = "bac"
-		}
-		for _, phase := range order {
-			switch phase {
-			case 'a':
-				a, r = s.migrate()
-				wrote = s.storage
-			case 'b':
-				bl = s.loop()
-			case 'c':
-				ce = s.ceiling(best)
+		fmt.Printf("%-15s %-58s %9s %8s %8s %8s %9s %9.1f\n", ir.key, "(idle)", "", "", "", "", "", median(idle))
+		stats := map[byte][3]float64{}
+		for _, ph := range phases {
+			rs := ir.results[ph.key]
+			if len(rs) == 0 {
+				fmt.Printf("%-15s %-58s (not possible as %s)\n", "", ph.label, ir.key)
+				continue
 			}
-		}
-		as, bs, cs = append(as, a), append(bs, bl), append(cs, ce)
-		ab, ac = append(ab, a/bl), append(ac, a/ce)
-		for _, key := range []string{"order " + order, "(a) writing " + wrote} {
-			if groups[key] == nil {
-				groups[key] = &cell{}
+			var rates, xc, xl, p50, p99, xidle []float64
+			var tooMany int64
+			for i, r := range rs {
+				rates, xc, xl = append(rates, r.rate), append(xc, r.rate/ce[i].rate), append(xl, r.rate/lo[i].rate)
+				p50, p99 = append(p50, ms(r.probe.p50)), append(p99, ms(r.probe.p99))
+				xidle = append(xidle, ms(r.probe.p99)/idleP99(i))
+				if r.m != nil {
+					tooMany += r.m.TooManyRequests
+				}
 			}
-			groups[key].ab, groups[key].ac = append(groups[key].ab, a/bl), append(groups[key].ac, a/ce)
+			stats[ph.key] = [3]float64{geomean(xc), geomean(xl), geomean(xidle)}
+			fmt.Printf("%-15s %-58s %9.0f %8.2f %8.2f %8d %9.1f %9.1f %8.2f\n", "", ph.label, median(rates), geomean(xc), geomean(xl), tooMany, median(p50), median(p99), geomean(xidle))
 		}
-		rss = append(rss, float64(r.maxRSSKiB)/1024)
-		cpu = append(cpu, r.cpu.Seconds())
-		fmt.Printf("round %d (%s, (a) writes %s): (a) %4.0f  (b) %4.0f  (c) %4.0f objects/s   a/b %.2f  a/c %.2f   (a) peak RSS %.1f MiB, CPU %.1fs\n",
-			round+1, order, wrote, a, bl, ce, a/bl, a/ce, rss[round], cpu[round])
-		fmt.Print(r.stdout)
+		key, st := ir.key, stats
+		verdicts = append(verdicts, func() {
+			fmt.Printf("as %s:\n", key)
+			if key != "admin" {
+				verdict(st['a'][0] >= 0.85, "default migrate %.2f× this identity's ceiling (target ≥ 0.85)", st['a'][0])
+				verdict(st['a'][1] >= 3, "default migrate %.2f× this identity's sequential loop (target ≥ 3)", st['a'][1])
+			}
+			verdict(st['a'][2] <= 2, "foreground p99 during default migrate %.2f× its idle p99 (target ≤ 2)", st['a'][2])
+			if key == "admin" {
+				verdict(st['m'][0] >= 0.9, "migrate --max-speed %.2f× the ceiling (target ≥ 0.9)", st['m'][0])
+			}
+		})
 	}
-	for _, key := range slices.Sorted(maps.Keys(groups)) {
-		g := groups[key]
-		fmt.Printf("%-16s %d rounds: a/b %.2f  a/c %.2f (geometric means)\n", key+":", len(g.ab), geomean(g.ab), geomean(g.ac))
+	fmt.Println("verdicts (no object failed in any phase: a migrate phase that failed one stops the benchmark):")
+	for _, v := range verdicts {
+		v()
 	}
-	a, bl, ce := median(as), median(bs), median(cs)
-	fmt.Printf("medians of %d rounds:\n", rounds)
-	fmt.Printf("(a) kubectl crdversion migrate, %s:       %7.0f objects/s, peak RSS %.1f MiB, CPU %.2f ms/object\n", defaults, a, median(rss), 1000*median(cpu)/float64(n))
-	fmt.Printf("(b) sequential GET+PUT loop:                    %7.0f objects/s\n", bl)
-	fmt.Printf("(c) ceiling, %3d concurrent no-op patches:      %7.0f objects/s\n", best, ce)
-	fmt.Printf("a/b = %.2f   a/c = %.2f   (ratios of the medians)\n", a/bl, a/ce)
-	fmt.Printf("a/b = %.2f   a/c = %.2f   (medians of each round's ratios)\n", median(ab), median(ac))
-	fmt.Printf("a/b = %.2f   a/c = %.2f   (geometric means of each round's ratios: the verdict)\n", geomean(ab), geomean(ac))
-	b.ReportMetric(a, "migrate-objects/s")
-	b.ReportMetric(median(rss), "migrate-peak-RSS-MiB")
-	b.ReportMetric(bl, "sequential-objects/s")
-	b.ReportMetric(ce, "ceiling-objects/s")
-	b.ReportMetric(geomean(ab), "a/b")
-	b.ReportMetric(geomean(ac), "a/c")
+	if !pass {
+		fmt.Println("some targets were missed (see FAIL above)")
+	}
+	if len(all) > 0 {
+		ir := all[0]
+		b.ReportMetric(median(rates(ir.results['a'])), ir.key+"-migrate-objects/s")
+		b.ReportMetric(median(rates(ir.results['m'])), ir.key+"-max-speed-objects/s")
+		var rss []float64
+		for _, r := range ir.results['a'] {
+			rss = append(rss, float64(r.r.maxRSSKiB)/1024)
+		}
+		b.ReportMetric(median(rss), "migrate-peak-RSS-MiB")
+	}
+}
+
+func rates(rs []phaseResult) []float64 {
+	var out []float64
+	for _, r := range rs {
+		out = append(out, r.rate)
+	}
+	return out
+}
+
+func priorityLevelOf(m *report.Migration) string {
+	p := m.PriorityAndFairness
+	if p == nil {
+		return "(no APF headers)"
+	}
+	return cmp.Or(p.PriorityLevel, p.PriorityLevelUID)
+}
+
+// envInt0 is envInt that accepts 0.
+func envInt0(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		b.Fatalf("%s=%q: want a non-negative integer", name, s)
+	}
+	return v
 }
 
 // geomean is the geometric mean of xs (all positive): the mean for ratios,

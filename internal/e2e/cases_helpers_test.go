@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -258,10 +257,12 @@ func crdversion(t *testing.T, args ...string) result {
 	return crdversionAt(t, srv.Kubeconfig, args...)
 }
 
-// crdversionAt runs the plugin binary against the API server of kubeconfig.
+// crdversionAt runs the plugin binary against the API server of kubeconfig
+// (given as $KUBECONFIG, so that the commands it prints carry no
+// --kubeconfig).
 func crdversionAt(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
-	return binary(t, nil, append(args, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir())...)
+	return binary(t, []string{"KUBECONFIG=" + kubeconfig}, append(args, "--cache-dir", t.TempDir())...)
 }
 
 // succeeds runs the plugin binary and fails the test unless it exits 0.
@@ -326,24 +327,6 @@ func resourceVersions(t *testing.T, c clients, names []string) map[string]string
 		out[n] = fmt.Sprintf("generation %d, annotations %v, storedVersions %v, %s entries %v", crd.Generation, crd.Annotations, crd.Status.StoredVersions, cli.FieldManager, ours)
 	}
 	return out
-}
-
-var commands sync.Map // command name -> bool
-
-// needCommand skips the test unless the plugin binary has the command:
-// `kubectl-crdversion CMD --help` must succeed and show CMD's own usage
-// (for an unknown command the root's help is printed instead).
-func needCommand(t *testing.T, name string, issue int) {
-	t.Helper()
-	has, seen := commands.Load(name)
-	if !seen {
-		r := binary(t, nil, name, "--help")
-		has = r.code == 0 && strings.Contains(r.stdout, "kubectl crdversion "+name+" ")
-		commands.Store(name, has)
-	}
-	if !has.(bool) {
-		t.Skipf("needs %s: issue %d", name, issue)
-	}
 }
 
 // contents are the objects of crd read at version: "namespace/name" to the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -16,8 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cli"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -161,20 +162,12 @@ func checkUpgradePair(t *testing.T, c clients, p releasePair, stored []string, v
 	ctx := context.Background()
 	label := p.old + " -> " + p.new + " with storedVersions " + strings.Join(stored, ",")
 	old, next := readOneCRD(t, filepath.Join(p.dir, p.old)), readOneCRD(t, filepath.Join(p.dir, p.new))
-	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
 	if err := applyRelease(ctx, c, old); err != nil {
 		t.Fatalf("%s: installing the old release: %v", label, err)
 	}
 	defer func() {
-		_ = crds.Delete(ctx, old.Name, metav1.DeleteOptions{})
-		var last *apiextensionsv1.CustomResourceDefinition
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-			got, err := crds.Get(ctx, old.Name, metav1.GetOptions{})
-			last = got
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			t.Fatalf("%s: %s not deleted: %+v", label, old.Name, last.Status.Conditions)
+		if conditions, err := deleteCRDAndWait(ctx, c, old.Name, 3*time.Minute); err != nil {
+			t.Fatalf("%s: %s not deleted: %+v", label, old.Name, conditions)
 		}
 	}()
 	waitEstablishedOrRefused(t, c, old.Name)
@@ -214,15 +207,15 @@ func checkUpgradePair(t *testing.T, c clients, p releasePair, stored []string, v
 		t.Errorf("%s: rejected for another reason than storedVersions: %v", label, err)
 	}
 	// The printed commands, in order, make the apply succeed.
-	if len(plan.Fix) < 2 || !strings.HasPrefix(plan.Fix[len(plan.Fix)-1], "kubectl apply --server-side -f "+newFile) {
+	if len(plan.Run) < 2 || len(plan.Fix) != len(plan.Run) || plan.Run[len(plan.Run)-1].Tool != lifecycle.ToolKubectl ||
+		!strings.HasSuffix(plan.Fix[len(plan.Fix)-1], " apply --server-side -f "+newFile) {
 		t.Fatalf("%s: fix steps %q", label, plan.Fix)
 	}
-	for _, step := range plan.Fix[:len(plan.Fix)-1] {
-		args, ok := strings.CutPrefix(step, "kubectl crdversion ")
-		if !ok {
+	for _, step := range plan.Run[:len(plan.Run)-1] {
+		if step.Tool != "" {
 			t.Fatalf("%s: step %q is not a kubectl crdversion command", label, step)
 		}
-		if res := plugin(t, strings.Fields(args)...); res.err != nil {
+		if res := plugin(t, step.Argv(nil)[2:]...); res.err != nil {
 			t.Fatalf("%s: %s: %v\n%s%s", label, step, res.err, res.stdout, res.stderr)
 		}
 	}
@@ -266,14 +259,14 @@ func waitEstablishedOrRefused(t *testing.T, c clients, name string) {
 	})
 }
 
-// TestDryRunOnAStaleRead: a server dry run of a CRD update made from a read
+// TestFaultDryRunOnAStaleRead: a server dry run of a CRD update made from a read
 // that has gone stale conflicts (409). When only what the caller did not
 // judge changed since — metadata, status conditions — it is retried on a
 // fresh read and answered; when the spec or storedVersions changed, the
 // conflict is returned. Nothing is persisted either way. (check-upgrade's
 // dry run used to report "skipped" when the API server's controllers
 // updated the CRD's status between its read and its dry run.)
-func TestDryRunOnAStaleRead(t *testing.T) {
+func TestFaultDryRunOnAStaleRead(t *testing.T) {
 	c := newClients(t)
 	cl := &cluster.Client{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions()}
 	crd := advance(t, c, "stale-dry-run.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS1)
@@ -331,4 +324,90 @@ func TestDryRunOnAStaleRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckUpgradeEveryFile: check-upgrade checks every file given with -f,
+// as kubectl apply -f A -f B applies every one, and its apply command names
+// them all (issue 17, B5: a repeated -f kept only the last file, so a
+// release that the API server rejects passed when another file followed).
+func TestCheckUpgradeEveryFile(t *testing.T) {
+	c := newClients(t)
+	// parts: storedVersions [v1 v2]; its next release drops v1, which the
+	// API server rejects.
+	parts := crontab("upgrade-parts.example.com", apiextensionsv1.NamespaceScoped)
+	parts.Spec.Versions = append(parts.Spec.Versions, crontabVersion("v2", true, false))
+	parts = createCRD(t, c, parts)
+	createCronTabs(t, c, parts, "v1", 1, "default")
+	setStorage(t, c, parts.Name, "v2")
+	release := parts.DeepCopy()
+	release.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{crontabVersion("v2", true, true)}
+	// bolts: not installed, a harmless second CRD of the release.
+	bolts := crontab("upgrade-bolts.example.com", apiextensionsv1.NamespaceScoped)
+
+	dir := t.TempDir()
+	partsFile, boltsDir := filepath.Join(dir, "parts.yaml"), filepath.Join(dir, "more")
+	boltsFile := filepath.Join(boltsDir, "bolts.yaml")
+	if err := os.Mkdir(boltsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, partsFile, crdManifest(t, release))
+	writeFile(t, boltsFile, crdManifest(t, bolts))
+
+	for _, files := range [][]string{{partsFile, boltsFile}, {boltsFile, partsFile}, {boltsDir, partsFile}} {
+		var args []string
+		for _, f := range files {
+			args = append(args, "-f", f)
+		}
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := plugin(t, append([]string{"check-upgrade", "-o", "json"}, args...)...)
+			var found *cli.FindingsError
+			if !errors.As(r.err, &found) {
+				t.Fatalf("err %v, want *FindingsError (exit 1): parts would be rejected\n%s%s", r.err, r.stdout, r.stderr)
+			}
+			var u report.UpgradeCheck
+			if err := json.Unmarshal([]byte(r.stdout), &u); err != nil {
+				t.Fatalf("%v\n%s", err, r.stdout)
+			}
+			verdicts := map[string]string{}
+			for _, p := range u.CRDs {
+				verdicts[p.Name] = p.Apply
+				if p.Name != parts.Name {
+					continue
+				}
+				apply := "kubectl apply --server-side -f " + strings.Join(files, " -f ")
+				if len(p.Fix) == 0 || p.Fix[len(p.Fix)-1] != apply {
+					t.Errorf("fix steps %q, want the last to be %q", p.Fix, apply)
+				}
+			}
+			if want := map[string]string{parts.Name: upgrade.Rejected, bolts.Name: upgrade.Accepted}; !reflect.DeepEqual(verdicts, want) {
+				t.Errorf("verdicts %v, want %v", verdicts, want)
+			}
+			table := plugin(t, append([]string{"check-upgrade"}, args...)...)
+			if !strings.Contains(table.stdout, parts.Name+" ") || !strings.Contains(table.stdout, bolts.Name+" ") || !strings.Contains(table.stdout, "2 CRDs;") {
+				t.Errorf("table output:\n%s", table.stdout)
+			}
+		})
+	}
+
+	// The same CRD in two files: applied, the last would win.
+	r := plugin(t, "check-upgrade", "-f", partsFile, "-f", boltsDir, "-f", partsFile)
+	var found *cli.FindingsError
+	if r.err == nil || errors.As(r.err, &found) || !strings.Contains(r.err.Error(), "when applied, the last would win") {
+		t.Errorf("the same file twice: err %v, want a refusal (exit 2)", r.err)
+	}
+}
+
+// crdManifest is crd as a manifest document, without its status and
+// server-set metadata.
+func crdManifest(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) string {
+	t.Helper()
+	m := crd.DeepCopy()
+	m.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	m.ObjectMeta = metav1.ObjectMeta{Name: crd.Name}
+	m.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+	data, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

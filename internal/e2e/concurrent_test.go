@@ -28,7 +28,7 @@ import (
 // raceLabel marks the CRDs the race webhook is called for.
 const raceLabel = "e2e.crdversion.io/race"
 
-// raceRuns counts the runs of TestConcurrentCRDEdit in this process.
+// raceRuns counts the runs of TestFaultConcurrentCRDEdit in this process.
 var raceRuns atomic.Int64
 
 // concurrentAnnotation is what the concurrent edit writes.
@@ -182,13 +182,13 @@ func crdState(crd *apiextensionsv1.CustomResourceDefinition) string {
 	return string(out)
 }
 
-// TestConcurrentCRDEdit edits the CRD concurrently with each write of
+// TestFaultConcurrentCRDEdit edits the CRD concurrently with each write of
 // every mutating command — between the API server's admission of the
 // plugin's write and its commit — and checks that the write fails on its
 // resourceVersion precondition: the command exits 1 saying what to do, the
 // concurrent edit is kept, nothing of the command's write landed; a re-run
 // then succeeds.
-func TestConcurrentCRDEdit(t *testing.T) {
+func TestFaultConcurrentCRDEdit(t *testing.T) {
 	c := newClients(t)
 	raceRuns.Add(1)
 	hook := newRaceWebhook(t, c)

@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -157,8 +159,8 @@ func TestDoctor(t *testing.T) {
 	// CRD here has fewer objects than a page), a retry per other served
 	// version where the first list fails, two reads per Service-referenced
 	// webhook.
-	if min, max := int64(2+len(d.CRDs)), int64(2+len(d.CRDs)+4); d.Requests < min || d.Requests > max {
-		t.Errorf("%d API requests for %d CRDs, want between %d and %d", d.Requests, len(d.CRDs), min, max)
+	if lo, hi := int64(2+len(d.CRDs)), int64(2+len(d.CRDs)+4); d.Requests < lo || d.Requests > hi {
+		t.Errorf("%d API requests for %d CRDs, want between %d and %d", d.Requests, len(d.CRDs), lo, hi)
 	}
 	t.Logf("doctor --all: %d CRDs, %d API requests, %s", len(d.CRDs), d.Requests, fmt.Sprint(d.Summary))
 
@@ -210,4 +212,104 @@ func shape1CorpusCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition 
 		out = append(out, crd)
 	}
 	return out
+}
+
+// TestDoctorUnreadableList: every list of a CRD's objects that the API
+// server cannot answer is an error-level finding (exit 1) naming the
+// objects that break it (issue 17: doctor exited 0 while every list at the
+// default version failed, because it listed only at the storage version).
+//
+//   - convert: Webhook conversion, v1 the storage version, v2 kubectl's
+//     default; the webhook cannot convert one object, so every list at v2
+//     fails while lists at v1 (no conversion) succeed.
+//   - removed: objects stored at v1, then v1 removed from spec.versions
+//     (an etcd edit): no served version lists them.
+func TestDoctorUnreadableList(t *testing.T) {
+	c := newClients(t)
+	ctx := context.Background()
+	hook := newConversionWebhook(t)
+
+	convert := crontab("doctor-convert.example.com", apiextensionsv1.NamespaceScoped)
+	convert.Spec.Versions = append(convert.Spec.Versions, crontabVersion("v2", true, false))
+	convert.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+		ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptr.To(hook.URL + "/convert"), CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})},
+		ConversionReviewVersions: []string{"v1"}}}
+	createCRD(t, c, convert)
+	// Before the objects exist, so that no cache of the API server holds
+	// crontab-1 converted.
+	hook.failFor.Store("crontab-1")
+	createCronTabs(t, c, convert, "v1", 3, "team-a")
+
+	removed := advance(t, c, "doctor-unlistable.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
+	editStoredCRD(t, removed.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = crd.Spec.Versions[1:]
+		crd.Status.StoredVersions = []string{"v2"}
+	})
+	waitFor(t, "lists at v2 to fail", func() (bool, error) {
+		_, err1 := c.dyn.Resource(gvr(convert, "v2")).List(ctx, metav1.ListOptions{})
+		_, err2 := c.dyn.Resource(gvr(removed, "v2")).List(ctx, metav1.ListOptions{})
+		return err1 != nil && strings.Contains(err2.Error(), "invalid group/version"), nil
+	})
+	if _, err := c.dyn.Resource(gvr(convert, "v1")).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("a list at v1 needs no conversion, yet: %v", err)
+	}
+
+	for _, tc := range []struct {
+		crd        *apiextensionsv1.CustomResourceDefinition
+		code       string
+		unreadable []string // objects the finding names
+		readable   []string // objects it must not name
+	}{
+		{convert, lifecycle.CodeObjectsUnreadable, []string{"team-a/crontab-1"}, []string{"team-a/crontab-0", "team-a/crontab-2"}},
+		{removed, lifecycle.CodeObjectsUnlistable, []string{"team-a/crontab-0", "team-b/crontab-1"}, nil},
+	} {
+		t.Run(tc.crd.Name, func(t *testing.T) {
+			r := plugin(t, "doctor", tc.crd.Name, "--skip-usage-check", "-o", "json")
+			var found *cli.FindingsError
+			if !errors.As(r.err, &found) {
+				t.Fatalf("doctor: err %v, want *FindingsError (exit 1)\n%s%s", r.err, r.stdout, r.stderr)
+			}
+			var d report.Doctor
+			if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || len(d.CRDs) != 1 {
+				t.Fatalf("%v\n%s", err, r.stdout)
+			}
+			i := slices.IndexFunc(d.CRDs[0].Findings, func(f lifecycle.Finding) bool {
+				return f.Code == tc.code && f.Severity == lifecycle.SeverityError && f.Version == "v2"
+			})
+			if i < 0 {
+				t.Fatalf("no error %s at v2: %+v", tc.code, d.CRDs[0].Findings)
+			}
+			f := d.CRDs[0].Findings[i]
+			for _, o := range tc.unreadable {
+				if !strings.Contains(f.Message, o) {
+					t.Errorf("the finding does not name %s: %s", o, f.Message)
+				}
+			}
+			for _, o := range tc.readable {
+				if strings.Contains(f.Message, o+",") || strings.HasSuffix(f.Message, o) {
+					t.Errorf("the finding names %s, which can be read: %s", o, f.Message)
+				}
+			}
+			// The report lists them, per version listed.
+			l := slices.IndexFunc(d.CRDs[0].Lists, func(l report.ObjectList) bool { return l.Version == "v2" })
+			if l < 0 || !reflect.DeepEqual(d.CRDs[0].Lists[l].Unreadable, tc.unreadable) || d.CRDs[0].Lists[l].MoreUnreadable || d.CRDs[0].Lists[l].Error == "" {
+				t.Errorf("lists %+v, want v2 failed with %v unreadable", d.CRDs[0].Lists, tc.unreadable)
+			}
+			table := plugin(t, "doctor", tc.crd.Name, "--skip-usage-check")
+			if !strings.Contains(table.stdout, "ERROR: "+f.Message) {
+				t.Errorf("table output:\n%s", table.stdout)
+			}
+			t.Logf("doctor %s (%d API requests):\n%s", tc.crd.Name, d.Requests, table.stdout)
+		})
+	}
+
+	// Once the webhook converts every object, every list succeeds.
+	hook.failFor.Store("")
+	waitFor(t, "a list at v2 to succeed", func() (bool, error) {
+		_, err := c.dyn.Resource(gvr(convert, "v2")).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if r := plugin(t, "doctor", convert.Name, "--skip-usage-check"); r.err != nil {
+		t.Errorf("doctor after the repair: %v\n%s", r.err, r.stdout)
+	}
 }

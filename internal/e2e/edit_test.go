@@ -92,10 +92,13 @@ func TestEditsThroughTheLifecycle(t *testing.T) {
 	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); !v.Deprecated || v.DeprecationWarning == nil {
 		t.Errorf("v1 after deprecate: %+v", v)
 	}
-	// The API server now warns every client of v1; the plugin shows the
-	// warning once on stderr.
-	warned := binary(t, nil, "add-version", name, "v1", "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())
-	_ = warned
+	// The API server now warns every client of v1; the plugin, which reads
+	// every object at v1 to check a move back of the storage version, shows
+	// the warning once on stderr however many requests carried it.
+	warned := binary(t, nil, "promote-storage", name, "v1", "--dry-run=server", "--cache-dir", t.TempDir())
+	if n := strings.Count(warned.stderr, "edits.example.com/v1 CronTab is going away"); warned.code != 0 || n != 1 {
+		t.Errorf("promote-storage v1 --dry-run=server: exit %d, the deprecation warning shown %d times, want once:\n%s", warned.code, n, warned.stderr)
+	}
 
 	mustRun(t, "unserve", name, "v1", "--usage-window=0")
 	if s := statusJSON(t, name); s.State != lifecycle.StateS5 {
@@ -268,10 +271,10 @@ func TestPromoteStorageChecksObjects(t *testing.T) {
 	}
 }
 
-// TestPromoteStorageRace runs two promotions to different versions at once:
+// TestFaultPromoteStorageRace runs two promotions to different versions at once:
 // one wins, the other fails with the conflict message, and exactly one
 // storage version remains.
-func TestPromoteStorageRace(t *testing.T) {
+func TestFaultPromoteStorageRace(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "race.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS1)
 	name := crd.Name

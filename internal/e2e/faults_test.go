@@ -59,13 +59,13 @@ func sameObjects(t testing.TB, before, after map[string]types.UID) {
 	}
 }
 
-// TestMigrateSurvivesAPIServerRestart stops the kube-apiserver in the
+// TestFaultMigrateSurvivesAPIServerRestart stops the kube-apiserver in the
 // middle of a migration and starts a new one on the same etcd (clients
 // reach it at the same address, as behind a load balancer). The running
 // migrate retries through the outage and completes: every object is
 // stored at the new version, none lost or re-created, storedVersions
 // trimmed once the pass was complete.
-func TestMigrateSurvivesAPIServerRestart(t *testing.T) {
+func TestFaultMigrateSurvivesAPIServerRestart(t *testing.T) {
 	if setupErr != nil {
 		t.Fatal(setupErr)
 	}
@@ -117,11 +117,11 @@ func TestMigrateSurvivesAPIServerRestart(t *testing.T) {
 	}
 }
 
-// TestMigrateEtcdCompactionDuringPaging compacts etcd right after the
+// TestFaultMigrateEtcdCompactionDuringPaging compacts etcd right after the
 // first page of the migration's list, so the continue token of the next
 // page names a compacted revision and the API server answers 410 Gone.
 // The list restarts and no object is skipped.
-func TestMigrateEtcdCompactionDuringPaging(t *testing.T) {
+func TestFaultMigrateEtcdCompactionDuringPaging(t *testing.T) {
 	c := newClients(t)
 	const n = 600
 	crd := advance(t, c, "compaction.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
@@ -198,13 +198,13 @@ func webhookMigrationPending(t *testing.T, c clients, group string, n int) (*con
 	return hook, getCRD(t, c, crd.Name)
 }
 
-// TestMigrateSlowConversionWebhook migrates through a conversion webhook
+// TestFaultMigrateSlowConversionWebhook migrates through a conversion webhook
 // that takes a quarter of a second to answer each ConversionReview: the run
 // is slower, nothing fails, everything is trimmed. (On v1.37 each rewrite of
 // an object created at the old version costs about nine conversion calls:
 // three to the storage version, six back to the version its managedFields
 // name, for field tracking.)
-func TestMigrateSlowConversionWebhook(t *testing.T) {
+func TestFaultMigrateSlowConversionWebhook(t *testing.T) {
 	c := newClients(t)
 	const n = 200
 	hook, crd := webhookMigrationPending(t, c, "slow-webhook.example.com", n)
@@ -227,12 +227,12 @@ func TestMigrateSlowConversionWebhook(t *testing.T) {
 	sameObjects(t, before, uidsOf(t, c, crd, "v2"))
 }
 
-// TestMigrateConversionWebhookDown takes the conversion webhook down (it
+// TestFaultMigrateConversionWebhookDown takes the conversion webhook down (it
 // drops every connection) part-way through a migration: the objects it
 // could not convert are reported as failed, storedVersions is not trimmed,
 // exit code 1; nothing is lost. With the webhook back, a re-run completes
 // and trims.
-func TestMigrateConversionWebhookDown(t *testing.T) {
+func TestFaultMigrateConversionWebhookDown(t *testing.T) {
 	c := newClients(t)
 	const n = 300
 	hook, crd := webhookMigrationPending(t, c, "down-webhook.example.com", n)

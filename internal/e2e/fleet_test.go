@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,10 +87,11 @@ func TestFleet(t *testing.T) {
 	down.Host, down.CAData, down.Insecure = blackHole(t), nil, true
 	kubeconfig := fleetKubeconfig(t, map[string]*rest.Config{"pending": srv.Config, "migrated": second.Config, "down": down})
 	// The cluster that never answers is given 4s in status and 20s in
-	// retire, which reads more (metrics, objects) on a loaded machine.
+	// retire and doctor, which read more (metrics, objects, webhooks) and
+	// took longer than 4s for a reachable cluster on a loaded machine.
 	run := func(args ...string) result {
 		timeout := "4s"
-		if args[0] == "retire" {
+		if args[0] == "retire" || args[0] == "doctor" {
 			timeout = "20s"
 		}
 		return binary(t, nil, append(args, "--kubeconfig", kubeconfig, "--cluster-timeout", timeout)...)
@@ -123,10 +125,14 @@ func TestFleet(t *testing.T) {
 	if v.Version != "v1" || v.Answer != fleet.No || len(v.Blockers) != 2 {
 		t.Fatalf("verdict %+v", v)
 	}
+	var pendingRun string
 	for _, b := range v.Blockers {
 		switch b.Context {
 		case "pending":
-			if b.Answer != fleet.No || b.Command != "kubectl --context pending crdversion migrate "+name {
+			// The connection flags typed are repeated, after the plugin
+			// name: kubectl refuses flags before it.
+			pendingRun = b.Command
+			if b.Answer != fleet.No || b.Command != "kubectl crdversion --kubeconfig "+kubeconfig+" --context pending migrate "+name {
 				t.Errorf("pending blocker %+v", b)
 			}
 		case "down":
@@ -172,7 +178,7 @@ func TestFleet(t *testing.T) {
 		}
 	}
 	upText := run("check-upgrade", "-f", releaseFile, "--contexts", "pending,migrated")
-	if upText.code != 1 || !strings.Contains(upText.stdout, "can be applied in every cluster: no") || !strings.Contains(upText.stdout, "run: kubectl --context pending crdversion migrate "+name) {
+	if upText.code != 1 || !strings.Contains(upText.stdout, "can be applied in every cluster: no") || !strings.Contains(upText.stdout, "run: kubectl crdversion --kubeconfig "+kubeconfig+" --context pending migrate "+name) {
 		t.Errorf("fleet check-upgrade text: exit %d\n%s\n%s", upText.code, upText.stdout, upText.stderr)
 	}
 
@@ -210,6 +216,26 @@ func TestFleet(t *testing.T) {
 	}
 	if rv := getCRD(t, pendingC, name).ResourceVersion; rv != rvPending {
 		t.Error("the dry run wrote the CRD")
+	}
+
+	// Advice is code: the run: line printed for the pending cluster, pasted
+	// into a shell through the real kubectl, migrates that cluster (and only
+	// it), after which v1 can leave the manifest of both reachable clusters.
+	if kubectl := kubectlPath(); kubectl == "" {
+		t.Error("no kubectl on PATH: the printed run: line cannot be followed")
+	} else {
+		env := []string{"PATH=" + pluginDir + string(os.PathListSeparator) + filepath.Dir(kubectl) + string(os.PathListSeparator) + os.Getenv("PATH")}
+		pasted := execute(t, "/bin/sh", env, "-c", pendingRun)
+		if pasted.code != 0 {
+			t.Fatalf("the printed line %q failed: exit %d\n%s\n%s", pendingRun, pasted.code, pasted.stdout, pasted.stderr)
+		}
+		if got := strings.Join(storedVersionsOf(t, pendingC, name), ","); got != "v2" {
+			t.Errorf("after the pasted line, storedVersions of the pending cluster = [%s], want [v2]", got)
+		}
+		after := run("status", name, "--contexts", "pending,migrated", "--version", "v1")
+		if !strings.Contains(after.stdout, "v1 can leave the manifest of "+name+": yes") {
+			t.Errorf("after the pasted line:\n%s\n%s", after.stdout, after.stderr)
+		}
 	}
 
 	// Bad input: one line, exit 1.

@@ -29,6 +29,10 @@ var (
 var setupErr error
 
 func TestMain(m *testing.M) {
+	if apiserver.IsInstanceProcess() {
+		// One kube-apiserver of the HA control plane (usage_test.go).
+		os.Exit(apiserver.RunInstance())
+	}
 	if spec := os.Getenv("CRDVERSION_BENCH_LOOP"); spec != "" {
 		// BenchmarkMigrate's sequential loop, run as a process of its own.
 		if err := sequentialLoop(spec); err != nil {
@@ -43,9 +47,17 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
+	if spec := os.Getenv("CRDVERSION_BENCH_PROBE"); spec != "" {
+		// BenchmarkMigrate's foreground probe, run as a process of its own.
+		if err := probeProcess(spec); err != nil {
+			panic(err)
+		}
+		return
+	}
 	flag.Parse()
 	stop := setup()
 	defer stop()
+	defer stopUsageFixtures()
 	// Returning lets the testing package exit with m.Run's code.
 	m.Run()
 }
@@ -70,6 +82,13 @@ func setup() func() {
 		return func() {}
 	}
 	srv = s
+	// The test server is the default cluster of every command the tests
+	// run, in process (plugin) and as a binary, as for a user whose
+	// kubeconfig selects it.
+	if err := os.Setenv("KUBECONFIG", s.Kubeconfig); err != nil {
+		setupErr = err
+		return s.Stop
+	}
 	dir, err := os.MkdirTemp("", "crdversion-plugin-")
 	if err != nil {
 		setupErr = err

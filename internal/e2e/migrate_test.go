@@ -173,9 +173,9 @@ func TestMigrateClusterScopedAndTextOutput(t *testing.T) {
 	}
 }
 
-// TestMigrateWithConcurrentWritersAndDeletes: updates by another client
+// TestFaultMigrateWithConcurrentWritersAndDeletes: updates by another client
 // during the run are kept, deleted objects stay deleted.
-func TestMigrateWithConcurrentWritersAndDeletes(t *testing.T) {
+func TestFaultMigrateWithConcurrentWritersAndDeletes(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "migrate-busy.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	nss := namespaces("busy", 4)
@@ -273,10 +273,10 @@ func freeze(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefiniti
 	}
 }
 
-// TestMigrateFailuresBlockTheTrim: an object that an admission policy
+// TestFaultMigrateFailuresBlockTheTrim: an object that an admission policy
 // denies, then an object whose conversion webhook call fails, are each
 // reported by name; storedVersions is not trimmed; the exit code is 1.
-func TestMigrateFailuresBlockTheTrim(t *testing.T) {
+func TestFaultMigrateFailuresBlockTheTrim(t *testing.T) {
 	c := newClients(t)
 	hook := newConversionWebhook(t)
 	crd := advance(t, c, "migrate-fail.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
@@ -329,11 +329,11 @@ func TestMigrateFailuresBlockTheTrim(t *testing.T) {
 	}
 }
 
-// TestMigrateCRDChangedMidRun changes the CRD while a run is in progress:
+// TestFaultMigrateCRDChangedMidRun changes the CRD while a run is in progress:
 // a storage flip, or a flip away and back (objects handled meanwhile may be
 // stored at the other version). Nothing may be trimmed; a clean re-run
 // trims and leaves every object at the storage version.
-func TestMigrateCRDChangedMidRun(t *testing.T) {
+func TestFaultMigrateCRDChangedMidRun(t *testing.T) {
 	cases := []struct {
 		group  string
 		change func(t *testing.T, c clients, name string)
@@ -360,8 +360,8 @@ func TestMigrateCRDChangedMidRun(t *testing.T) {
 			var once sync.Once
 			opts := migrate.DefaultOptions()
 			opts.ChunkSize, opts.Concurrency = 20, 2
-			opts.Progress = func(done, total int64) {
-				if done >= 50 {
+			opts.Progress = func(p migrate.Progress) {
+				if p.Done >= 50 {
 					once.Do(func() { tc.change(t, c, crd.Name) })
 				}
 			}
@@ -391,8 +391,8 @@ func engine(t testing.TB) *migrate.Engine {
 	return &migrate.Engine{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions(), Metadata: metadata.NewForConfigOrDie(srv.Config)}
 }
 
-// TestMigrateResumesFromCheckpoint interrupts a run and resumes it.
-func TestMigrateResumesFromCheckpoint(t *testing.T) {
+// TestFaultMigrateResumesFromCheckpoint interrupts a run and resumes it.
+func TestFaultMigrateResumesFromCheckpoint(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "migrate-resume.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	createManyCronTabs(t, c, crd, "v1", 500, []string{"resume"})
@@ -402,8 +402,8 @@ func TestMigrateResumesFromCheckpoint(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := migrate.DefaultOptions()
 	opts.ChunkSize, opts.Concurrency, opts.Checkpoint = 50, 4, cp
-	opts.Progress = func(done, total int64) {
-		if done >= 220 {
+	opts.Progress = func(p migrate.Progress) {
+		if p.Done >= 220 {
 			cancel()
 		}
 	}
@@ -477,10 +477,10 @@ func TestMigrateRefusesToPrune(t *testing.T) {
 	}
 }
 
-// TestMigrateRecoversFromExpiredContinue resumes from a checkpoint whose
+// TestFaultMigrateRecoversFromExpiredContinue resumes from a checkpoint whose
 // continue token has expired (etcd compacted past it): the API server
 // answers 410 Gone, the list restarts, and no object is skipped.
-func TestMigrateRecoversFromExpiredContinue(t *testing.T) {
+func TestFaultMigrateRecoversFromExpiredContinue(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "migrate-gone.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	createManyCronTabs(t, c, crd, "v1", 120, []string{"gone"})

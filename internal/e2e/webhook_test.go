@@ -13,10 +13,8 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
@@ -72,13 +70,8 @@ func deleteCRDsUsing(t *testing.T, c clients, url string) {
 			!strings.HasPrefix(*conv.Webhook.ClientConfig.URL, url) {
 			continue
 		}
-		_ = crds.Delete(ctx, crd.Name, metav1.DeleteOptions{})
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			t.Errorf("%s was not deleted: %v", crd.Name, err)
+		if conditions, err := deleteCRDAndWait(ctx, c, crd.Name, 2*time.Minute); err != nil {
+			t.Errorf("%s was not deleted: %v (%+v)", crd.Name, err, conditions)
 		}
 	}
 }

@@ -154,14 +154,6 @@ func (w *serviceWebhook) setEndpoint(t *testing.T, c clients, ready *bool) {
 
 func (w *serviceWebhook) ref() string { return w.namespace + "/" + w.name + ":443/convert" }
 
-// conversion is the CRD's Webhook conversion through the Service.
-func (w *serviceWebhook) conversion(ca []byte) *apiextensionsv1.CustomResourceConversion {
-	return &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
-		ConversionReviewVersions: []string{"v1"},
-		ClientConfig: &apiextensionsv1.WebhookClientConfig{CABundle: ca,
-			Service: &apiextensionsv1.ServiceReference{Namespace: w.namespace, Name: w.name, Port: ptr.To[int32](443), Path: ptr.To("/convert")}}}}
-}
-
 func writePEM(t *testing.T, data []byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ca.pem")

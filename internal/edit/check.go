@@ -9,6 +9,8 @@ package edit
 import (
 	"fmt"
 	"strings"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // Outcome of one preflight check.
@@ -36,6 +38,9 @@ type Check struct {
 	// Details lists items behind the message: pruned fields, objects that
 	// fail validation, …
 	Details []string `json:"details,omitempty"`
+	// Run are the commands that resolve a failed check, in order, when
+	// commands do (the message names them too).
+	Run []lifecycle.Command `json:"run,omitempty"`
 }
 
 // Checks is the preflight of one edit.
@@ -73,15 +78,15 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("refusing to %s on %s, nothing was changed: %s", e.Operation, e.CRD, strings.Join(msgs, "; "))
 }
 
-// withDetails is the message followed by up to max details.
-func (c Check) withDetails(max int) string {
+// withDetails is the message followed by up to limit details.
+func (c Check) withDetails(limit int) string {
 	if len(c.Details) == 0 {
 		return c.Message
 	}
 	shown := c.Details
 	more := ""
-	if len(shown) > max {
-		shown, more = shown[:max], fmt.Sprintf("; and %d more", len(c.Details)-max)
+	if len(shown) > limit {
+		shown, more = shown[:limit], fmt.Sprintf("; and %d more", len(c.Details)-limit)
 	}
 	return c.Message + ": " + strings.Join(shown, "; ") + more
 }

@@ -91,10 +91,12 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 type AddVersionSpec struct {
 	Name string
 	// From is the version whose schema, subresources, printer columns and
-	// selectable fields are copied. Empty means the storage version, unless
-	// Schema is set.
+	// selectable fields are copied. Empty means the storage version.
 	From string
-	// Schema, when set, is the new version's schema instead of From's.
+	// Schema, when set, is the new version's schema instead of From's; the
+	// subresources, printer columns and selectable fields are still From's,
+	// so that controllers writing /status or /scale and kubectl get's
+	// columns keep working at the new version.
 	Schema *apiextensionsv1.CustomResourceValidation
 	Served bool
 	// Deprecated and DeprecationWarning set the new version's deprecation.
@@ -122,7 +124,7 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 	}
 
 	from := spec.From
-	if from == "" && spec.Schema == nil {
+	if from == "" {
 		from = lifecycle.StorageVersion(crd)
 	}
 	var source *apiextensionsv1.CustomResourceDefinitionVersion
@@ -192,7 +194,13 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		how = "not served"
 	}
 	origin := "the schema of " + from
-	if spec.Schema != nil {
+	switch {
+	case spec.Schema != nil && source != nil:
+		origin = "the given schema, and the subresources, printer columns and selectable fields of " + from
+		if kept := keptFrom(source); kept != "" {
+			cs.add("CopiedFrom", Pass, "%s keeps %s of %s", spec.Name, kept, from)
+		}
+	case spec.Schema != nil:
 		origin = "the given schema"
 	}
 	r.Summary = fmt.Sprintf("add version %s (%s) with %s", spec.Name, how, origin)
@@ -200,6 +208,28 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		r.NewlyServed = []string{spec.Name}
 	}
 	return r
+}
+
+// keptFrom names what a new version with its own schema keeps of source:
+// its subresources and printer columns and selectable fields, "" when
+// source has none.
+func keptFrom(source *apiextensionsv1.CustomResourceDefinitionVersion) string {
+	var kept []string
+	if sr := source.Subresources; sr != nil {
+		if sr.Status != nil {
+			kept = append(kept, "the status subresource")
+		}
+		if sr.Scale != nil {
+			kept = append(kept, "the scale subresource")
+		}
+	}
+	if n := len(source.AdditionalPrinterColumns); n > 0 {
+		kept = append(kept, fmt.Sprintf("%d printer column(s)", n))
+	}
+	if n := len(source.SelectableFields); n > 0 {
+		kept = append(kept, fmt.Sprintf("%d selectable field(s)", n))
+	}
+	return strings.Join(kept, ", ")
 }
 
 // webhookConfigCheck checks that Webhook conversion is configured
@@ -237,10 +267,12 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 	v := lifecycle.FindVersion(out, version)
 	switch {
 	case v == nil:
-		cs.add("VersionExists", Fail, "version %s is not in spec.versions; add it first: kubectl crdversion add-version %s %s", version, crd.Name, version)
+		cs.add("VersionExists", Fail, "version %s is not in spec.versions; add it first: kubectl crdversion add-version %s %s", version, crd.Name, version).Run =
+			[]lifecycle.Command{lifecycle.Crdversion("add-version", crd.Name, version)}
 		return r
 	case !v.Served:
-		cs.add("VersionServed", Fail, "version %s is not served: objects could not be read or written through it; serve it first: kubectl crdversion serve %s %s", version, crd.Name, version)
+		cs.add("VersionServed", Fail, "version %s is not served: objects could not be read or written through it; serve it first: kubectl crdversion serve %s %s", version, crd.Name, version).Run =
+			[]lifecycle.Command{lifecycle.Crdversion("serve", crd.Name, version)}
 		return r
 	case v.Storage && len(lifecycle.StorageVersions(crd)) == 1:
 		r.NoOp = true
@@ -337,7 +369,8 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 	}
 	if !served {
 		if v.Storage {
-			cs.add("NotStorage", Fail, "%s is the storage version: promote another version first (kubectl crdversion promote-storage %s <version>)", version, crd.Name)
+			cs.add("NotStorage", Fail, "%s is the storage version: promote another version first (kubectl crdversion promote-storage %s <version>)", version, crd.Name).Run =
+				[]lifecycle.Command{lifecycle.Crdversion("promote-storage", crd.Name, "<version>")}
 		} else {
 			cs.add("NotStorage", Pass, "%s is not the storage version", version)
 		}

@@ -100,27 +100,27 @@ func TestAddVersion(t *testing.T) {
 		{"existing name, other flags", one(), AddVersionSpec{Name: "v1", Served: false},
 			"VersionName=pass VersionAbsent=fail", false},
 		{"schema that prunes under None", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour")},
-			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn CopiedFrom=pass", false},
 		{"--allow-pruning", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"), AllowPruning: true},
-			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=warn CopiedFrom=pass", false},
 		{"webhook without client config", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}}},
-			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=fail DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=fail DefaultVersion=warn CopiedFrom=pass", false},
 		{"webhook with URL and CA", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://x.example.com"), CABundle: []byte("pem")}, ConversionReviewVersions: []string{"v1"}}}},
-			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=pass DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=pass DefaultVersion=warn CopiedFrom=pass", false},
 		{"empty deprecation warning", one(), AddVersionSpec{Name: "v2", Served: true, Deprecated: true, DeprecationWarning: ptr.To("")},
 			"VersionName=pass DeprecationWarning=fail VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
 		{"schema that is not an object", one(), AddVersionSpec{Name: "v2", Served: true, Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
-			"VersionName=pass Schema=fail VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn", false},
+			"VersionName=pass Schema=fail VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn CopiedFrom=pass", false},
 		{"existing name, now deprecated", one(), AddVersionSpec{Name: "v1", Served: true, Deprecated: true},
 			"VersionName=pass VersionAbsent=fail", false},
 		// Case 11: the API server rejects defaults while preserveUnknownFields is true.
 		{"defaults with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true, Schema: defaulted()},
-			"VersionName=pass VersionAbsent=pass PreserveUnknownFields=fail NoneConversionPruning=pass DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass PreserveUnknownFields=fail NoneConversionPruning=pass DefaultVersion=warn CopiedFrom=pass", false},
 		{"defaults without preserveUnknownFields", one(), AddVersionSpec{Name: "v2", Served: true, Schema: defaulted()},
-			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn CopiedFrom=pass", false},
 		{"no defaults with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
 		// Case 12: and Webhook conversion.
@@ -254,5 +254,43 @@ func TestRefusedErrorIsOneLine(t *testing.T) {
 	msg := err.Error()
 	if strings.Contains(msg, "\n") || !strings.Contains(msg, "nothing was changed") || !strings.Contains(msg, "and 3 more") {
 		t.Errorf("refusal message: %q", msg)
+	}
+}
+
+// TestAddVersionWithSchemaKeepsSubresources: a version added with its own
+// schema keeps the status and scale subresources, printer columns and
+// selectable fields of the version it comes from (the storage version by
+// default), so that controllers writing /status and kubectl scale keep
+// working at it (bug B3: they were dropped silently).
+func TestAddVersionWithSchemaKeepsSubresources(t *testing.T) {
+	in := crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v1beta1", served: true})
+	in.Spec.Versions[0].Subresources.Scale = &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}
+	in.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.size"}}
+	in.Spec.Versions[1].Subresources = nil
+	in.Spec.Versions[1].AdditionalPrinterColumns = nil
+	for _, tc := range []struct {
+		from, want string
+		columns    int
+	}{
+		{"", "v2 keeps the status subresource, the scale subresource, 1 printer column(s), 1 selectable field(s) of v1", 1},
+		{"v1beta1", "", 0},
+	} {
+		r := AddVersion(in, AddVersionSpec{Name: "v2", From: tc.from, Served: true, Schema: schemaWith("size")})
+		v := lifecycle.FindVersion(r.Edited, "v2")
+		if v == nil {
+			t.Fatalf("from %q: v2 not added", tc.from)
+		}
+		var copied string
+		for _, c := range r.Checks {
+			if c.Name == "CopiedFrom" {
+				copied = c.Message
+			}
+		}
+		if copied != tc.want || len(v.AdditionalPrinterColumns) != tc.columns || (tc.columns > 0) != (v.Subresources != nil && v.Subresources.Scale != nil) {
+			t.Errorf("from %q: check %q, version %+v", tc.from, copied, v)
+		}
+		if !strings.Contains(r.Summary, "the given schema") {
+			t.Errorf("from %q: summary %q", tc.from, r.Summary)
+		}
 	}
 }

@@ -30,7 +30,9 @@ func RemoveVersion(crd *apiextensionsv1.CustomResourceDefinition, version string
 	if i < 0 {
 		if stored {
 			cs.add("NotStored", Fail, "%s is not in spec.versions but status.storedVersions lists it: objects stored at it are unreadable; restore it unserved (kubectl crdversion add-version %s %s --from %s --served=false), then run kubectl crdversion migrate %s",
-				version, crd.Name, version, lifecycle.StorageVersion(crd), crd.Name)
+				version, crd.Name, version, lifecycle.StorageVersion(crd), crd.Name).Run = []lifecycle.Command{
+				lifecycle.Crdversion("add-version", crd.Name, version).With("from", lifecycle.StorageVersion(crd)).With("served", "false"),
+				lifecycle.Crdversion("migrate", crd.Name)}
 			return r
 		}
 		r.NoOp = true
@@ -39,18 +41,20 @@ func RemoveVersion(crd *apiextensionsv1.CustomResourceDefinition, version string
 	}
 	v := out.Spec.Versions[i]
 	if v.Served {
-		cs.add("NotServed", Fail, "%s is still served: stop serving it first (kubectl crdversion unserve %s %s), after checking that no client uses it", version, crd.Name, version)
+		cs.add("NotServed", Fail, "%s is still served: stop serving it first (kubectl crdversion unserve %s %s), after checking that no client uses it", version, crd.Name, version).Run =
+			[]lifecycle.Command{lifecycle.Crdversion("unserve", crd.Name, version)}
 	} else {
 		cs.add("NotServed", Pass, "%s is not served", version)
 	}
 	if v.Storage {
-		cs.add("NotStorage", Fail, "%s is the storage version: promote another version first (kubectl crdversion promote-storage %s <version>)", version, crd.Name)
+		cs.add("NotStorage", Fail, "%s is the storage version: promote another version first (kubectl crdversion promote-storage %s <version>)", version, crd.Name).Run =
+			[]lifecycle.Command{lifecycle.Crdversion("promote-storage", crd.Name, "<version>")}
 	} else {
 		cs.add("NotStorage", Pass, "%s is not the storage version", version)
 	}
 	if stored {
 		cs.add("NotStored", Fail, "status.storedVersions [%s] lists %s: objects may still be stored at it, and the API server rejects the removal; run kubectl crdversion migrate %s first",
-			strings.Join(crd.Status.StoredVersions, ", "), version, crd.Name)
+			strings.Join(crd.Status.StoredVersions, ", "), version, crd.Name).Run = []lifecycle.Command{lifecycle.Crdversion("migrate", crd.Name)}
 	} else {
 		cs.add("NotStored", Pass, "status.storedVersions [%s] does not list %s", strings.Join(crd.Status.StoredVersions, ", "), version)
 	}

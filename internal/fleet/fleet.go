@@ -19,15 +19,15 @@ import (
 type Reach string
 
 const (
-	// Reached: the CRD was read.
+	// Reached means the CRD was read.
 	Reached Reach = "Reached"
-	// NotInstalled: the cluster answered and has no such CRD.
+	// NotInstalled means the cluster answered and has no such CRD.
 	NotInstalled Reach = "NotInstalled"
-	// Unreachable: no answer (connection refused, timeout, TLS, …).
+	// Unreachable means there was no answer (connection refused, timeout, TLS, …).
 	Unreachable Reach = "Unreachable"
-	// Forbidden: the answer was 401 or 403.
+	// Forbidden means the answer was 401 or 403.
 	Forbidden Reach = "Forbidden"
-	// Failed: any other error.
+	// Failed is any other error.
 	Failed Reach = "Failed"
 )
 
@@ -59,6 +59,8 @@ type Cluster struct {
 // Answer of a verdict.
 type Answer string
 
+// The answers: yes, no, or unknown when a cluster that decides it could not
+// be read.
 const (
 	Yes     Answer = "yes"
 	No      Answer = "no"
@@ -71,8 +73,18 @@ type Blocker struct {
 	// Answer is No (the cluster blocks) or Unknown (it could not be read).
 	Answer Answer `json:"answer"`
 	Reason string `json:"reason"`
-	// Command unblocks it, run against that cluster.
-	Command string `json:"command,omitempty"`
+	// Run are the commands that unblock it, in order, run against that
+	// cluster; Command is their rendering with --context (see
+	// lifecycle.Command.Render).
+	Command string              `json:"command,omitempty"`
+	Run     []lifecycle.Command `json:"run,omitempty"`
+}
+
+// Rendered returns a copy of b with Command rendered with the connection
+// flags global, to which --context of b's cluster is added.
+func (b Blocker) Rendered(global []lifecycle.Flag) Blocker {
+	b.Command = lifecycle.RenderAll(b.Run, append(slices.Clone(global), lifecycle.Flag{Name: "context", Value: b.Context}))
+	return b
 }
 
 // Verdict answers "can Version leave the CRD manifest?".
@@ -123,15 +135,15 @@ func Verdicts(crdName string, clusters []Cluster, asked []string) []Verdict {
 func verdict(crdName string, clusters []Cluster, v string) Verdict {
 	out := Verdict{Version: v, Answer: Yes}
 	for _, c := range clusters {
-		kubectl := fmt.Sprintf("kubectl --context %s crdversion", c.Context)
+		here := []lifecycle.Flag{{Name: "context", Value: c.Context}}
 		switch c.Reach {
 		case NotInstalled:
 			continue
 		case Reached:
 		default:
 			out.Blockers = append(out.Blockers, Blocker{Context: c.Context, Answer: Unknown,
-				Reason:  fmt.Sprintf("%s: %s", strings.ToLower(string(c.Reach)), c.Error),
-				Command: kubectl + " status " + crdName})
+				Reason: fmt.Sprintf("%s: %s", strings.ToLower(string(c.Reach)), c.Error),
+				Run:    []lifecycle.Command{lifecycle.Crdversion("status", crdName)}}.Rendered(nil))
 			continue
 		}
 		if slices.Contains(c.StoredVersions, v) {
@@ -139,19 +151,20 @@ func verdict(crdName string, clusters []Cluster, v string) Verdict {
 			switch {
 			case c.StorageVersion == v:
 				b.Reason = fmt.Sprintf("%s is the storage version there, and status.storedVersions is [%s]", v, strings.Join(c.StoredVersions, ", "))
-				b.Command = fmt.Sprintf("%s promote-storage %s <new-version>, then %s migrate %s", kubectl, crdName, kubectl, crdName)
+				b.Run = []lifecycle.Command{lifecycle.Crdversion("promote-storage", crdName, successor(c, v)), lifecycle.Crdversion("migrate", crdName)}
 			case !slices.Contains(c.Versions, v):
 				b.Reason = fmt.Sprintf("status.storedVersions [%s] lists %s, which spec.versions no longer has: objects stored at it are unreadable", strings.Join(c.StoredVersions, ", "), v)
-				b.Command = fmt.Sprintf("%s add-version %s %s --from %s --served=false, then %s migrate %s", kubectl, crdName, v, c.StorageVersion, kubectl, crdName)
+				b.Run = []lifecycle.Command{lifecycle.Crdversion("add-version", crdName, v).With("from", c.StorageVersion).With("served", "false"), lifecycle.Crdversion("migrate", crdName)}
 			default:
 				b.Reason = fmt.Sprintf("status.storedVersions is [%s]: objects may still be stored at %s", strings.Join(c.StoredVersions, ", "), v)
-				b.Command = fmt.Sprintf("%s migrate %s", kubectl, crdName)
+				b.Run = []lifecycle.Command{lifecycle.Crdversion("migrate", crdName)}
 			}
-			out.Blockers = append(out.Blockers, b)
+			out.Blockers = append(out.Blockers, b.Rendered(nil))
 			continue
 		}
 		if slices.Contains(c.Served, v) {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s still serves %s: clients that use it there break when it leaves the manifest (%s retire %s %s --dry-run checks them)", c.Context, v, kubectl, crdName, v))
+			out.Notes = append(out.Notes, fmt.Sprintf("%s still serves %s: clients that use it there break when it leaves the manifest (%s checks them)", c.Context, v,
+				lifecycle.Crdversion("retire", crdName, v).With("dry-run", "").Render(here)))
 		}
 	}
 	for _, b := range out.Blockers {
@@ -162,4 +175,20 @@ func verdict(crdName string, clusters []Cluster, v string) Verdict {
 		out.Answer = Unknown
 	}
 	return out
+}
+
+// successor is the version to make the storage version in c instead of v:
+// the served version of highest priority other than v, or a placeholder
+// when c serves none.
+func successor(c Cluster, v string) string {
+	var served []string
+	for _, s := range c.Served {
+		if s != v {
+			served = append(served, s)
+		}
+	}
+	if len(served) == 0 {
+		return "<new-version>"
+	}
+	return lifecycle.ByPriority(served)[0]
 }

@@ -8,7 +8,7 @@ import (
 func TestVerdicts(t *testing.T) {
 	migrated := Cluster{Context: "prod-eu", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1"}}
 	pending := Cluster{Context: "prod-us", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
-	oldStorage := Cluster{Context: "staging", Reach: Reached, StorageVersion: "v1beta1", StoredVersions: []string{"v1beta1"}, Versions: []string{"v1beta1", "v1"}}
+	oldStorage := Cluster{Context: "staging", Reach: Reached, StorageVersion: "v1beta1", StoredVersions: []string{"v1beta1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
 	lost := Cluster{Context: "lab", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1"}}
 	servedOnly := Cluster{Context: "dev", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
 	down := Cluster{Context: "edge", Reach: Unreachable, Error: "dial tcp 127.0.0.1:1: connect: connection refused"}
@@ -23,13 +23,13 @@ func TestVerdicts(t *testing.T) {
 		in       string   // text in the first blocker's command or a note
 	}{
 		{"all migrated", []Cluster{migrated, absent}, Yes, nil, ""},
-		{"one pending", []Cluster{migrated, pending}, No, []string{"prod-us=no"}, "kubectl --context prod-us crdversion migrate crontabs.example.com"},
-		{"old storage", []Cluster{oldStorage}, No, []string{"staging=no"}, "promote-storage crontabs.example.com <new-version>, then"},
+		{"one pending", []Cluster{migrated, pending}, No, []string{"prod-us=no"}, "kubectl crdversion --context prod-us migrate crontabs.example.com"},
+		{"old storage", []Cluster{oldStorage}, No, []string{"staging=no"}, "kubectl crdversion --context staging promote-storage crontabs.example.com v1 && kubectl crdversion --context staging migrate crontabs.example.com"},
 		{"stored but removed", []Cluster{lost}, No, []string{"lab=no"}, "add-version crontabs.example.com v1beta1 --from v1 --served=false"},
 		{"unreachable is never safe", []Cluster{migrated, down}, Unknown, []string{"edge=unknown"}, "status crontabs.example.com"},
 		{"forbidden is never safe", []Cluster{forbidden}, Unknown, []string{"partner=unknown"}, ""},
 		{"no wins over unknown", []Cluster{down, pending}, No, []string{"edge=unknown", "prod-us=no"}, ""},
-		{"served but migrated: a note", []Cluster{servedOnly}, Yes, nil, "dev still serves v1beta1"},
+		{"served but migrated: a note", []Cluster{servedOnly}, Yes, nil, "dev still serves v1beta1: clients that use it there break when it leaves the manifest (kubectl crdversion --context dev retire crontabs.example.com v1beta1 --dry-run checks them)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vs := Verdicts("crontabs.example.com", tc.clusters, []string{"v1beta1"})

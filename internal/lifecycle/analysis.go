@@ -75,14 +75,38 @@ const (
 )
 
 // Finding is one problem or notice about a CRD. Code is a stable
-// machine-readable identifier (see docs/status-output.md); Fix, when set, is a
-// command or instruction that resolves it.
+// machine-readable identifier (see docs/output.md). Run, when set, are the
+// commands that resolve it, in order; Fix is then their rendering (see
+// Command.Render), otherwise an instruction in words.
 type Finding struct {
-	Code     string   `json:"code"`
-	Severity Severity `json:"severity"`
-	Version  string   `json:"version,omitempty"`
-	Message  string   `json:"message"`
-	Fix      string   `json:"fix,omitempty"`
+	Code     string    `json:"code"`
+	Severity Severity  `json:"severity"`
+	Version  string    `json:"version,omitempty"`
+	Message  string    `json:"message"`
+	Fix      string    `json:"fix,omitempty"`
+	Run      []Command `json:"run,omitempty"`
+}
+
+// WithRun returns f resolved by cmds, run in order: Run is set and Fix is
+// their rendering without connection flags.
+func (f Finding) WithRun(cmds ...Command) Finding {
+	f.Run = cmds
+	f.Fix = RenderAll(cmds, nil)
+	return f
+}
+
+// Rendered returns fs with every Fix that comes from Run rendered again
+// with the connection flags global (see Command.Render). fs is not
+// modified.
+func Rendered(fs []Finding, global []Flag) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		if len(f.Run) > 0 {
+			f.Fix = RenderAll(f.Run, global)
+		}
+		out[i] = f
+	}
+	return out
 }
 
 // Finding codes reported by Analyze.
@@ -151,10 +175,29 @@ type Conversion struct {
 
 // NextStep is the command that moves the CRD to the next lifecycle state.
 type NextStep struct {
-	// Command is empty when the next step is not a command of this tool
-	// (for example repairing a conversion webhook); Reason then says what.
-	Command string `json:"command,omitempty"`
-	Reason  string `json:"reason"`
+	// Command is the rendering of Run; both are empty when the next step is
+	// not a command (for example repairing a conversion webhook): Reason
+	// then says what.
+	Command string    `json:"command,omitempty"`
+	Run     []Command `json:"run,omitempty"`
+	Reason  string    `json:"reason"`
+}
+
+func next(reason string, cmds ...Command) *NextStep {
+	return &NextStep{Command: RenderAll(cmds, nil), Run: cmds, Reason: reason}
+}
+
+// Rendered returns a copy of n with Command rendered with the connection
+// flags global; nil for nil.
+func (n *NextStep) Rendered(global []Flag) *NextStep {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	if len(c.Run) > 0 {
+		c.Command = RenderAll(c.Run, global)
+	}
+	return &c
 }
 
 // CRDRef identifies the CRD and the resource it defines.
@@ -348,7 +391,7 @@ func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (sta
 		return StateS2, lowest(pending), storage
 	}
 	if len(lower) == 0 {
-		if retired := retiredVersions(crd); len(retired) > 0 {
+		if retired := RetiredVersions(crd); len(retired) > 0 {
 			return StateS6, retired[len(retired)-1], storage
 		}
 		return StateS0, storage, ""
@@ -406,9 +449,10 @@ func lowest(names []string) string {
 	return sorted[len(sorted)-1]
 }
 
-// retiredVersions are the valid entries of the retired-versions annotation:
-// version names (DNS-1035 labels) no longer in spec.versions.
-func retiredVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
+// RetiredVersions are the valid entries of crd's retired-versions
+// annotation (RetiredVersionsAnnotation): version names (DNS-1035 labels)
+// no longer in spec.versions, in the annotation's order.
+func RetiredVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	var out []string
 	for _, s := range strings.Split(crd.Annotations[RetiredVersionsAnnotation], ",") {
 		s = strings.TrimSpace(s)
@@ -430,12 +474,12 @@ func repairStep(a Analysis) *NextStep {
 		if f.Severity != SeverityError && f.Code != CodeNoServedVersion {
 			continue
 		}
-		if strings.HasPrefix(f.Fix, "kubectl crdversion ") {
+		if len(f.Run) > 0 && f.Run[0].Tool == "" {
 			reason := "resolve first: " + f.Message
-			if f.Code == CodeStoredVersionNotInSpec && !strings.Contains(f.Fix, " migrate ") {
+			if f.Code == CodeStoredVersionNotInSpec && f.Run[0].Verb != "migrate" {
 				reason = fmt.Sprintf("objects stored at %s are unreadable until %s is back in spec.versions; then kubectl crdversion migrate %s rewrites them and trims storedVersions", f.Version, f.Version, a.CRD.Name)
 			}
-			return &NextStep{Command: f.Fix, Reason: reason}
+			return next(reason, f.Run...)
 		}
 		reason := "resolve first: " + f.Message
 		if f.Fix != "" {
@@ -447,46 +491,37 @@ func repairStep(a Analysis) *NextStep {
 }
 
 func nextStep(name string, a Analysis) *NextStep {
-	cmd := func(format string, args ...any) string {
-		return "kubectl crdversion " + fmt.Sprintf(format, args...)
-	}
 	switch a.State {
 	case StateS0:
-		return &NextStep{
-			Command: cmd("add-version %s <new-version> --from %s", name, a.StorageVersion),
-			Reason:  "add a new version when the API changes; schemas are copied from the storage version",
-		}
+		return next("add a new version when the API changes; schemas are copied from the storage version",
+			Crdversion("add-version", name, "<new-version>").With("from", a.StorageVersion))
 	case StateS1:
 		if !a.versionServed(a.NewVersion) {
-			return &NextStep{
-				Command: cmd("serve %s %s", name, a.NewVersion),
-				Reason:  fmt.Sprintf("%s must be served before it can become the storage version (then kubectl crdversion promote-storage %s %s)", a.NewVersion, name, a.NewVersion),
-			}
+			return next(fmt.Sprintf("%s must be served before it can become the storage version (then kubectl crdversion promote-storage %s %s)", a.NewVersion, name, a.NewVersion),
+				Crdversion("serve", name, a.NewVersion))
 		}
-		return &NextStep{
-			Command: cmd("promote-storage %s %s", name, a.NewVersion),
-			Reason:  fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion),
-		}
+		return next(fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion),
+			Crdversion("promote-storage", name, a.NewVersion))
 	case StateS2:
-		return &NextStep{
-			Command: cmd("migrate %s", name),
-			Reason:  fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion),
-		}
+		return next(fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion),
+			Crdversion("migrate", name))
 	case StateS3:
-		return &NextStep{
-			Command: cmd("deprecate %s %s", name, a.OldVersion),
-			Reason:  fmt.Sprintf("warn clients that still request %s", a.OldVersion),
-		}
+		return next(fmt.Sprintf("warn clients that still request %s", a.OldVersion),
+			Crdversion("deprecate", name, a.OldVersion))
 	case StateS4:
-		return &NextStep{
-			Command: cmd("unserve %s %s", name, a.OldVersion),
-			Reason:  fmt.Sprintf("stop serving %s once no client requests it", a.OldVersion),
-		}
+		return next(fmt.Sprintf("stop serving %s once no client requests it", a.OldVersion),
+			Crdversion("unserve", name, a.OldVersion))
 	case StateS5:
-		return &NextStep{
-			Command: cmd("retire %s %s", name, a.OldVersion),
-			Reason:  fmt.Sprintf("remove %s from spec.versions once no object's managedFields name it (retire checks, and --clean-managed-fields rewrites them)", a.OldVersion),
-		}
+		return next(fmt.Sprintf("remove %s from spec.versions once no object's managedFields name it (retire checks, and --clean-managed-fields rewrites them)", a.OldVersion),
+			Crdversion("retire", name, a.OldVersion))
 	}
 	return nil
+}
+
+// RenderCommands renders again every command of a (its findings' fixes and
+// Next) with the connection flags global, so that printed lines reach the
+// cluster that was read (see Command.Render).
+func (a *Analysis) RenderCommands(global []Flag) {
+	a.Findings = Rendered(a.Findings, global)
+	a.Next = a.Next.Rendered(global)
 }

@@ -42,9 +42,9 @@ func ReadyToTrim(a Analysis, objects int) *Finding {
 	if len(extra) == 0 {
 		return nil
 	}
-	return &Finding{
+	f := Finding{
 		Code: CodeStoredVersionsReadyToTrim, Severity: SeverityWarning, Version: strings.Join(extra, ","),
 		Message: fmt.Sprintf("status.storedVersions lists %s besides the storage version %s, and the CRD has no object: trim it so that a release without %s can be applied", strings.Join(extra, ", "), a.StorageVersion, strings.Join(extra, ", ")),
-		Fix:     fmt.Sprintf("kubectl crdversion migrate %s", a.CRD.Name),
-	}
+	}.WithRun(Crdversion("migrate", a.CRD.Name))
+	return &f
 }

@@ -36,17 +36,14 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeStoredVersionNotInSpec, Severity: SeverityError, Version: s,
 			Message: fmt.Sprintf("status.storedVersions lists %s but spec.versions does not: objects still stored at %s cannot be read, listed or deleted, and every update of this CRD is rejected; restore %s unserved, then run migrate", s, s, s),
-			Fix: fmt.Sprintf("kubectl crdversion add-version %s %s --from %s --served=false",
-				name, s, orPlaceholder(a.StorageVersion)),
-		})
+		}.WithRun(restoreUnserved(name, s, a.StorageVersion)))
 	}
 	if a.StorageVersion != "" && len(crd.Status.StoredVersions) > 0 && !slices.Contains(crd.Status.StoredVersions, a.StorageVersion) {
 		add(Finding{
 			Code: CodeStorageVersionNotStored, Severity: SeverityWarning, Version: a.StorageVersion,
 			Message: fmt.Sprintf("status.storedVersions [%s] lacks the storage version %s (a hand edit of the status subresource, which the API server accepts): objects stored at %s are not accounted for, and a later storage change could let %s leave spec.versions while objects are stored at it",
 				strings.Join(crd.Status.StoredVersions, ", "), a.StorageVersion, a.StorageVersion, a.StorageVersion),
-			Fix: migrateFix(a),
-		})
+		}.WithRun(migrateFix(a)...))
 	}
 	for _, s := range crd.Status.StoredVersions {
 		if s == a.StorageVersion || FindVersion(crd, s) == nil || a.StorageVersion == "" {
@@ -55,8 +52,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeMigrationPending, Severity: SeverityWarning, Version: s,
 			Message: fmt.Sprintf("status.storedVersions still lists %s: objects may be stored at %s until every object is rewritten at %s; %s cannot be removed from spec.versions before that", s, s, a.StorageVersion, s),
-			Fix:     migrateFix(a),
-		})
+		}.WithRun(migrateFix(a)...))
 	}
 
 	served := 0
@@ -67,9 +63,8 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		if v.Served && v.Deprecated {
 			add(Finding{
 				Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v.Name,
-				Message: fmt.Sprintf("%s is deprecated and still served; clients using it get a warning", v.Name),
-				Fix:     fmt.Sprintf("kubectl crdversion unserve %s %s (once no client requests it)", name, v.Name),
-			})
+				Message: fmt.Sprintf("%s is deprecated and still served; clients using it get a warning; unserve it once no client requests it", v.Name),
+			}.WithRun(Crdversion("unserve", name, v.Name)))
 		}
 		if v.Storage && !v.Served && otherServed(crd, v.Name) {
 			add(Finding{
@@ -82,8 +77,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeNoServedVersion, Severity: SeverityWarning,
 			Message: "no version is served: the API server offers no endpoint for this resource, and its objects cannot be listed or counted",
-			Fix:     fmt.Sprintf("kubectl crdversion serve %s %s", name, orPlaceholder(a.StorageVersion)),
-		})
+		}.WithRun(Crdversion("serve", name, orPlaceholder(a.StorageVersion))))
 	}
 	if a.StorageVersion != "" && a.State != StateS1 {
 		for _, v := range crd.Spec.Versions {
@@ -103,9 +97,8 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	if crd.Spec.PreserveUnknownFields {
 		add(Finding{
 			Code: CodePreserveUnknownFields, Severity: SeverityWarning,
-			Message: "spec.preserveUnknownFields is true (a CRD created through apiextensions.k8s.io/v1beta1): unknown fields are stored instead of pruned, and the API server rejects schema defaults and Webhook conversion until it is false; a v1 manifest that omits the field leaves it true",
-			Fix:     PreserveUnknownFieldsOff(name) + " (from then on, fields of existing objects that no schema describes are pruned: add x-kubernetes-preserve-unknown-fields: true where they must be kept, first)",
-		})
+			Message: "spec.preserveUnknownFields is true (a CRD created through apiextensions.k8s.io/v1beta1): unknown fields are stored instead of pruned, and the API server rejects schema defaults and Webhook conversion until it is false; a v1 manifest that omits the field leaves it true; once it is false, fields of existing objects that no schema describes are pruned: add x-kubernetes-preserve-unknown-fields: true where they must be kept, first",
+		}.WithRun(PreserveUnknownFieldsOff(name)))
 	}
 	return out
 }
@@ -114,8 +107,15 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 // spec.preserveUnknownFields to false on the CRD name. A manifest applied
 // without the field leaves a live true in place, so it must be set
 // explicitly.
-func PreserveUnknownFieldsOff(name string) string {
-	return `kubectl patch crd ` + name + ` --type=merge -p '{"spec":{"preserveUnknownFields":false}}'`
+func PreserveUnknownFieldsOff(name string) Command {
+	return Kubectl("patch", "crd", name).With("type", "merge").With("p", `{"spec":{"preserveUnknownFields":false}}`)
+}
+
+// restoreUnserved is the command that puts version, still listed in
+// status.storedVersions, back into spec.versions unserved, with the schema
+// of the storage version, so that objects stored at it can be read again.
+func restoreUnserved(name, version, storage string) Command {
+	return Crdversion("add-version", name, version).With("from", orPlaceholder(storage)).With("served", "false")
 }
 
 // Condition findings: what the API server's own controllers report in
@@ -212,8 +212,8 @@ func conversionFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysi
 	case string(apiextensionsv1.WebhookConverter):
 		w := a.Conversion.Webhook
 		var missing []string
-		switch {
-		case w == nil:
+		switch w {
+		case nil:
 			missing = append(missing, "spec.conversion.webhook")
 		default:
 			if w.URL == "" && w.Service == "" {
@@ -241,12 +241,12 @@ func conversionFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysi
 
 // migrateFix is migrate, or serving the storage version first when it is
 // not served (migrate writes through it).
-func migrateFix(a Analysis) string {
+func migrateFix(a Analysis) []Command {
 	name := a.CRD.Name
 	if !a.versionServed(a.StorageVersion) {
-		return fmt.Sprintf("kubectl crdversion serve %s %s (migrate writes through the storage version), then kubectl crdversion migrate %s", name, a.StorageVersion, name)
+		return []Command{Crdversion("serve", name, a.StorageVersion), Crdversion("migrate", name)}
 	}
-	return fmt.Sprintf("kubectl crdversion migrate %s", name)
+	return []Command{Crdversion("migrate", name)}
 }
 
 func orPlaceholder(s string) string {
@@ -391,7 +391,7 @@ func UnreadableObjects(a Analysis, version, message string, forbidden bool) Find
 	}
 	switch m := invalidGroupVersion.FindStringSubmatch(message); {
 	case m != nil && !versionInSpec(a, m[1]):
-		f.Fix = fmt.Sprintf("kubectl crdversion add-version %s %s --from %s --served=false", a.CRD.Name, m[1], orPlaceholder(a.StorageVersion))
+		f = f.WithRun(restoreUnserved(a.CRD.Name, m[1], a.StorageVersion))
 		f.Message += fmt.Sprintf("; objects are stored at %s, which is no longer in spec.versions", m[1])
 	case strings.Contains(message, "conversion webhook"):
 		f.Fix = WebhookRepair(a)
@@ -412,7 +412,7 @@ func WebhookRepair(a Analysis) string {
 	}
 	fix := "repair " + target + ": is its Service running with ready endpoints, does the caBundle match its certificate? Until then objects stored at another version than the one requested cannot be read, written or deleted (namespace deletion and garbage collection hang on them too)"
 	if a.sameSchemas() {
-		fix += "; every version has the same schema, so conversion strategy None loses nothing (a reversible break-glass): " + NoneConversionOn(a.CRD.Name)
+		fix += "; every version has the same schema, so conversion strategy None loses nothing (a reversible break-glass): " + NoneConversionOn(a.CRD.Name).String()
 	}
 	return fix
 }
@@ -433,8 +433,8 @@ func (a Analysis) sameSchemas() bool {
 
 // NoneConversionOn is the kubectl command that sets the conversion strategy
 // of the CRD name to None, removing the webhook configuration.
-func NoneConversionOn(name string) string {
-	return `kubectl patch crd ` + name + ` --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}'`
+func NoneConversionOn(name string) Command {
+	return Kubectl("patch", "crd", name).With("type", "merge").With("p", `{"spec":{"conversion":{"strategy":"None","webhook":null}}}`)
 }
 
 // ObjectsReadable records that every object of the CRD was listed through
@@ -450,7 +450,7 @@ func (a *Analysis) ObjectsReadable(version string) {
 			continue
 		}
 		a.Findings[i].Message = fmt.Sprintf("status.storedVersions lists %s but spec.versions does not, so every update of this CRD is rejected; every object could be read at %s, so none is stored at %s (a mistaken write to the status subresource, which the API server accepts unchecked)", f.Version, version, f.Version)
-		a.Findings[i].Fix = migrateFix(*a)
+		a.Findings[i] = a.Findings[i].WithRun(migrateFix(*a)...)
 	}
 	a.settle()
 }

@@ -353,7 +353,7 @@ func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
 	}).v()
 	same := Analyze(svc)
 	f := UnreadableObjects(same, "v1alpha2", "conversion webhook for example.com/v1alpha1, Kind=Widget failed: service \"mesh-bootstrap\" not found", false)
-	if !strings.Contains(f.Fix, "repair the conversion webhook (service mesh-system/mesh-bootstrap:9443)") || !strings.HasSuffix(f.Fix, NoneConversionOn("widgets.example.com")) {
+	if !strings.Contains(f.Fix, "repair the conversion webhook (service mesh-system/mesh-bootstrap:9443)") || !strings.HasSuffix(f.Fix, NoneConversionOn("widgets.example.com").String()) {
 		t.Errorf("webhook fix, same schemas: %q", f.Fix)
 	}
 	svc.Spec.Versions[1].Schema = props("size", "colour")

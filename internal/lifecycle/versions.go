@@ -6,7 +6,9 @@
 package lifecycle
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/version"
@@ -84,4 +86,90 @@ func FindVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *ap
 		}
 	}
 	return nil
+}
+
+// MatchCRDs returns the CRDs that arg names: a plural, singular, short name
+// or kind (case-insensitive), alone or followed by ".<group>" or
+// ".<version>.<group>".
+func MatchCRDs(crds []apiextensionsv1.CustomResourceDefinition, arg string) []*apiextensionsv1.CustomResourceDefinition {
+	lower := strings.ToLower(arg)
+	name, qualifier, _ := strings.Cut(lower, ".")
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for i := range crds {
+		crd := &crds[i]
+		names := append([]string{crd.Spec.Names.Plural, crd.Spec.Names.Singular, strings.ToLower(crd.Spec.Names.Kind)}, crd.Spec.Names.ShortNames...)
+		if name == "" || !slices.Contains(names, name) {
+			continue
+		}
+		group := strings.ToLower(crd.Spec.Group)
+		if qualifier == "" || qualifier == group {
+			out = append(out, crd)
+			continue
+		}
+		if version, rest, ok := strings.Cut(qualifier, "."); ok && rest == group {
+			for _, v := range crd.Spec.Versions {
+				if v.Name == version {
+					out = append(out, crd)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ListVersion returns the version through which objects of crd are listed:
+// the storage version when it is served, else kubectl's default version.
+// It is empty when no version is served.
+func ListVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Storage {
+			return v.Name
+		}
+	}
+	return DefaultVersion(crd)
+}
+
+// ConversionProbeVersion returns a served version other than listed through
+// which a list of crd's objects exercises its conversion webhook: kubectl's
+// default version when it differs from listed, else the served version of
+// highest priority that does. It is empty when crd uses no webhook or
+// serves no other version.
+func ConversionProbeVersion(crd *apiextensionsv1.CustomResourceDefinition, listed string) string {
+	if !UsesWebhook(crd) {
+		return ""
+	}
+	var served []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Name != listed {
+			served = append(served, v.Name)
+		}
+	}
+	if def := DefaultVersion(crd); def != listed && slices.Contains(served, def) {
+		return def
+	}
+	if len(served) == 0 {
+		return ""
+	}
+	return ByPriority(served)[0]
+}
+
+// UsesWebhook reports whether crd's conversion strategy is Webhook.
+func UsesWebhook(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
+}
+
+// VersionNames are the names in crd's spec.versions, in spec order.
+func VersionNames(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	names := make([]string, 0, len(crd.Spec.Versions))
+	for _, v := range crd.Spec.Versions {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
+// GroupVersion is "<group>/<version>" of crd, the apiVersion of its objects
+// at version.
+func GroupVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) string {
+	return crd.Spec.Group + "/" + version
 }

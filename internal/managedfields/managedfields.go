@@ -95,7 +95,7 @@ func union(into *metav1.ManagedFieldsEntry, stale metav1.ManagedFieldsEntry) err
 	if err != nil {
 		return err
 	}
-	into.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	into.FieldsV1 = metav1.NewFieldsV1(string(raw))
 	if stale.Time != nil && (into.Time == nil || into.Time.Before(stale.Time)) {
 		into.Time = stale.Time.DeepCopy()
 	}
@@ -104,10 +104,11 @@ func union(into *metav1.ManagedFieldsEntry, stale metav1.ManagedFieldsEntry) err
 
 func set(f *metav1.FieldsV1) (*fieldpath.Set, error) {
 	s := &fieldpath.Set{}
-	if f == nil || len(f.Raw) == 0 {
+	raw := f.GetRawBytes()
+	if len(raw) == 0 {
 		return s, nil
 	}
-	if err := s.FromJSON(bytes.NewReader(f.Raw)); err != nil {
+	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -10,7 +10,7 @@ import (
 func entry(manager string, op metav1.ManagedFieldsOperationType, version, sub, fields string, at int64) metav1.ManagedFieldsEntry {
 	t := metav1.NewTime(time.Unix(at, 0))
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "stable.example.com/" + version,
-		Subresource: sub, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Time: &t}
+		Subresource: sub, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields), Time: &t}
 }
 
 const (
@@ -65,10 +65,10 @@ func TestRelabel(t *testing.T) {
 			for i := range got {
 				g, w := got[i], tc.want[i]
 				if g.Manager != w.Manager || g.Operation != w.Operation || g.APIVersion != w.APIVersion || g.Subresource != w.Subresource ||
-					string(g.FieldsV1.Raw) != string(w.FieldsV1.Raw) || !g.Time.Equal(w.Time) {
+					g.FieldsV1.GetRawString() != w.FieldsV1.GetRawString() || !g.Time.Equal(w.Time) {
 					t.Errorf("entry %d:\n got %s %s %s %q %s %v\nwant %s %s %s %q %s %v", i,
-						g.Manager, g.Operation, g.APIVersion, g.Subresource, g.FieldsV1.Raw, g.Time,
-						w.Manager, w.Operation, w.APIVersion, w.Subresource, w.FieldsV1.Raw, w.Time)
+						g.Manager, g.Operation, g.APIVersion, g.Subresource, g.FieldsV1.GetRawString(), g.Time,
+						w.Manager, w.Operation, w.APIVersion, w.Subresource, w.FieldsV1.GetRawString(), w.Time)
 				}
 			}
 			if Stale(got, from) {

@@ -22,7 +22,7 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // File is a multi-document YAML file split into documents.
@@ -103,7 +103,7 @@ func (f *File) FindCRD(name string) (int, *apiextensionsv1.CustomResourceDefinit
 		}
 	}
 	if len(matches) == 0 {
-		for _, m := range cluster.MatchCRDs(all, name) {
+		for _, m := range lifecycle.MatchCRDs(all, name) {
 			for i := range all {
 				if &all[i] == m {
 					matches = append(matches, i)

@@ -22,6 +22,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
@@ -75,8 +77,17 @@ const (
 type Options struct {
 	// ChunkSize is the page size of the list (limit).
 	ChunkSize int64
-	// Concurrency is the number of writes in flight.
+	// Concurrency is the number of writes in flight: exactly that many
+	// when MaxLatency is 0, at most that many otherwise.
 	Concurrency int
+	// MaxLatency is the latency budget of the run's writes: when it is
+	// positive, an adaptive limiter (see limit.go) keeps the number of
+	// writes in flight between 1 and Concurrency such that the p90 latency
+	// of recent writes, measured by this process from request to answer,
+	// stays within it — the API server's latency for everyone else rises
+	// with the load this run puts on it. 0 writes at the fixed
+	// Concurrency, as fast as the API server takes it (--max-speed).
+	MaxLatency time.Duration
 	// Retries is how often a write that failed with a server error (5xx) or a
 	// timeout is retried, with exponential backoff from RetryDelay. 429 Too
 	// Many Requests is retried by client-go itself, honouring Retry-After.
@@ -99,16 +110,35 @@ type Options struct {
 	// Checkpoint is a file recording progress after each completed page;
 	// a run with the same file resumes after the last completed page.
 	Checkpoint string
-	// Progress, when set, is called with the objects done so far and the
-	// total known (0 while unknown). It must be cheap and safe for
-	// concurrent use.
-	Progress func(done, total int64)
+	// Progress, when set, is called after every object with where the run
+	// stands. It must be cheap and safe for concurrent use.
+	Progress func(Progress)
+}
+
+// Progress is where a run stands.
+type Progress struct {
+	// Done is the number of objects handled so far; Total the number known
+	// (0 while unknown).
+	Done, Total int64
+	// Limit is the number of writes allowed in flight now.
+	Limit int
+	// PriorityLevel and FlowSchema name where API Priority and Fairness
+	// put the run's requests (a UID when the name could not be read; empty
+	// when unknown). Exempt is true for the exempt priority level.
+	PriorityLevel, FlowSchema string
+	Exempt                    bool
+	// TooManyRequests is the number of 429 answers so far.
+	TooManyRequests int64
 }
 
 // DefaultOptions are the defaults of kubectl crdversion migrate.
 func DefaultOptions() Options {
-	return Options{ChunkSize: 500, Concurrency: 64, Retries: 5, RetryDelay: 200 * time.Millisecond, Unreachable: 2 * time.Minute, FieldManager: "kubectl-crdversion"}
+	return Options{ChunkSize: 500, Concurrency: 64, MaxLatency: DefaultMaxLatency, Retries: 5, RetryDelay: 200 * time.Millisecond, Unreachable: 2 * time.Minute, FieldManager: "kubectl-crdversion"}
 }
+
+// DefaultMaxLatency is the default latency budget of a run's writes
+// (Options.MaxLatency); see docs/performance.md for how it was chosen.
+const DefaultMaxLatency = 50 * time.Millisecond
 
 // Failure is an object that could not be migrated.
 type Failure struct {
@@ -209,6 +239,56 @@ type Result struct {
 	DryRun           bool    `json:"dryRun,omitempty"`
 	// StorageVersionMigration is set by the server engine.
 	StorageVersionMigration *ServerMigration `json:"storageVersionMigration,omitempty"`
+	// PriorityAndFairness says where API Priority and Fairness put the
+	// run's requests; nil when no answer carried its headers (APF off).
+	PriorityAndFairness *PriorityAndFairness `json:"priorityAndFairness,omitempty"`
+	// TooManyRequests counts the 429 Too Many Requests answers to the
+	// run's requests (each one retried, by client-go after its
+	// Retry-After, then within Options.Retries).
+	TooManyRequests int64 `json:"tooManyRequests"`
+	// Retries counts the writes the engine sent again after a server
+	// error, a timeout or a 429 that outlasted client-go's own retries
+	// (Options.Retries each), and after an unreachable API server.
+	Retries int64 `json:"retries"`
+	// Concurrency says how many writes were in flight and how fast the
+	// API server answered them.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// Warnings are things the user should know about the run.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// PriorityAndFairness is where API Priority and Fairness (APF) classified
+// a run's requests, from the X-Kubernetes-PF-FlowSchema-UID and
+// X-Kubernetes-PF-PriorityLevel-UID response headers, with the names of
+// the FlowSchema and PriorityLevelConfiguration when they could be read.
+type PriorityAndFairness struct {
+	FlowSchema       string `json:"flowSchema,omitempty"`
+	FlowSchemaUID    string `json:"flowSchemaUID"`
+	PriorityLevel    string `json:"priorityLevel,omitempty"`
+	PriorityLevelUID string `json:"priorityLevelUID"`
+	// Exempt is true when the priority level is of type Exempt (the
+	// requests bypass APF's queues and limits: system:masters, for one).
+	Exempt bool `json:"exempt"`
+	// Unresolved says which names could not be read and why.
+	Unresolved string `json:"unresolved,omitempty"`
+}
+
+// Concurrency reports the writes in flight of a run.
+type Concurrency struct {
+	// Mode is "adaptive" (MaxLatency > 0) or "fixed".
+	Mode string `json:"mode"`
+	// Max is Options.Concurrency; MaxLatencySeconds Options.MaxLatency.
+	Max               int     `json:"max"`
+	MaxLatencySeconds float64 `json:"maxLatencySeconds,omitempty"`
+	// FinalLimit is the limit of writes in flight at the end (Max when
+	// fixed); MeanLimit its mean over the writes.
+	FinalLimit int     `json:"finalLimit"`
+	MeanLimit  float64 `json:"meanLimit"`
+	// WriteLatencyP50Seconds and WriteLatencyP99Seconds are the latency
+	// percentiles of the run's write requests (each attempt, from request to
+	// answer, client-go's own 429 retries included).
+	WriteLatencyP50Seconds float64 `json:"writeLatencyP50Seconds"`
+	WriteLatencyP99Seconds float64 `json:"writeLatencyP99Seconds"`
 }
 
 // Engine runs migrations against one API server: it reads and guards the
@@ -217,7 +297,21 @@ type Result struct {
 type Engine struct {
 	CRDs     apiextensionsclient.CustomResourceDefinitionInterface
 	Metadata metadata.Interface
+	// FlowControl, when set, observes the responses to the requests of
+	// CRDs and Metadata (cluster.WithFlowControl) and tells where APF put
+	// them and how many were 429s.
+	FlowControl FlowControl
 }
+
+// FlowControl is what the engine needs of cluster.FlowControl.
+type FlowControl interface {
+	TooManyRequests() int64
+	Latest() (cluster.Landing, bool)
+	Resolve(context.Context, cluster.Landing) cluster.Named
+}
+
+// ExemptWarning is the warning of a run whose requests APF exempts.
+const ExemptWarning = "this run bypasses API Priority and Fairness (priority level exempt); other clients are not protected"
 
 // ErrStorageNotServed refuses a run whose writes would have to go through a
 // version other than the storage version.
@@ -243,11 +337,17 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		return nil, fmt.Errorf("%w: %s is the storage version of %s but not served; serve it first (kubectl crdversion serve %s %s)", ErrStorageNotServed, storage, name, name, storage)
 	}
 	res := &Result{Engine: EngineClient, CRD: name, StorageVersion: storage, Failures: []Failure{}, DryRun: opts.DryRun || opts.CountOnly}
+	var tooManyAtStart int64
+	if e.FlowControl != nil {
+		// The CRD's read was classified like every request of the run.
+		tooManyAtStart = e.FlowControl.TooManyRequests()
+		res.PriorityAndFairness = e.whereLanded(ctx, nil)
+	}
 	res.Trim.Before = append([]string{}, crd.Status.StoredVersions...)
 
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural}
 	r := &run{
-		engine: e, opts: opts, res: res, gvr: gvr,
+		engine: e, opts: opts, res: res, gvr: gvr, apf: res.PriorityAndFairness,
 		namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		seen:       map[types.UID]struct{}{},
 		crdUID:     crd.UID,
@@ -267,10 +367,21 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		r.base = cp.Counts.Total
 		r.done.Store(cp.Counts.Total)
 	}
+	r.limiter = fixedLimiter(max(1, opts.Concurrency))
+	if opts.MaxLatency > 0 && !opts.CountOnly {
+		r.limiter = newAdaptiveLimiter(max(1, opts.Concurrency), opts.MaxLatency)
+	}
 	if err := r.pass(ctx); err != nil {
 		return nil, err
 	}
 	r.fill()
+	if e.FlowControl != nil {
+		res.TooManyRequests = e.FlowControl.TooManyRequests() - tooManyAtStart
+		res.PriorityAndFairness = e.whereLanded(ctx, res.PriorityAndFairness)
+	}
+	if apf := res.PriorityAndFairness; apf != nil && apf.Exempt {
+		res.Warnings = append(res.Warnings, ExemptWarning)
+	}
 	res.Elapsed = time.Since(start)
 	res.ElapsedSeconds = res.Elapsed.Seconds()
 	if s := res.Elapsed.Seconds(); s > 0 {
@@ -281,6 +392,24 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		removeCheckpoint(opts.Checkpoint)
 	}
 	return res, nil
+}
+
+// whereLanded resolves where the latest classified response landed; it
+// returns known when that is where known already landed.
+func (e *Engine) whereLanded(ctx context.Context, known *PriorityAndFairness) *PriorityAndFairness {
+	l, ok := e.FlowControl.Latest()
+	if !ok {
+		return known
+	}
+	if known != nil && known.FlowSchemaUID == l.FlowSchemaUID && known.PriorityLevelUID == l.PriorityLevelUID {
+		return known
+	}
+	n := e.FlowControl.Resolve(ctx, l)
+	return &PriorityAndFairness{
+		FlowSchema: n.FlowSchema, FlowSchemaUID: l.FlowSchemaUID,
+		PriorityLevel: n.PriorityLevel, PriorityLevelUID: l.PriorityLevelUID,
+		Exempt: n.Exempt, Unresolved: n.Unresolved,
+	}
 }
 
 type item struct {
@@ -312,6 +441,12 @@ type run struct {
 	crdUID        types.UID
 	generation    int64 // the CRD's metadata.generation when the run started
 	base          int64 // objects counted by the run a checkpoint resumes
+	limiter       limiter
+	apf           *PriorityAndFairness // where the run landed, as known at its start
+	retries       atomic.Int64
+	limitSum      atomic.Int64 // the sum over writes of the limit when each started
+	latMu         sync.Mutex
+	latencies     []time.Duration // of every write attempt
 
 	mu       sync.Mutex
 	counts   Counts
@@ -538,6 +673,7 @@ func (r *run) retry(ctx context.Context, write func() error) error {
 			return err
 		case <-t.C:
 		}
+		r.retries.Add(1)
 	}
 }
 
@@ -606,7 +742,18 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 	}
 	var newRV string
 	err := r.retry(ctx, func() error {
+		done, err := r.limiter.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		r.limitSum.Add(int64(r.limiter.limit()))
+		start := time.Now()
 		out, err := ri.Patch(ctx, it.name, types.MergePatchType, patch, opts)
+		took := time.Since(start)
+		done()
+		r.latMu.Lock()
+		r.latencies = append(r.latencies, took)
+		r.latMu.Unlock()
 		if err == nil {
 			newRV = out.GetResourceVersion()
 		}
@@ -654,7 +801,14 @@ func (r *run) record(it item, o Outcome, msg string) {
 	r.mu.Unlock()
 	done := r.done.Add(1)
 	if r.opts.Progress != nil {
-		r.opts.Progress(done, r.total.Load())
+		p := Progress{Done: done, Total: r.total.Load(), Limit: r.limiter.limit()}
+		if r.apf != nil {
+			p.PriorityLevel, p.FlowSchema, p.Exempt = cmp.Or(r.apf.PriorityLevel, r.apf.PriorityLevelUID), cmp.Or(r.apf.FlowSchema, r.apf.FlowSchemaUID), r.apf.Exempt
+		}
+		if fc := r.engine.FlowControl; fc != nil {
+			p.TooManyRequests = fc.TooManyRequests()
+		}
+		r.opts.Progress(p)
 	}
 }
 
@@ -663,6 +817,23 @@ func (r *run) fill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.res.Counts = r.counts
+	r.res.Retries = r.retries.Load()
+	if !r.opts.CountOnly {
+		c := &Concurrency{Mode: "fixed", Max: max(1, r.opts.Concurrency), FinalLimit: r.limiter.limit()}
+		if r.opts.MaxLatency > 0 {
+			c.Mode, c.MaxLatencySeconds = "adaptive", r.opts.MaxLatency.Seconds()
+		}
+		r.latMu.Lock()
+		lat := r.latencies
+		r.latMu.Unlock()
+		if len(lat) > 0 {
+			c.MeanLimit = float64(r.limitSum.Load()) / float64(len(lat))
+			slices.Sort(lat)
+			c.WriteLatencyP50Seconds = lat[(len(lat)-1)*50/100].Seconds()
+			c.WriteLatencyP99Seconds = lat[(len(lat)-1)*99/100].Seconds()
+		}
+		r.res.Concurrency = c
+	}
 	sort.Slice(r.failures, func(i, j int) bool { return r.failures[i].Object < r.failures[j].Object })
 	r.res.Failures = append(r.res.Failures, r.failures...)
 }

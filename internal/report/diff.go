@@ -1,6 +1,8 @@
 package report
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -53,12 +55,21 @@ func (s *Summary) Add(sev lifecycle.Severity) {
 	}
 }
 
+// Merge adds the counts of o to s; s is Incompatible when either is (a
+// fleet's summary is the merge of its clusters').
+func (s *Summary) Merge(o Summary) {
+	s.Errors += o.Errors
+	s.Warnings += o.Warnings
+	s.Infos += o.Infos
+	s.Incompatible = s.Incompatible || o.Incompatible
+}
+
 // DeepCopyObject implements runtime.Object.
 func (d *Diff) DeepCopyObject() runtime.Object {
 	out := *d
 	out.CRDs = make([]CRDDiff, len(d.CRDs))
 	for i, c := range d.CRDs {
-		c.Findings = append([]schemadiff.Finding(nil), c.Findings...)
+		c.Findings = slices.Clone(c.Findings)
 		out.CRDs[i] = c
 	}
 	return &out
@@ -77,16 +88,28 @@ type UpgradeCheck struct {
 	Summary Summary `json:"summary"`
 }
 
+// Add appends the plan of one CRD and counts its findings; a CRD that
+// would be rejected makes the check Incompatible.
+func (u *UpgradeCheck) Add(p upgrade.Plan) {
+	for _, f := range p.Findings {
+		u.Summary.Add(f.Severity)
+	}
+	if p.Apply == upgrade.Rejected {
+		u.Summary.Incompatible = true
+	}
+	u.CRDs = append(u.CRDs, p)
+}
+
 // DeepCopyObject implements runtime.Object.
 func (u *UpgradeCheck) DeepCopyObject() runtime.Object {
 	out := *u
 	out.CRDs = make([]upgrade.Plan, len(u.CRDs))
 	for i, p := range u.CRDs {
-		p.StoredVersions = append([]string(nil), p.StoredVersions...)
-		p.RemovedServedVersions = append([]string(nil), p.RemovedServedVersions...)
-		p.Reasons = append([]string(nil), p.Reasons...)
-		p.Findings = append([]schemadiff.Finding(nil), p.Findings...)
-		p.Fix = append([]string(nil), p.Fix...)
+		p.StoredVersions = slices.Clone(p.StoredVersions)
+		p.RemovedServedVersions = slices.Clone(p.RemovedServedVersions)
+		p.Reasons = slices.Clone(p.Reasons)
+		p.Findings = slices.Clone(p.Findings)
+		p.Fix = slices.Clone(p.Fix)
 		out.CRDs[i] = p
 	}
 	return &out
@@ -114,6 +137,36 @@ type DoctorCRD struct {
 	// Objects is nil when they could not be counted.
 	Objects  *int                `json:"objects,omitempty"`
 	Findings []lifecycle.Finding `json:"findings"`
+	// Lists are the lists of the objects that doctor made, one per served
+	// version it listed at (the list version first).
+	Lists []ObjectList `json:"lists,omitempty"`
+}
+
+// ObjectList is the outcome of listing a CRD's objects at one served
+// version: the API server converts each object to the version it is
+// listed at, so an object it cannot convert fails the whole list.
+type ObjectList struct {
+	Version string `json:"version"`
+	// Objects is the number of objects listed; nil when the list failed.
+	Objects *int `json:"objects,omitempty"`
+	// Error is the API server's answer when the list failed.
+	Error string `json:"error,omitempty"`
+	// Unreadable are the objects ("namespace/name", or "name" for a
+	// cluster-scoped CRD) that the API server could not read at Version.
+	Unreadable []string `json:"unreadable,omitempty"`
+	// MoreUnreadable is true when more objects than Unreadable names may
+	// be unreadable at Version (the API server names at most 100 per list;
+	// objects are read one by one only up to a bound, or could not be
+	// listed at any version).
+	MoreUnreadable bool `json:"moreUnreadable,omitempty"`
+}
+
+// Add appends one CRD's health and counts its findings.
+func (d *Doctor) Add(c DoctorCRD) {
+	for _, f := range c.Findings {
+		d.Summary.Add(f.Severity)
+	}
+	d.CRDs = append(d.CRDs, c)
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -121,8 +174,19 @@ func (d *Doctor) DeepCopyObject() runtime.Object {
 	out := *d
 	out.CRDs = make([]DoctorCRD, len(d.CRDs))
 	for i, c := range d.CRDs {
-		c.StoredVersions = append([]string(nil), c.StoredVersions...)
-		c.Findings = append([]lifecycle.Finding(nil), c.Findings...)
+		c.StoredVersions = slices.Clone(c.StoredVersions)
+		c.Findings = slices.Clone(c.Findings)
+		if c.Lists != nil {
+			c.Lists = make([]ObjectList, len(c.Lists))
+			for j, l := range d.CRDs[i].Lists {
+				l.Unreadable = slices.Clone(l.Unreadable)
+				if l.Objects != nil {
+					n := *l.Objects
+					l.Objects = &n
+				}
+				c.Lists[j] = l
+			}
+		}
 		if c.Objects != nil {
 			n := *c.Objects
 			c.Objects = &n

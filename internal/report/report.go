@@ -6,11 +6,12 @@
 package report
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
@@ -64,12 +65,12 @@ type ObjectCount struct {
 // DeepCopyObject implements runtime.Object.
 func (s *Status) DeepCopyObject() runtime.Object {
 	out := *s
-	out.StoredVersions = append([]string(nil), s.StoredVersions...)
-	out.Versions = append([]lifecycle.VersionStatus(nil), s.Versions...)
-	out.Findings = append([]lifecycle.Finding(nil), s.Findings...)
+	out.StoredVersions = slices.Clone(s.StoredVersions)
+	out.Versions = slices.Clone(s.Versions)
+	out.Findings = slices.Clone(s.Findings)
 	if s.Conversion.Webhook != nil {
 		w := *s.Conversion.Webhook
-		w.ConversionReviewVersions = append([]string(nil), w.ConversionReviewVersions...)
+		w.ConversionReviewVersions = slices.Clone(w.ConversionReviewVersions)
 		out.Conversion.Webhook = &w
 	}
 	if s.Next != nil {
@@ -105,9 +106,9 @@ type Migration struct {
 // DeepCopyObject implements runtime.Object.
 func (m *Migration) DeepCopyObject() runtime.Object {
 	out := *m
-	out.Failures = append([]migrate.Failure(nil), m.Failures...)
-	out.Trim.Before = append([]string(nil), m.Trim.Before...)
-	out.Trim.After = append([]string(nil), m.Trim.After...)
+	out.Failures = slices.Clone(m.Failures)
+	out.Trim.Before = slices.Clone(m.Trim.Before)
+	out.Trim.After = slices.Clone(m.Trim.After)
 	return &out
 }
 
@@ -132,14 +133,14 @@ type Retire struct {
 	// Migration is the migrate report, when this run migrated.
 	Migration *migrate.Result `json:"migration,omitempty"`
 	// ManagedFields is the managedFields clean-up, when this run did one.
-	ManagedFields *cluster.ManagedFieldsCleanup `json:"managedFields,omitempty"`
+	ManagedFields *retire.ManagedFieldsCleanup `json:"managedFields,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object.
 func (r *Retire) DeepCopyObject() runtime.Object {
 	out := *r
-	out.Steps = append([]retire.Step(nil), r.Steps...)
-	out.Taken = append([]string(nil), r.Taken...)
+	out.Steps = slices.Clone(r.Steps)
+	out.Taken = slices.Clone(r.Taken)
 	return &out
 }
 
@@ -157,8 +158,8 @@ type FleetStatus struct {
 // DeepCopyObject implements runtime.Object.
 func (r *FleetStatus) DeepCopyObject() runtime.Object {
 	out := *r
-	out.Clusters = append([]fleet.Cluster(nil), r.Clusters...)
-	out.Verdicts = append([]fleet.Verdict(nil), r.Verdicts...)
+	out.Clusters = slices.Clone(r.Clusters)
+	out.Verdicts = slices.Clone(r.Verdicts)
 	return &out
 }
 
@@ -191,7 +192,7 @@ type FleetRetireCluster struct {
 // DeepCopyObject implements runtime.Object.
 func (r *FleetRetire) DeepCopyObject() runtime.Object {
 	out := *r
-	out.Clusters = append([]FleetRetireCluster(nil), r.Clusters...)
+	out.Clusters = slices.Clone(r.Clusters)
 	return &out
 }
 
@@ -222,7 +223,7 @@ type FleetUpgradeCluster struct {
 // DeepCopyObject implements runtime.Object.
 func (r *FleetUpgradeCheck) DeepCopyObject() runtime.Object {
 	out := *r
-	out.Clusters = append([]FleetUpgradeCluster(nil), r.Clusters...)
+	out.Clusters = slices.Clone(r.Clusters)
 	return &out
 }
 
@@ -250,6 +251,6 @@ type FleetDoctorCluster struct {
 // DeepCopyObject implements runtime.Object.
 func (r *FleetDoctor) DeepCopyObject() runtime.Object {
 	out := *r
-	out.Clusters = append([]FleetDoctorCluster(nil), r.Clusters...)
+	out.Clusters = slices.Clone(r.Clusters)
 	return &out
 }

@@ -33,7 +33,7 @@ func crd(stored []string, webhook bool, versions ...ver) *apiextensionsv1.Custom
 }
 
 func notInUse() *usage.Report { return &usage.Report{Verdict: usage.NotInUse, WindowSeconds: 10} }
-func none() *[]string         { return &[]string{} }
+func none() *[]ObjectRef      { return &[]ObjectRef{} }
 
 // statuses renders a plan as "1=done 2=to do …".
 func statuses(steps []Step) string {
@@ -50,6 +50,9 @@ func TestPlan(t *testing.T) {
 	}
 	s2 := crd([]string{"v1", "v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
 	s1 := crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"v2", true, false})
+	s4 := func() *apiextensionsv1.CustomResourceDefinition {
+		return crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+	}
 	s5 := crd([]string{"v2"}, false, ver{"v1", false, false}, ver{"v2", true, true})
 	s6 := crd([]string{"v2"}, false, ver{"v2", true, true})
 	lost := crd([]string{"v1", "v2"}, false, ver{"v2", true, true})
@@ -57,7 +60,7 @@ func TestPlan(t *testing.T) {
 	three := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true}, ver{"v3", true, false})
 	inUse := &usage.Report{Verdict: usage.InUse, Window: map[string]int64{"LIST": 3}, WindowSeconds: 10, Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
 	unknown := &usage.Report{Verdict: usage.Unknown, Reason: "restarted"}
-	stale := &[]string{"a/one", "b/two", "c/three", "d/four"}
+	stale := &[]ObjectRef{{"a", "one"}, {"b", "two"}, {"c", "three"}, {"d", "four"}}
 
 	for _, tc := range []struct {
 		name  string
@@ -85,6 +88,18 @@ func TestPlan(t *testing.T) {
 		{"removed while still stored", lost, Facts{}, "1=done 2=done 3=done 4=blocked 5=done 6=done 7=info", 4, "add-version crontabs.stable.example.com v1 --from v2 --served=false"},
 		{"webhook, last other version", hook, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, ""},
 		{"webhook, versions left", three, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, ""},
+		{"S4, the API server refuses the removal", s4(), Facts{Usage: notInUse(), StaleManagedFields: none(), Writes: map[StepID]WriteCheck{Unserved: {}, Removed: {Refused: "policy: no removal"}}},
+			"1=done 2=to do 3=done 4=done 5=done 6=blocked 7=info", 6, "the API server refuses the removal of v1 (server-side dry run of the write): policy: no removal"},
+		{"S4, the API server refuses the unserve", s4(), Facts{Usage: notInUse(), StaleManagedFields: none(), Writes: map[StepID]WriteCheck{Unserved: {Refused: "policy: stay served"}}},
+			"1=done 2=blocked 3=done 4=done 5=done 6=blocked 7=info", 2, "the API server refuses to unserve v1"},
+		{"S2 with --migrate, the removal answered in part", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true,
+			Writes: map[StepID]WriteCheck{Unserved: {}, Removed: {Refused: "storedVersions", Deferred: true}}, MigrationCheck: &MigrationCheck{Total: 3}},
+			"1=done 2=to do 3=done 4=to do 5=done 6=to do 7=info", 2, ""},
+		{"S2 with --migrate, the migration refused", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true,
+			MigrationCheck: &MigrationCheck{Total: 3, Failed: 1, Failures: []ObjectFailure{{Object: "default/s1", Message: "sealed"}}}},
+			"1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "refuses the migration's rewrite of 1 of 3 object(s) at v2 (server-side dry run; default/s1: sealed)"},
+		{"S2 with --migrate, the migration's dry run failed", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true, MigrationCheck: &MigrationCheck{Error: "the storage version is not served"}},
+			"1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "could not go through the objects: the storage version is not served"},
 		{"last served version", crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", false, true}), Facts{Usage: notInUse(), StaleManagedFields: none()},
 			"1=done 2=blocked 3=done 4=done 5=done 6=blocked 7=info", 2, "last served version"},
 	} {
@@ -104,7 +119,8 @@ func TestPlan(t *testing.T) {
 				t.Errorf("step %d says %q (command %q), want %q in it", first.Number, first.Message, first.Command, tc.in)
 			}
 			for _, s := range steps {
-				if s.Status == Blocked && s.Command == "" && !strings.Contains(s.Message, "waits for step") && s.Number < 6 && s.ID != StorageMoved && s.ID != Migrated {
+				// A refusal by the API server has no command: its message says why.
+				if s.Status == Blocked && s.Command == "" && !strings.Contains(s.Message, "waits for step") && !strings.Contains(s.Message, "the API server refuses") && s.Number < 6 && s.ID != StorageMoved && s.ID != Migrated {
 					t.Errorf("blocked step %d has no command that unblocks it: %s", s.Number, s.Message)
 				}
 			}

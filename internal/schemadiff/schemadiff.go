@@ -605,8 +605,6 @@ func anyEntries(s *apiextensionsv1.JSONSchemaProps) bool {
 	return s.AdditionalProperties != nil && s.AdditionalProperties.Allows && s.AdditionalProperties.Schema == nil
 }
 
-func allowsAny(s *apiextensionsv1.JSONSchemaProps) bool { return anyEntries(s) || preserves(s) }
-
 // rest is the node without what compare looks at itself, so that any other
 // keyword's change (x-kubernetes-embedded-resource, additionalItems, …) is
 // still reported.

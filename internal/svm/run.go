@@ -97,7 +97,7 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 	}
 	res.Trim.Before = append([]string{}, crd.Status.StoredVersions...)
 	res.Trim.After = res.Trim.Before
-	n, err := r.Client.CountObjects(ctx, crd, cluster.ListVersion(crd), 500)
+	n, err := r.Client.CountObjects(ctx, crd, lifecycle.ListVersion(crd), 500)
 	if err != nil {
 		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: its objects cannot be listed, so the controller could not migrate them either: %w", crd.Name, err)
 	}

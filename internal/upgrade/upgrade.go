@@ -4,8 +4,8 @@
 // default version changes, which served versions disappear, and which
 // kubectl crdversion commands, run in order, make the upgrade safe.
 //
-// It is pure: the caller reads the live CRD and may ask the API server for a
-// dry run (Plan.ServerDryRun).
+// The rules are pure (Check). Checker reads the live CRDs and asks the API
+// server for a dry run of each apply through the narrow Cluster interface.
 package upgrade
 
 import (
@@ -63,10 +63,12 @@ type Plan struct {
 	// is dropped or stored objects are rejected on their next write.
 	DataLoss bool                 `json:"dataLoss"`
 	Findings []schemadiff.Finding `json:"findings"`
-	// Fix are the commands that make the upgrade safe, in order; the last
+	// Run are the commands that make the upgrade safe, in order; the last
 	// applies the release. Empty when the release can be applied as it is
 	// (then only the apply would be listed) or when no command fixes it.
-	Fix []string `json:"fix,omitempty"`
+	// Fix are their renderings (see lifecycle.Command.Render).
+	Fix []string            `json:"fix,omitempty"`
+	Run []lifecycle.Command `json:"run,omitempty"`
 }
 
 // rejections are the finding codes for which the API server refuses the
@@ -77,7 +79,7 @@ var rejections = []string{schemadiff.CodeStoredVersionRemoved, schemadiff.CodeSc
 // Check predicts the outcome of applying the manifest CRD next over live
 // (nil when the cluster has no such CRD). applyCommand is the command that
 // applies the release, printed as the last fix step.
-func Check(live, next *apiextensionsv1.CustomResourceDefinition, source, applyCommand string) Plan {
+func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, applyCommand lifecycle.Command) Plan {
 	p := Plan{
 		Name: next.Name, Source: source, Installed: live != nil,
 		NewStorageVersion: lifecycle.StorageVersion(next), NewDefaultVersion: lifecycle.DefaultVersion(next),
@@ -118,8 +120,35 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source, applyCo
 	}
 	schemadiff.Sort(p.Findings)
 	p.Apply = p.Static
-	p.Fix = fixSteps(live, next, applyCommand)
+	p.Run = fixSteps(live, next, applyCommand)
+	p.Fix = p.RenderFix(nil)
 	return p
+}
+
+// ApplyCommand is the command that applies the release's files: kubectl
+// apply --server-side with one -f per file (-R with recursive).
+func ApplyCommand(files []string, recursive bool) lifecycle.Command {
+	c := lifecycle.Kubectl("apply").With("server-side", "")
+	for _, f := range files {
+		c = c.With("f", f)
+	}
+	if recursive {
+		c = c.With("R", "")
+	}
+	return c
+}
+
+// RenderFix renders Run, one line per command, with the connection flags
+// global (see lifecycle.Command.Render).
+func (p *Plan) RenderFix(global []lifecycle.Flag) []string {
+	if len(p.Run) == 0 {
+		return nil
+	}
+	out := make([]string, len(p.Run))
+	for i, c := range p.Run {
+		out[i] = c.Render(global)
+	}
+	return out
 }
 
 // SetServerDryRun records the API server's answer to a dry-run update; it
@@ -199,7 +228,7 @@ func migrationLosses(live, next *apiextensionsv1.CustomResourceDefinition) []sch
 // rewritten at it and storedVersions trimmed, then the apply. They are nil
 // when nothing needs fixing, or when what blocks the release (scope, kind)
 // has no fix short of re-creating the CRD.
-func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand string) []string {
+func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand lifecycle.Command) []lifecycle.Command {
 	drop := storedToDrop(live, next)
 	if len(drop) == 0 {
 		return nil
@@ -211,28 +240,28 @@ func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand
 	if newStorage == "" || liveStorage == "" {
 		return nil
 	}
-	cmd := func(format string, args ...any) string { return "kubectl crdversion " + fmt.Sprintf(format, args...) }
-	var steps []string
+	cmd := lifecycle.Crdversion
+	var steps []lifecycle.Command
 	// Stored versions missing from the live spec already: their objects
 	// are unreadable until the version is back (unserved).
 	for _, s := range drop {
 		if lifecycle.FindVersion(live, s) == nil {
-			steps = append(steps, cmd("add-version %s %s --from %s --served=false", live.Name, s, liveStorage))
+			steps = append(steps, cmd("add-version", live.Name, s).With("from", liveStorage).With("served", "false"))
 		}
 	}
 	switch v := lifecycle.FindVersion(live, newStorage); {
 	case v == nil:
 		// The release's schema replaces the copy when it is applied.
-		steps = append(steps, cmd("add-version %s %s --from %s", live.Name, newStorage, liveStorage))
+		steps = append(steps, cmd("add-version", live.Name, newStorage).With("from", liveStorage))
 	case !v.Served:
-		steps = append(steps, cmd("serve %s %s", live.Name, newStorage))
+		steps = append(steps, cmd("serve", live.Name, newStorage))
 	}
 	if liveStorage != newStorage {
-		steps = append(steps, cmd("promote-storage %s %s", live.Name, newStorage))
+		steps = append(steps, cmd("promote-storage", live.Name, newStorage))
 	}
-	migrate := cmd("migrate %s", live.Name)
+	migrate := cmd("migrate", live.Name)
 	if len(migrationLosses(live, next)) > 0 {
-		migrate += " --allow-pruning"
+		migrate = migrate.With("allow-pruning", "")
 	}
 	steps = append(steps, migrate)
 	return append(steps, applyCommand)

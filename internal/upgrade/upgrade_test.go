@@ -68,7 +68,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Check(tc.live, tc.next, "release.yaml", apply)
+			p := Check(tc.live, tc.next, "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
 			if p.Apply != tc.verdict || p.Static != tc.verdict {
 				t.Errorf("verdict %s (static %s), want %s; reasons %q", p.Apply, p.Static, tc.verdict, p.Reasons)
 			}
@@ -92,11 +92,11 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckNotInstalledAndDryRun(t *testing.T) {
-	p := Check(nil, crd([]string{"v1*"}), "release.yaml", apply)
+	p := Check(nil, crd([]string{"v1*"}), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
 	if p.Installed || p.Apply != Accepted || p.Fix != nil {
 		t.Errorf("new CRD: %+v", p)
 	}
-	bad := Check(nil, crd([]string{"v1*", "v2*"}), "release.yaml", apply)
+	bad := Check(nil, crd([]string{"v1*", "v2*"}), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
 	if bad.Apply != Rejected {
 		t.Errorf("two storage versions: %+v", bad)
 	}

@@ -17,6 +17,14 @@
 //
 // Counters are per API server instance: with several instances, each has its
 // own, and one /metrics request reaches only one of them.
+//
+// Measure assesses a version from every source it is given — every
+// instance's /metrics, Prometheus, managedFields and audit logs (see
+// docs/usage.md) — into an Assessment whose verdict is never NotInUse on
+// partial evidence; Message, Evidence and WaysOut are the words every
+// command shows. The cluster side of the sources is in internal/cluster
+// (Client.Instances, ReadMetrics, NewPrometheus, PrometheusThroughService,
+// ManagedFieldsSource).
 package usage
 
 import (
@@ -167,13 +175,13 @@ func value(m *dto.Metric) float64 {
 type Verdict string
 
 const (
-	// InUse: requests to the version finished during the window, or are
+	// InUse means requests to the version finished during the window, or are
 	// open (watches) at its end.
 	InUse Verdict = "InUse"
-	// NotInUse: no request during the window and none open. Lifetime totals
+	// NotInUse means no request during the window and none open. Lifetime totals
 	// may still show earlier use (see Report.Lifetime).
 	NotInUse Verdict = "NotInUse"
-	// Unknown: the samples cannot be compared (the server restarted or a
+	// Unknown means the samples cannot be compared (the server restarted or a
 	// different instance answered between them).
 	Unknown Verdict = "Unknown"
 )

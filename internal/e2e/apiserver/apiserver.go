@@ -112,6 +112,12 @@ func Start(opts Options) (s *Server, err error) {
 	}
 	flags := append(append([]string{}, DefaultFlags...), opts.ExtraFlags...)
 	if !opts.Restartable {
+		// The static-token users of identities.go.
+		tokens, err := writeTokenFile(dir, "")
+		if err != nil {
+			return nil, err
+		}
+		flags = append(flags, tokens)
 		ts, err := startKubeAPIServer(tb, flags, storage)
 		if err != nil {
 			return nil, err
@@ -175,16 +181,17 @@ func startRestartable(tb *processTB, dir string, flags []string, storage *storag
 		// the CA from there too).
 		"apiserver.crt": certPEM,
 		"apiserver.key": keyPEM,
-		"tokens.csv":    []byte(restartToken + ",crdversion-admin,crdversion-admin,\"system:masters\"\n"),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return nil, err
 		}
 	}
-	flags = append(flags,
-		"--cert-dir="+dir,
-		"--token-auth-file="+filepath.Join(dir, "tokens.csv"))
+	tokens, err := writeTokenFile(dir, restartToken+",crdversion-admin,crdversion-admin,\"system:masters\"\n")
+	if err != nil {
+		return nil, err
+	}
+	flags = append(flags, "--cert-dir="+dir, tokens)
 	f, err := newFront()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package cli
+package doctor
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 )
 
 // TestWebhookFindings: doctor reports the checks of a Service-referenced
@@ -22,25 +23,25 @@ func TestWebhookFindings(t *testing.T) {
 		want   []f
 	}{
 		{"all pass", edit.Checks{
-			{Name: checkWebhookCABundle, Outcome: edit.Pass}, {Name: checkWebhookService, Outcome: edit.Pass},
-			{Name: checkWebhookEndpoints, Outcome: edit.Pass}, {Name: checkWebhookServingCert, Outcome: edit.Pass},
-			{Name: checkWebhookConverts, Outcome: edit.Pass}}, nil},
+			{Name: preflight.CheckWebhookCABundle, Outcome: edit.Pass}, {Name: preflight.CheckWebhookService, Outcome: edit.Pass},
+			{Name: preflight.CheckWebhookEndpoints, Outcome: edit.Pass}, {Name: preflight.CheckWebhookServingCert, Outcome: edit.Pass},
+			{Name: preflight.CheckWebhookConverts, Outcome: edit.Pass}}, nil},
 		{"two failures, one error", edit.Checks{
-			{Name: checkWebhookCABundle, Outcome: edit.Fail, Message: "the caBundle is empty"},
-			{Name: checkWebhookService, Outcome: edit.Fail, Message: "no Service"},
-			{Name: checkWebhookConverts, Outcome: edit.Skip}},
+			{Name: preflight.CheckWebhookCABundle, Outcome: edit.Fail, Message: "the caBundle is empty"},
+			{Name: preflight.CheckWebhookService, Outcome: edit.Fail, Message: "no Service"},
+			{Name: preflight.CheckWebhookConverts, Outcome: edit.Skip}},
 			[]f{{lifecycle.CodeWebhookUnreachable, lifecycle.SeverityError}}},
 		{"headless, not reachable from here", edit.Checks{
-			{Name: checkWebhookService, Outcome: edit.Warn}, {Name: checkWebhookEndpoints, Outcome: edit.Pass},
-			{Name: checkWebhookServingCert, Outcome: edit.Warn}, {Name: checkWebhookConverts, Outcome: edit.Skip}},
+			{Name: preflight.CheckWebhookService, Outcome: edit.Warn}, {Name: preflight.CheckWebhookEndpoints, Outcome: edit.Pass},
+			{Name: preflight.CheckWebhookServingCert, Outcome: edit.Warn}, {Name: preflight.CheckWebhookConverts, Outcome: edit.Skip}},
 			[]f{{lifecycle.CodeWebhookUnreachable, lifecycle.SeverityWarning}, {lifecycle.CodeWebhookNotChecked, lifecycle.SeverityInfo}}},
 		{"no permission", edit.Checks{
-			{Name: checkWebhookService, Outcome: edit.Skip}, {Name: checkWebhookConverts, Outcome: edit.Skip}},
+			{Name: preflight.CheckWebhookService, Outcome: edit.Skip}, {Name: preflight.CheckWebhookConverts, Outcome: edit.Skip}},
 			[]f{{lifecycle.CodeWebhookNotChecked, lifecycle.SeverityInfo}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []f
-			for _, x := range webhookFindings(tc.checks) {
+			for _, x := range WebhookFindings(tc.checks) {
 				got = append(got, f{x.Code, x.Severity})
 			}
 			if !reflect.DeepEqual(got, tc.want) {
@@ -48,7 +49,7 @@ func TestWebhookFindings(t *testing.T) {
 			}
 		})
 	}
-	fs := webhookFindings(edit.Checks{{Name: checkWebhookCABundle, Outcome: edit.Fail, Message: "A"}, {Name: checkWebhookService, Outcome: edit.Fail, Message: "B"}})
+	fs := WebhookFindings(edit.Checks{{Name: preflight.CheckWebhookCABundle, Outcome: edit.Fail, Message: "A"}, {Name: preflight.CheckWebhookService, Outcome: edit.Fail, Message: "B"}})
 	if len(fs) != 1 || fs[0].Message[:4] != "A; B" {
 		t.Errorf("failures joined: %+v", fs)
 	}

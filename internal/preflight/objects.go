@@ -1,4 +1,4 @@
-package cli
+package preflight
 
 import (
 	"fmt"
@@ -7,8 +7,9 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 )
 
-// objectChecks turns what CheckObjectsAt found into preflight checks.
-func objectChecks(found *cluster.ObjectsCheck, version string) edit.Checks {
+// Objects turns what cluster.Client.CheckObjectsAt found at version into
+// the checks ObjectsReadable and ObjectsValid.
+func Objects(found *cluster.ObjectsCheck, version string) edit.Checks {
 	var cs edit.Checks
 	if found.ListError != "" {
 		return append(cs, edit.Check{

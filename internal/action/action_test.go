@@ -1,0 +1,195 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
+)
+
+// fake records what the actions ask of the cluster. It stands in for the
+// API server only in the control flow of the steps; what the API server
+// answers is tested in internal/e2e.
+type fake struct {
+	calls   []string
+	objects *cluster.ObjectsCheck
+	usage   usage.Report
+	missing []access.Need
+	written *apiextensionsv1.CustomResourceDefinition
+}
+
+func (f *fake) WebhookService(context.Context, string, string) (*corev1.Service, []discoveryv1.EndpointSlice, error) {
+	f.calls = append(f.calls, "service")
+	return nil, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, "x")
+}
+
+func (f *fake) CheckObjectsAt(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, version string, _ int, _ int64) (*cluster.ObjectsCheck, error) {
+	f.calls = append(f.calls, "objects@"+version)
+	return f.objects, nil
+}
+
+func (f *fake) ClientUsage(_ context.Context, gvr schema.GroupVersionResource, _ time.Duration) (usage.Report, error) {
+	f.calls = append(f.calls, "usage@"+gvr.Version)
+	return f.usage, nil
+}
+
+func (f *fake) Missing(context.Context, []access.Need) ([]access.Need, bool) {
+	f.calls = append(f.calls, "access")
+	return f.missing, true
+}
+
+func (f *fake) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error) {
+	f.calls = append(f.calls, map[bool]string{true: "update(dry run)", false: "update"}[o.DryRun])
+	f.written = crd
+	return crd, nil
+}
+
+func (f *fake) WaitServed(context.Context, string, time.Duration) error {
+	f.calls = append(f.calls, "wait")
+	return nil
+}
+
+func crd(webhookService bool) *apiextensionsv1.CustomResourceDefinition {
+	c := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", ResourceVersion: "1"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Storage: true}, {Name: "v2", Served: true},
+			},
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: []string{"v1"}},
+	}
+	if webhookService {
+		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "ns", Name: "conv"}, CABundle: []byte("x")},
+			ConversionReviewVersions: []string{"v1"}}}
+	}
+	return c
+}
+
+func TestPromoteStorageOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      *apiextensionsv1.CustomResourceDefinition
+		manifst bool
+		want    string
+	}{
+		// The objects are read at the new version only when the webhook
+		// that converts them can be called.
+		{"None conversion: objects only", crd(false), false, "objects@v2"},
+		{"a Service webhook that fails: no object read", crd(true), false, "service"},
+		{"manifest without a cluster: nothing read", crd(false), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fake{objects: &cluster.ObjectsCheck{Listed: 2, Validated: 2}}
+			target := &Target{CRD: tc.in, Live: tc.in}
+			var c PromoteCluster = f
+			if tc.manifst {
+				target = &Target{CRD: tc.in, Manifest: true, LiveSkip: "no cluster"}
+				c = nil
+			}
+			r, err := PromoteStorage(context.Background(), c, target, PromoteOptions{Version: "v2", ChunkSize: 10, WebhookTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.calls, " "); got != tc.want {
+				t.Errorf("calls %q, want %q", got, tc.want)
+			}
+			if r.Edited.Spec.Versions[1].Storage != true {
+				t.Errorf("v2 is not the storage version in the edit")
+			}
+		})
+	}
+}
+
+func TestSetServedMeasuresOnlyToUnserve(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		served  bool
+		skip    bool
+		verdict usage.Verdict
+		want    string
+		outcome edit.Outcome
+	}{
+		{"serve: no measurement", true, false, usage.NotInUse, "", ""},
+		{"unserve, no client", false, false, usage.NotInUse, "usage@v2", edit.Pass},
+		{"unserve, a client", false, false, usage.InUse, "usage@v2", edit.Fail},
+		// Unknown is not pass.
+		{"unserve, unknown", false, false, usage.Unknown, "usage@v2", edit.Fail},
+		{"unserve, skipped", false, true, usage.InUse, "", edit.Warn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := crd(false)
+			if tc.served {
+				in.Spec.Versions[1].Served = false
+			}
+			f := &fake{usage: usage.Report{Verdict: tc.verdict}}
+			r, err := SetServed(context.Background(), f, &Target{CRD: in, Live: in}, "v2", tc.served, UsageOptions{Skip: tc.skip})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.calls, " "); got != tc.want {
+				t.Errorf("calls %q, want %q", got, tc.want)
+			}
+			var outcome edit.Outcome
+			for _, c := range r.Checks {
+				if c.Name == "ClientUsage" {
+					outcome = c.Outcome
+				}
+			}
+			if outcome != tc.outcome {
+				t.Errorf("ClientUsage %q, want %q", outcome, tc.outcome)
+			}
+		})
+	}
+}
+
+func TestWrite(t *testing.T) {
+	in := crd(false)
+	r := edit.SetServed(in, "v2", false)
+	for _, tc := range []struct {
+		name    string
+		dryRun  DryRun
+		missing []access.Need
+		noop    bool
+		want    string
+		err     bool
+	}{
+		{"real write waits for discovery", DryRunNone, nil, false, "access update wait", false},
+		{"server dry run", DryRunServer, nil, false, "access update(dry run)", false},
+		{"client dry run sends nothing", DryRunClient, nil, false, "", false},
+		{"no-op sends nothing", DryRunNone, nil, true, "", false},
+		{"a missing permission writes nothing", DryRunNone, []access.Need{{Verb: "update", Resource: "customresourcedefinitions"}}, false, "access", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fake{missing: tc.missing}
+			res := *r
+			res.NoOp = tc.noop
+			_, err := Write(context.Background(), f, &res, WriteOptions{DryRun: tc.dryRun, FieldManager: "m", Operation: "unserve"})
+			if (err != nil) != tc.err {
+				t.Errorf("err %v", err)
+			}
+			var missing *access.MissingError
+			if tc.err && !errors.As(err, &missing) {
+				t.Errorf("err %T, want *access.MissingError", err)
+			}
+			if got := strings.Join(f.calls, " "); got != tc.want {
+				t.Errorf("calls %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package action
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
+)
+
+// AddVersionCluster is what add-version reads from the cluster: the
+// conversion webhook's Service and a stored object to convert.
+type AddVersionCluster interface {
+	preflight.ServiceReader
+	// FirstObject returns one object read at version, nil when none.
+	FirstObject(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*unstructured.Unstructured, error)
+}
+
+// AddVersionOptions are the inputs of add-version.
+type AddVersionOptions struct {
+	Spec edit.AddVersionSpec
+	// WebhookTimeout bounds the wait for the conversion webhook's answer.
+	WebhookTimeout time.Duration
+}
+
+// AddVersion is the preflight of adding o.Spec to the target: the rules of
+// edit.AddVersion and, with Webhook conversion, a ConversionReview of a
+// stored object (else a minimal one) to the new version — through the
+// Service's endpoints for a Service webhook, which is also checked (see
+// preflight.Webhooks). c may be nil (manifest mode without a cluster).
+func AddVersion(ctx context.Context, c AddVersionCluster, t *Target, o AddVersionOptions) *edit.Result {
+	r := edit.AddVersion(t.CRD, o.Spec)
+	conv := r.Edited.Spec.Conversion
+	if r.NoOp || len(r.Checks.Failed()) > 0 || conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		return r
+	}
+	crd := t.CRD
+	from := lifecycle.ListVersion(crd)
+	probe := &preflight.Probe{Sample: preflight.SampleObject(crd, from, "crdversion-preflight-sample"), Desired: lifecycle.GroupVersion(crd, o.Spec.Name)}
+	minimal := ""
+	if from != "" && c != nil && t.live() {
+		obj, err := c.FirstObject(ctx, crd, from)
+		switch {
+		case err == nil && obj != nil:
+			probe.Sample = obj
+		case apierrors.IsForbidden(err):
+			minimal = fmt.Sprintf(" (a minimal one: list %s is forbidden, so no stored object was tried)", cluster.GVR(crd, from).GroupResource())
+		}
+	}
+	skipped := ""
+	if !t.live() {
+		skipped = t.LiveSkip
+	}
+	var services preflight.ServiceReader
+	if c != nil {
+		services = c
+	}
+	cs := preflight.NewWebhooks(services, o.WebhookTimeout).Check(ctx, conv.Webhook, probe, skipped)
+	for i := range cs {
+		if cs[i].Name == preflight.CheckWebhookConverts && cs[i].Outcome == edit.Pass && conv.Webhook.ClientConfig.Service == nil {
+			cs[i].Message += minimal
+		}
+	}
+	r.Checks = append(r.Checks, cs...)
+	return r
+}

@@ -1,0 +1,167 @@
+package action
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
+)
+
+// MigrateOptions are the inputs of migrate.
+type MigrateOptions struct {
+	// Engine is migrate.EngineClient or migrate.EngineServer.
+	Engine string
+	// Client tunes the client engine; its DryRun (server dry run),
+	// CountOnly (client dry run), NoTrim and FieldManager apply to both.
+	Client migrate.Options
+	// AllowPruning accepts a migration that drops fields (conversion None).
+	AllowPruning bool
+	// ServerProgress, when set, gets each status of a StorageVersionMigration.
+	ServerProgress func(svm.Status)
+}
+
+// Migration is the outcome of Migrate.
+type Migration struct {
+	Result *migrate.Result
+	// SVMVersion is the storagemigration.k8s.io version used (server engine).
+	SVMVersion string
+}
+
+// MigrationRefusal refuses, before anything is written, a migration that
+// would retire nothing (a newer version waits to become the storage
+// version: the "completed but useless" migration run before the storage
+// flip) or drop fields (conversion None between schemas that differ); with
+// the server engine also one whose controller would write through a
+// version that prunes fields. It returns nil when the migration may run.
+func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
+	storage := lifecycle.StorageVersion(crd)
+	if next := lifecycle.PromotionPending(crd); next != "" && !o.Client.NoTrim && !o.Client.CountOnly {
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
+			crd.Name, storage, next, storage, crd.Name, next, storage)
+	}
+	if o.AllowPruning || o.Client.CountOnly {
+		return nil
+	}
+	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 {
+		var parts []string
+		for _, l := range losses {
+			parts = append(parts, l.Describe(storage))
+		}
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
+			crd.Name, strings.Join(parts, "; "))
+	}
+	if o.Engine != migrate.EngineServer {
+		return nil
+	}
+	if preferred, fields := svm.PreferredVersionLoss(crd); preferred != "" {
+		return fmt.Errorf("refusing to migrate %s with --engine=server, nothing was changed: the controller writes each object through the preferred version %s, not the storage version %s, and with conversion strategy None %s's schema lacks %s, which would be pruned; use --engine=client (it writes through the storage version), or pass --allow-pruning to accept the loss",
+			crd.Name, preferred, storage, preferred, strings.Join(fields, ", "))
+	}
+	return nil
+}
+
+// Migrate rewrites every object of crd at its storage version and trims
+// status.storedVersions under the guard of package migrate, through the
+// client engine (migrate.Engine) or a StorageVersionMigration (svm.Runner),
+// after its preflight (MigrationRefusal) and the permission check of what
+// it will write. Per-object failures are in the result; see Outcome for
+// whether the run did what it should.
+func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*Migration, error) {
+	if err := MigrationRefusal(crd, o); err != nil {
+		return nil, err
+	}
+	server := o.Engine == migrate.EngineServer
+	out := &Migration{}
+	runner := &svm.Runner{Client: c}
+	if server {
+		var err error
+		if out.SVMVersion, err = runner.Version(); err != nil {
+			return nil, err
+		}
+	}
+	if !o.Client.CountOnly {
+		trim := !o.Client.NoTrim && !o.Client.DryRun
+		needs := access.Migrate(crd, trim)
+		if server {
+			needs = access.MigrateServer(crd, trim)
+		}
+		if missing, _ := c.Missing(ctx, needs); len(missing) > 0 {
+			return nil, &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}
+		}
+	}
+	var err error
+	if server {
+		out.Result, err = runner.Run(ctx, crd, out.SVMVersion, svm.Options{
+			FieldManager: o.Client.FieldManager,
+			DryRunClient: o.Client.CountOnly,
+			DryRunServer: o.Client.DryRun,
+			NoTrim:       o.Client.NoTrim,
+			Settle:       svm.DefaultSettle,
+			Progress:     o.ServerProgress,
+		})
+	} else {
+		out.Result, err = engineOf(c).Run(ctx, crd.Name, o.Client)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Outcome is the error a finished migration of crd stands for, nil when it
+// did what it should: a failed StorageVersionMigration, objects that failed
+// (storedVersions then untrimmed), an interrupted run (checkpoint, when
+// set, resumes it), a trim that was due and did not happen.
+func Outcome(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result, checkpoint string) error {
+	server := res.Engine == migrate.EngineServer
+	if sm := res.StorageVersionMigration; sm != nil && sm.Phase == string(svm.Failed) {
+		stored := "status.storedVersions was not trimmed"
+		switch {
+		case res.Trim.Restored:
+			stored = "the controller trimmed status.storedVersions anyway; it was restored to [" + strings.Join(res.Trim.After, ", ") + "]"
+		case !slices.Equal(res.Trim.After, res.Trim.Before):
+			stored = "status.storedVersions is [" + strings.Join(res.Trim.After, ", ") + "], not [" + strings.Join(res.Trim.Before, ", ") + "]: " + res.Trim.Reason
+		}
+		return fmt.Errorf("the StorageVersionMigration %s of %s failed (%s); %s", sm.Name, crd.Name, sm.Message, stored)
+	}
+	switch {
+	case res.Failed > 0:
+		hint := ""
+		for _, f := range res.Failures {
+			if strings.Contains(f.Message, "conversion webhook") {
+				hint = "; the conversion webhook failed for them: " + lifecycle.WebhookRepair(lifecycle.Analyze(crd))
+				break
+			}
+		}
+		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed%s", res.Failed, crd.Name, hint)
+	case !res.Complete && server && !res.DryRun:
+		return fmt.Errorf("the migration of %s did not finish: %s", crd.Name, res.Trim.Reason)
+	case !res.Complete && !server:
+		hint := ""
+		if checkpoint != "" {
+			hint = " with --checkpoint " + checkpoint + " to resume"
+		}
+		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, hint)
+	case res.Trim.Failed:
+		return fmt.Errorf("every object of %s is at %s, but status.storedVersions was not trimmed: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
+	}
+	return nil
+}
+
+// engineOf is the client migrate engine over c, told where API Priority
+// and Fairness puts c's requests when c observes it.
+func engineOf(c *cluster.Client) *migrate.Engine {
+	e := &migrate.Engine{CRDs: c.CRDs, Metadata: c.Metadata}
+	if c.FlowControl != nil {
+		e.FlowControl = c.FlowControl
+	}
+	return e
+}

@@ -1,0 +1,141 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/retire"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
+)
+
+// Retire is retire.Cluster over a cluster.Client: the CRD's reads and writes
+// (pinned to the resourceVersion read; server-side dry runs on the same
+// path), client usage from the API server's /metrics, the managedFields
+// listing and clean-up, SelfSubjectAccessReviews, and the client migrate
+// engine.
+type Retire struct {
+	Client *cluster.Client
+	// UsageWindow is how long ClientUsage watches the metrics (0: one
+	// sample).
+	UsageWindow time.Duration
+	// Engine are the migrate engine's options (page size, writes in
+	// flight, retries, field manager); DryRun and Progress are set per
+	// migration. ChunkSize also pages the managedFields listing,
+	// Concurrency bounds the clean-up, and FieldManager names every write.
+	Engine migrate.Options
+	// Progress, when set, starts a progress display for the migration of
+	// the CRD named crd: the function the engine reports to, and the one
+	// that ends the display. Server-side dry runs of the migration show
+	// none.
+	Progress func(crd string) (update func(migrate.Progress), stop func())
+}
+
+var _ retire.Cluster = (*Retire)(nil)
+
+// GetCRD reads the CRD named name.
+func (r *Retire) GetCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return r.Client.CRDs.Get(ctx, name, metav1.GetOptions{})
+}
+
+// UpdateCRD writes crd with Client.UpdateCRD (a server-side dry run when
+// dryRun); a refusal by the API server is a *retire.RefusedError.
+func (r *Retire) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error) {
+	out, err := r.Client.UpdateCRD(ctx, crd, cluster.WriteOptions{DryRun: dryRun, FieldManager: r.Engine.FieldManager})
+	return out, refusal(err)
+}
+
+// refusal turns an API server's refusal of a write (validation, admission,
+// authorization: an answer about the write itself) into a
+// *retire.RefusedError wrapping err. A conflict with another writer, and
+// the answers of a server too busy or slow to decide, stay as they are.
+func refusal(err error) error {
+	var conflict *cluster.ConflictError
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &conflict) || !errors.As(err, &status) {
+		return err
+	}
+	switch apierrors.ReasonForError(err) {
+	case metav1.StatusReasonConflict, metav1.StatusReasonServerTimeout, metav1.StatusReasonTimeout,
+		metav1.StatusReasonTooManyRequests, metav1.StatusReasonServiceUnavailable:
+		return err
+	}
+	s := status.Status()
+	refused := &retire.RefusedError{Message: err.Error(), Err: err}
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			refused.Fields = append(refused.Fields, c.Field)
+		}
+	}
+	return refused
+}
+
+// WaitServed waits up to 30 s until the CRD's served versions are in
+// discovery.
+func (r *Retire) WaitServed(ctx context.Context, name string) error {
+	return r.Client.WaitServed(ctx, name, 30*time.Second)
+}
+
+// ClientUsage measures the use of version of crd from the API server's
+// /metrics over UsageWindow; a *cluster.MetricsError becomes a
+// *retire.UnmeasurableError.
+func (r *Retire) ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.Report, error) {
+	rep, err := r.Client.ClientUsage(ctx, cluster.GVR(crd, version), r.UsageWindow)
+	var unreadable *cluster.MetricsError
+	switch {
+	case errors.As(err, &unreadable):
+		return nil, &retire.UnmeasurableError{Err: err}
+	case err != nil:
+		return nil, err
+	}
+	return &rep, nil
+}
+
+// StaleManagedFields lists, Engine.ChunkSize per page, the objects whose
+// managedFields name version.
+func (r *Retire) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) ([]retire.ObjectRef, error) {
+	return r.Client.StaleManagedFields(ctx, crd, version, r.Engine.ChunkSize)
+}
+
+// CleanManagedFields rewrites the stale entries of objs, Engine.Concurrency
+// writes in flight.
+func (r *Retire) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []retire.ObjectRef) (*retire.ManagedFieldsCleanup, error) {
+	return r.Client.CleanManagedFields(ctx, crd, version, objs, r.Engine.Concurrency, r.Engine.FieldManager)
+}
+
+// Missing asks the API server which of needs the user lacks.
+func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need {
+	missing, _ := r.Client.Missing(ctx, needs)
+	return missing
+}
+
+// Migrate runs the client migrate engine on crd with Engine (dryRun: every
+// write a server-side dry run); the engine's *migrate.Result is the
+// Migration's Report.
+func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*retire.Migration, error) {
+	opts := r.Engine
+	opts.DryRun = dryRun
+	if r.Progress != nil && !dryRun {
+		var stop func()
+		opts.Progress, stop = r.Progress(crd.Name)
+		defer stop()
+	}
+	res, err := engineOf(r.Client).Run(ctx, crd.Name, opts)
+	if err != nil {
+		return nil, err
+	}
+	m := &retire.Migration{StorageVersion: res.StorageVersion, Total: res.Total, Rewritten: res.Rewritten, Current: res.Current,
+		Conflicts: res.Conflicts, Deleted: res.Deleted, Failed: res.Failed, Complete: res.Complete,
+		StoredBefore: res.Trim.Before, StoredAfter: res.Trim.After, Trimmed: res.Trim.Trimmed, Reason: res.Trim.Reason, Report: res}
+	for _, f := range res.Failures {
+		m.Failures = append(m.Failures, retire.ObjectFailure{Object: f.Object, Message: f.Message})
+	}
+	return m, nil
+}

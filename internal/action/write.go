@@ -1,0 +1,88 @@
+package action
+
+import (
+	"context"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
+)
+
+// Writer writes CRDs.
+type Writer interface {
+	// Missing asks the API server (SelfSubjectAccessReview) which of needs
+	// the user lacks.
+	Missing(ctx context.Context, needs []access.Need) (missing []access.Need, checked bool)
+	// UpdateCRD writes crd pinned to its resourceVersion.
+	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, opts cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error)
+	// WaitServed waits until the CRD's served versions are in discovery.
+	WaitServed(ctx context.Context, name string, timeout time.Duration) error
+}
+
+// DryRun is how a step writes: for real, not at all (client), or as a
+// server-side dry run.
+type DryRun int
+
+const (
+	// DryRunNone writes.
+	DryRunNone DryRun = iota
+	// DryRunClient writes nothing and sends nothing.
+	DryRunClient
+	// DryRunServer sends the write with dryRun=All: the API server
+	// validates and admits it and persists nothing.
+	DryRunServer
+)
+
+// WriteOptions are how Write writes.
+type WriteOptions struct {
+	DryRun DryRun
+	// FieldManager names the writer.
+	FieldManager string
+	// Operation names the step in a permission refusal ("add-version").
+	Operation string
+}
+
+// ServedWait bounds the wait for discovery after a write.
+const ServedWait = 30 * time.Second
+
+// Written is the outcome of Write.
+type Written struct {
+	// CRD is the CRD as written (as it would be, in a dry run).
+	CRD *apiextensionsv1.CustomResourceDefinition
+	// NotServed, when set, says that a served version did not appear in
+	// discovery within ServedWait: a warning, the write happened.
+	NotServed error
+	// NewlyServed are the versions the write began to serve, in discovery
+	// now (a real write only).
+	NewlyServed []string
+}
+
+// Write writes r.Edited, which must have passed its preflight (see
+// edit.Result.Refused), pinned to the resourceVersion that was read: after
+// checking that the user may update CRDs (unless a client dry run), as a
+// real or server-side dry-run update, then — for a real write — waiting
+// until clients can use the versions it serves. A no-op result is not
+// written.
+func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Written, error) {
+	out := &Written{CRD: r.Edited}
+	if r.NoOp || o.DryRun == DryRunClient {
+		return out, nil
+	}
+	if missing, _ := w.Missing(ctx, access.EditCRD()); len(missing) > 0 {
+		return nil, &access.MissingError{Operation: o.Operation, CRD: r.Edited.Name, Missing: missing}
+	}
+	written, err := w.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun == DryRunServer, FieldManager: o.FieldManager})
+	if err != nil {
+		return nil, err
+	}
+	out.CRD = written
+	if o.DryRun == DryRunNone {
+		if out.NotServed = w.WaitServed(ctx, written.Name, ServedWait); out.NotServed == nil {
+			out.NewlyServed = r.NewlyServed
+		}
+	}
+	return out, nil
+}

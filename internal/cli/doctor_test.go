@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/crdversion/kubectl-crdversion/internal/doctor"
+)
+
+// flagsCase is one command line of a flag-rule table: err is a substring
+// of the one-line error, "" for none.
+type flagsCase struct {
+	args []string
+	err  string
+}
+
+// toOptions parses args into a command that fl's AddFlags set up and
+// returns what ToOptions and Validate make of them; the factory is never
+// contacted (building clients does not reach a server, and ToOptions
+// builds none).
+func toOptions[O runner](t *testing.T, name string, addFlags func(*cobra.Command), toOpts func(cmdutil.Factory, *cobra.Command, []string) (O, error), args []string) (O, error) {
+	t.Helper()
+	var zero O
+	cmd := &cobra.Command{Use: name}
+	addFlags(cmd)
+	if err := cmd.ParseFlags(args); err != nil {
+		return zero, err
+	}
+	o, err := toOpts(cmdutil.NewFactory(genericclioptions.NewConfigFlags(false)), cmd, cmd.Flags().Args())
+	if err != nil {
+		return zero, err
+	}
+	return o, o.Validate()
+}
+
+func checkErr(t *testing.T, args []string, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%q: %v", args, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n")):
+		t.Errorf("%q: err %v, want one line containing %q", args, err, want)
+	}
+}
+
+// TestDoctorOptionsValidate: doctor's flag rules, without a server.
+func TestDoctorOptionsValidate(t *testing.T) {
+	for _, tc := range []flagsCase{
+		{args: []string{"crontabs.stable.example.com"}},
+		{args: []string{"--all", "--usage-window", "30s"}},
+		{args: nil, err: "name at least one CRD, or give --all; see 'doctor -h' for help and examples"},
+		{args: []string{"ct", "--all"}, err: "name CRDs or give --all, not both"},
+		{args: []string{"ct", "--chunk-size", "0"}, err: "--chunk-size must be positive, got 0"},
+		{args: []string{"ct", "--webhook-timeout", "0s"}, err: "--webhook-timeout must be positive, got 0s"},
+		{args: []string{"ct", "--usage-window", "-1s"}, err: "--usage-window must not be negative, got -1s"},
+		{args: []string{"ct", "-o", "name"}, err: "-o name is not supported by doctor"},
+		{args: []string{"ct", "-o", "xml"}, err: `output format "xml"`},
+		{args: []string{"ct", "--contexts", "a", "--all-contexts"}, err: "--contexts and --all-contexts cannot be used together"},
+		{args: []string{"ct", "--all-contexts", "--parallel", "0"}, err: "--parallel must be positive, got 0"},
+		{args: []string{"ct", "--all-contexts", "--cluster-timeout", "0s"}, err: "--cluster-timeout must be positive, got 0s"},
+		{args: []string{"ct", "--all-contexts", "-o", "name"}, err: "-o name is not supported by doctor"},
+	} {
+		fl := NewDoctorFlags(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+		_, err := toOptions(t, "doctor", fl.AddFlags, fl.ToOptions, tc.args)
+		checkErr(t, tc.args, err, tc.err)
+	}
+}
+
+// TestCheckUpgradeOptionsValidate: check-upgrade's flag rules, without a
+// server; every -f is kept, as kubectl apply keeps them.
+func TestCheckUpgradeOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		flagsCase
+		files []string
+	}{
+		{flagsCase{args: []string{"-f", "a.yaml"}}, []string{"a.yaml"}},
+		{flagsCase{args: []string{"-f", "a.yaml", "-f", "crds/", "--filename=b.yaml"}}, []string{"a.yaml", "crds/", "b.yaml"}},
+		{flagsCase{args: []string{"-f", "a.yaml,b.yaml", "-R"}}, []string{"a.yaml", "b.yaml"}},
+		{flagsCase{args: nil, err: "-f FILENAME is required; see 'check-upgrade -h' for help and examples"}, nil},
+		{flagsCase{args: []string{"-f", ""}, err: "-f FILENAME is required"}, nil},
+		{flagsCase{args: []string{"-f", "a.yaml", "crontabs"}, err: "unexpected arguments [crontabs]; the release's CRDs are given with -f"}, nil},
+		{flagsCase{args: []string{"-f", "a.yaml", "-o", "name"}, err: "-o name is not supported by check-upgrade"}, nil},
+		{flagsCase{args: []string{"-f", "a.yaml", "-o", "markdown"}, err: `output format "markdown"`}, nil},
+		{flagsCase{args: []string{"-f", "a.yaml", "--contexts", "a", "--all-contexts"}, err: "--contexts and --all-contexts cannot be used together"}, nil},
+		{flagsCase{args: []string{"-f", "a.yaml", "--all-contexts", "--cluster-timeout", "-1m"}, err: "--cluster-timeout must be positive, got -1m0s"}, nil},
+	} {
+		fl := NewCheckUpgradeFlags(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+		o, err := toOptions(t, "check-upgrade", fl.AddFlags, fl.ToOptions, tc.args)
+		checkErr(t, tc.args, err, tc.err)
+		if tc.err == "" && err == nil && (!reflect.DeepEqual(o.Filenames, tc.files) || o.source() != strings.Join(tc.files, ", ")) {
+			t.Errorf("%q: files %q, want %q", tc.args, o.Filenames, tc.files)
+		}
+	}
+}
+
+// TestDoctorProgress: a list that reports progress draws a spinner naming
+// the CRD and version; a list that ends before its first report draws
+// nothing.
+func TestDoctorProgress(t *testing.T) {
+	var b bytes.Buffer
+	progress, stop := doctorProgress(&b)
+	progress(doctor.Event{CRD: "small.example.com", Version: "v1", Objects: 3, Done: true})
+	if b.Len() != 0 {
+		t.Errorf("a short list drew %q", b.String())
+	}
+	progress(doctor.Event{CRD: "widgets.example.com", Version: "v2", Objects: 250})
+	progress(doctor.Event{CRD: "widgets.example.com", Version: "v2", Objects: 400, Done: true})
+	stop()
+	if !strings.Contains(b.String(), "checking widgets.example.com at v2") {
+		t.Errorf("drew %q", b.String())
+	}
+}

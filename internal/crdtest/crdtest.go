@@ -1,0 +1,148 @@
+// Package crdtest builds CustomResourceDefinitions for unit tests, fluently:
+//
+//	crdtest.New("widgets.example.com").
+//		Version("v1", crdtest.Served, crdtest.Storage).
+//		Version("v2", crdtest.Served, crdtest.Fields("size", "colour")).
+//		Stored("v1").CRD()
+//
+// One builder for every package's tests (krew's testutil.NewPlugin is the
+// model), instead of a struct literal or a helper of its own in each.
+package crdtest
+
+import (
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Builder builds one CRD.
+type Builder struct {
+	crd *apiextensionsv1.CustomResourceDefinition
+}
+
+// New starts a namespaced CRD named name ("<plural>.<group>"), with the
+// singular and kind derived from the plural (widgets: widget, Widget) and
+// resourceVersion "1".
+func New(name string) *Builder {
+	plural, group, _ := strings.Cut(name, ".")
+	singular := strings.TrimSuffix(plural, "s")
+	kind := strings.ToUpper(singular[:1]) + singular[1:]
+	return &Builder{crd: &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: singular, Kind: kind, ListKind: kind + "List"},
+		},
+	}}
+}
+
+// VersionOption sets something on a version.
+type VersionOption func(*apiextensionsv1.CustomResourceDefinitionVersion)
+
+var (
+	// Served sets served: true.
+	Served VersionOption = func(v *apiextensionsv1.CustomResourceDefinitionVersion) { v.Served = true }
+	// Storage sets storage: true.
+	Storage VersionOption = func(v *apiextensionsv1.CustomResourceDefinitionVersion) { v.Storage = true }
+	// Deprecated sets deprecated: true.
+	Deprecated VersionOption = func(v *apiextensionsv1.CustomResourceDefinitionVersion) { v.Deprecated = true }
+	// StatusSubresource adds the status subresource.
+	StatusSubresource VersionOption = func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		if v.Subresources == nil {
+			v.Subresources = &apiextensionsv1.CustomResourceSubresources{}
+		}
+		v.Subresources.Status = &apiextensionsv1.CustomResourceSubresourceStatus{}
+	}
+)
+
+// DeprecationWarning sets the version's deprecationWarning (and deprecated).
+func DeprecationWarning(text string) VersionOption {
+	return func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		v.Deprecated, v.DeprecationWarning = true, &text
+	}
+}
+
+// Fields gives the version the schema {spec: {<field>: string, …}}.
+func Fields(fields ...string) VersionOption {
+	return func(v *apiextensionsv1.CustomResourceDefinitionVersion) { v.Schema = SpecSchema(fields...) }
+}
+
+// Schema gives the version the schema s.
+func Schema(s *apiextensionsv1.JSONSchemaProps) VersionOption {
+	return func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		v.Schema = &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: s}
+	}
+}
+
+// SpecSchema is the schema {spec: {<field>: string, …}} of an object.
+func SpecSchema(fields ...string) *apiextensionsv1.CustomResourceValidation {
+	spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	for _, f := range fields {
+		spec.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	}
+	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
+	}}
+}
+
+// Version appends a version; without Fields or Schema its schema is
+// {spec: {size: string}}.
+func (b *Builder) Version(name string, opts ...VersionOption) *Builder {
+	v := apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Schema: SpecSchema("size")}
+	for _, o := range opts {
+		o(&v)
+	}
+	b.crd.Spec.Versions = append(b.crd.Spec.Versions, v)
+	return b
+}
+
+// Stored sets status.storedVersions.
+func (b *Builder) Stored(versions ...string) *Builder {
+	b.crd.Status.StoredVersions = versions
+	return b
+}
+
+// ClusterScoped makes the CRD cluster-scoped.
+func (b *Builder) ClusterScoped() *Builder {
+	b.crd.Spec.Scope = apiextensionsv1.ClusterScoped
+	return b
+}
+
+// Annotate sets an annotation.
+func (b *Builder) Annotate(key, value string) *Builder {
+	if b.crd.Annotations == nil {
+		b.crd.Annotations = map[string]string{}
+	}
+	b.crd.Annotations[key] = value
+	return b
+}
+
+// Webhook sets Webhook conversion with conv.
+func (b *Builder) Webhook(conv *apiextensionsv1.WebhookConversion) *Builder {
+	b.crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: conv}
+	return b
+}
+
+// WebhookURL sets Webhook conversion to url with caBundle and
+// conversionReviewVersions [v1].
+func (b *Builder) WebhookURL(url string, caBundle []byte) *Builder {
+	return b.Webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caBundle}, ConversionReviewVersions: []string{"v1"}})
+}
+
+// WebhookService sets Webhook conversion to the Service namespace/name
+// (port 443) with caBundle and conversionReviewVersions [v1].
+func (b *Builder) WebhookService(namespace, name string, caBundle []byte) *Builder {
+	return b.Webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{
+		Service: &apiextensionsv1.ServiceReference{Namespace: namespace, Name: name}, CABundle: caBundle}, ConversionReviewVersions: []string{"v1"}})
+}
+
+// Edit applies f to the CRD being built, for what the builder has no method for.
+func (b *Builder) Edit(f func(*apiextensionsv1.CustomResourceDefinition)) *Builder {
+	f(b.crd)
+	return b
+}
+
+// CRD returns the CRD built (a copy each time).
+func (b *Builder) CRD() *apiextensionsv1.CustomResourceDefinition { return b.crd.DeepCopy() }

@@ -1,0 +1,122 @@
+package retire
+
+import (
+	"context"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
+)
+
+// Cluster is what the executor needs of one cluster. The one
+// implementation over a real API server is action.Retire; tests use
+// fakes. Every method works on the CRD as the executor last read it.
+type Cluster interface {
+	// GetCRD reads the CRD named name.
+	GetCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error)
+	// UpdateCRD writes crd, pinned to crd.ResourceVersion: a concurrent
+	// change fails (nothing written) with an error that says to re-run.
+	// With dryRun it is a server-side dry run (dryRun=All) on the same
+	// path: validated and admitted, persisted nowhere. A write the API
+	// server refuses (validation, admission, authorization) fails with a
+	// *RefusedError. It returns the CRD the API server answered with.
+	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error)
+	// WaitServed waits, bounded, until the API server serves the CRD's
+	// served versions as last written (discovery).
+	WaitServed(ctx context.Context, name string) error
+	// ClientUsage measures how clients use version of crd, without
+	// requesting version itself. When the evidence cannot be read (the
+	// metrics are forbidden or absent) the error is an *UnmeasurableError.
+	ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.Report, error)
+	// StaleManagedFields lists the objects of crd whose managedFields have
+	// an entry naming version, without requesting version itself.
+	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) ([]ObjectRef, error)
+	// CleanManagedFields rewrites the managedFields entries of objs that
+	// name version so that they name the storage version. Per-object
+	// failures are in the result.
+	CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []ObjectRef) (*ManagedFieldsCleanup, error)
+	// Missing returns which of needs the user lacks; none when the API
+	// server cannot tell (its own answers then decide).
+	Missing(ctx context.Context, needs []access.Need) []access.Need
+	// Migrate rewrites every object of crd at the storage version and
+	// trims status.storedVersions (kubectl crdversion migrate). With
+	// dryRun every write is a server-side dry run and nothing is persisted
+	// or trimmed. Per-object failures are in the result; an error means
+	// the migration could not go through the objects.
+	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*Migration, error)
+}
+
+// UnmeasurableError is returned by Cluster.ClientUsage when the evidence of
+// client usage cannot be read. Step 1 is then blocked, unless the check is
+// skipped, with the error's message.
+type UnmeasurableError struct{ Err error }
+
+func (e *UnmeasurableError) Error() string { return e.Err.Error() }
+
+func (e *UnmeasurableError) Unwrap() error { return e.Err }
+
+// RefusedError is a write the API server refused: Message is its message,
+// Fields the field paths of its causes (metav1.StatusDetails.Causes), Err
+// the error as the cluster returned it.
+type RefusedError struct {
+	Message string
+	Fields  []string
+	Err     error
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// storedVersionsOnly reports whether every cause is in
+// status.storedVersions: the refusal of a removal while storedVersions
+// still lists the version (apiextensions validation, which runs before
+// admission).
+func (e *RefusedError) storedVersionsOnly() bool {
+	for _, f := range e.Fields {
+		if !strings.HasPrefix(f, "status.storedVersions") {
+			return false
+		}
+	}
+	return len(e.Fields) > 0
+}
+
+// Migration is the outcome of Cluster.Migrate.
+type Migration struct {
+	// StorageVersion the objects were rewritten at.
+	StorageVersion string
+	// Counts of the outcomes per object.
+	Total, Rewritten, Current, Conflicts, Deleted, Failed int64
+	// Failures name the objects that failed, with the API server's message.
+	Failures []ObjectFailure
+	// Complete: every object was listed.
+	Complete bool
+	// StoredBefore and StoredAfter are status.storedVersions before the
+	// run and at its end; Trimmed is true when the run trimmed it, Reason
+	// says why it did not.
+	StoredBefore, StoredAfter []string
+	Trimmed                   bool
+	Reason                    string
+	// Report is the migration engine's own report (a *migrate.Result from
+	// action.Retire), which retire does not read: it is passed through to
+	// Result.Migration and the EventMigrated event for the caller to print
+	// and record.
+	Report any
+}
+
+// ManagedFieldsCleanup is the outcome of Cluster.CleanManagedFields.
+type ManagedFieldsCleanup struct {
+	// Rewritten objects had their managedFields rewritten.
+	Rewritten int `json:"rewritten"`
+	// Current objects no longer had a stale entry when read.
+	Current int `json:"current"`
+	// Deleted objects were gone (404); nothing was re-created.
+	Deleted int `json:"deleted"`
+	// Relabeled and Merged count entries (see managedfields.Relabel).
+	Relabeled int `json:"relabeled"`
+	Merged    int `json:"merged"`
+	// Failed objects, with the API server's message.
+	Failed []ObjectFailure `json:"failed,omitempty"`
+}

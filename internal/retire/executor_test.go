@@ -1,0 +1,425 @@
+package retire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
+)
+
+// fakeCluster is a Cluster for the executor's control flow: a live CRD
+// whose resourceVersion counts the writes, and a log of every call.
+type fakeCluster struct {
+	live *apiextensionsv1.CustomResourceDefinition
+	// calls logs every call, e.g. "update", "dry-run update", "migrate".
+	calls []string
+
+	usage *usage.Report
+	stale []ObjectRef
+	// missing are the permissions the user lacks.
+	missing []access.Need
+	// refuse, when set, answers a CRD write (dry run or not) with an error.
+	refuse func(crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) error
+	// migrationDryRun is the dry run's outcome (default: all accepted);
+	// migrationFails makes the real migration fail for one object.
+	migrationDryRun *Migration
+	migrationFails  bool
+	// ineffective: CRD writes are answered but change nothing.
+	ineffective bool
+}
+
+func newFake(crd *apiextensionsv1.CustomResourceDefinition) *fakeCluster {
+	live := crd.DeepCopy()
+	live.ResourceVersion = "1"
+	return &fakeCluster{live: live, usage: notInUse()}
+}
+
+func (f *fakeCluster) log(call string) { f.calls = append(f.calls, call) }
+
+// count is how many calls were call.
+func (f *fakeCluster) count(call string) int {
+	n := 0
+	for _, c := range f.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+// writes are the calls that change the cluster.
+func (f *fakeCluster) writes() []string {
+	return slices.DeleteFunc(slices.Clone(f.calls), func(c string) bool {
+		return !slices.Contains([]string{"update", "migrate", "clean managedFields"}, c)
+	})
+}
+
+func (f *fakeCluster) bump() {
+	rv, _ := strconv.Atoi(f.live.ResourceVersion)
+	f.live.ResourceVersion = strconv.Itoa(rv + 1)
+}
+
+func (f *fakeCluster) GetCRD(_ context.Context, _ string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	f.log("get")
+	return f.live.DeepCopy(), nil
+}
+
+func (f *fakeCluster) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if dryRun {
+		f.log("dry-run update")
+	} else {
+		f.log("update")
+	}
+	if crd.ResourceVersion != f.live.ResourceVersion {
+		return nil, fmt.Errorf("conflict: written at %s, live %s", crd.ResourceVersion, f.live.ResourceVersion)
+	}
+	if f.refuse != nil {
+		if err := f.refuse(crd, dryRun); err != nil {
+			return nil, err
+		}
+	}
+	if dryRun || f.ineffective {
+		return f.live.DeepCopy(), nil
+	}
+	status := f.live.Status
+	f.live = crd.DeepCopy()
+	f.live.Status = status
+	f.bump()
+	return f.live.DeepCopy(), nil
+}
+
+func (f *fakeCluster) WaitServed(context.Context, string) error { return nil }
+
+func (f *fakeCluster) ClientUsage(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*usage.Report, error) {
+	f.log("usage")
+	return f.usage, nil
+}
+
+func (f *fakeCluster) StaleManagedFields(context.Context, *apiextensionsv1.CustomResourceDefinition, string) ([]ObjectRef, error) {
+	f.log("list managedFields")
+	return slices.Clone(f.stale), nil
+}
+
+func (f *fakeCluster) CleanManagedFields(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, objs []ObjectRef) (*ManagedFieldsCleanup, error) {
+	f.log("clean managedFields")
+	f.stale = nil
+	return &ManagedFieldsCleanup{Rewritten: len(objs), Relabeled: len(objs)}, nil
+}
+
+func (f *fakeCluster) Missing(context.Context, []access.Need) []access.Need {
+	f.log("access review")
+	return f.missing
+}
+
+func (f *fakeCluster) Migrate(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*Migration, error) {
+	storage := lifecycle.StorageVersion(f.live)
+	if dryRun {
+		f.log("dry-run migrate")
+		if f.migrationDryRun != nil {
+			return f.migrationDryRun, nil
+		}
+		return &Migration{StorageVersion: storage, Total: 3, Current: 3, Complete: true, StoredBefore: f.live.Status.StoredVersions, StoredAfter: f.live.Status.StoredVersions}, nil
+	}
+	f.log("migrate")
+	m := &Migration{StorageVersion: storage, Total: 3, Rewritten: 3, Complete: true, StoredBefore: slices.Clone(f.live.Status.StoredVersions)}
+	if f.migrationFails {
+		m.Rewritten, m.Failed, m.Reason = 2, 1, "1 object(s) failed"
+		m.Failures = []ObjectFailure{{Object: "default/s1", Message: "a sealed object cannot be updated"}}
+	} else {
+		f.live.Status.StoredVersions = []string{storage}
+		f.bump()
+		m.Trimmed = true
+	}
+	m.StoredAfter = slices.Clone(f.live.Status.StoredVersions)
+	return m, nil
+}
+
+// execute runs the executor on the fake's CRD, retiring v1, and returns
+// the events it sent.
+func execute(t *testing.T, f *fakeCluster, opts Options) (*Result, []Event, error) {
+	t.Helper()
+	var events []Event
+	e := &Executor{Cluster: f, Events: func(ev Event) { events = append(events, ev) }}
+	res, err := e.Run(context.Background(), f.live.DeepCopy(), "v1", opts)
+	if res == nil {
+		t.Fatal("Run returned no Result")
+	}
+	return res, events, err
+}
+
+func s2() *apiextensionsv1.CustomResourceDefinition {
+	return crd([]string{"v1", "v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+}
+
+func s4() *apiextensionsv1.CustomResourceDefinition {
+	return crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+}
+
+var all = Options{Migrate: true, CleanManagedFields: true}
+
+// stepsTaken are the step numbers of the Taking events.
+func stepsTaken(events []Event) []int {
+	var out []int
+	for _, e := range events {
+		if e.Kind == EventTaking {
+			out = append(out, e.Step.Number)
+		}
+	}
+	return out
+}
+
+func TestRunTakesEveryStepAndPlansAgainAfterEachWrite(t *testing.T) {
+	f := newFake(s2())
+	f.stale = []ObjectRef{{"default", "a"}}
+	res, events, err := execute(t, f, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != OutcomeComplete || !slices.Equal(res.Taken, []StepID{Unserved, Migrated, ManagedFieldsClean, Removed}) {
+		t.Errorf("outcome %s, taken %v", res.Outcome, res.Taken)
+	}
+	if got, want := f.writes(), []string{"update", "migrate", "clean managedFields", "update"}; !slices.Equal(got, want) {
+		t.Errorf("writes %v, want %v", got, want)
+	}
+	if got := stepsTaken(events); !slices.Equal(got, []int{2, 4, 5, 6}) {
+		t.Errorf("steps taken in order %v", got)
+	}
+	for _, e := range events {
+		if e.Kind == EventTaking && e.Total != len(order) {
+			t.Errorf("step %d of %d, want of %d", e.Step.Number, e.Total, len(order))
+		}
+	}
+	// After every write the CRD is read again and the next step planned on
+	// what was read: each write carries the resourceVersion of the write
+	// before (the fake refuses a stale one).
+	for i, c := range f.calls {
+		if (c == "update" || c == "migrate") && i+1 < len(f.calls) && !slices.Contains(f.calls[i+1:], "get") {
+			t.Errorf("no read after write %d (%s): %v", i, c, f.calls)
+		}
+	}
+	if lifecycle.FindVersion(f.live, "v1") != nil || !strings.Contains(f.live.Annotations[lifecycle.RetiredVersionsAnnotation], "v1") {
+		t.Errorf("v1 was not removed: %v", lifecycle.VersionNames(f.live))
+	}
+	// The report records what each step checked and did.
+	byID := map[StepID]Step{}
+	for _, s := range res.Steps {
+		byID[s.ID] = s
+	}
+	for id, want := range map[StepID]string{Unserved: "set served: false on v1 (resourceVersion 1 → 2)", Migrated: "migrated 3 object(s) at v2", Removed: "removed v1 from spec.versions"} {
+		if did := strings.Join(byID[id].Did, "; "); !strings.Contains(did, want) {
+			t.Errorf("step %s did %q, want %q", id, did, want)
+		}
+	}
+	for id, want := range map[StepID]string{ClientsMoved: "client usage measured", Unserved: "the API server accepts the write", Migrated: "server-side dry run of the migration: 3 object(s), 0 refused", StorageMoved: "done: the storage version is v2"} {
+		if checked := strings.Join(byID[id].Checked, "; "); !strings.Contains(checked, want) {
+			t.Errorf("step %s checked %q, want %q", id, checked, want)
+		}
+	}
+}
+
+func TestRunMeasuresClientUsageOnce(t *testing.T) {
+	f := newFake(s2())
+	if _, _, err := execute(t, f, all); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count("usage"); n != 1 {
+		t.Errorf("client usage measured %d times, want once: %v", n, f.calls)
+	}
+	if n := f.count("list managedFields"); n != 1 {
+		t.Errorf("managedFields listed %d times, want once (no clean-up to look after): %v", n, f.calls)
+	}
+}
+
+func TestRunBlockedChangesNothing(t *testing.T) {
+	inUse := &usage.Report{Verdict: usage.InUse, Window: map[string]int64{"LIST": 3}, WindowSeconds: 10, Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	for _, tc := range []struct {
+		name  string
+		crd   *apiextensionsv1.CustomResourceDefinition
+		setup func(f *fakeCluster)
+		step  int
+		want  string
+		// measured: client usage was measured before the refusal.
+		measured bool
+	}{
+		{"clients in use", s2(), func(f *fakeCluster) { f.usage = inUse }, 1, "clients still use v1", true},
+		{"the storage version, from the CRD alone", crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"v2", true, false}), nil, 2, "v1 is the storage version", false},
+		{"migration refused by the API server", s2(), func(f *fakeCluster) {
+			f.migrationDryRun = &Migration{Total: 3, Failed: 1, Complete: true, Failures: []ObjectFailure{{Object: "default/s1", Message: "a sealed object cannot be updated"}}}
+		}, 4, "a sealed object cannot be updated", true},
+		{"unserve refused by the API server", s2(), func(f *fakeCluster) {
+			f.refuse = func(crd *apiextensionsv1.CustomResourceDefinition, _ bool) error {
+				if v := lifecycle.FindVersion(crd, "v1"); v != nil && !v.Served {
+					return &RefusedError{Message: "policy: versions stay served"}
+				}
+				return nil
+			}
+		}, 2, "policy: versions stay served", true},
+		{"removal refused by the API server", s4(), func(f *fakeCluster) {
+			f.refuse = func(crd *apiextensionsv1.CustomResourceDefinition, _ bool) error {
+				if lifecycle.FindVersion(crd, "v1") == nil {
+					return &RefusedError{Message: "policy: versions are never removed", Fields: []string{"spec.versions"}}
+				}
+				return nil
+			}
+		}, 6, "policy: versions are never removed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(tc.crd)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			res, events, err := execute(t, f, all)
+			var blocked *BlockedError
+			if !errors.As(err, &blocked) || blocked.Step.Number != tc.step || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
+				t.Fatalf("err = %v, want step %d blocked with %q", err, tc.step, tc.want)
+			}
+			if w := f.writes(); len(w) > 0 || f.live.ResourceVersion != "1" {
+				t.Errorf("a blocked run wrote: %v", w)
+			}
+			if res.Outcome != OutcomeBlocked || len(res.Taken) > 0 || len(stepsTaken(events)) > 0 {
+				t.Errorf("outcome %s, taken %v", res.Outcome, res.Taken)
+			}
+			if got := f.count("usage") > 0; got != tc.measured {
+				t.Errorf("client usage measured: %v, want %v (%v)", got, tc.measured, f.calls)
+			}
+			if events[len(events)-1].Kind != EventPlan {
+				t.Errorf("the plan was not reported last: %v", events[len(events)-1].Kind)
+			}
+		})
+	}
+}
+
+func TestRunPermissionRefusalBeforeAnyWrite(t *testing.T) {
+	f := newFake(s2())
+	f.missing = []access.Need{{Verb: "patch", Group: "stable.example.com", Resource: "crontabs", Why: "to rewrite the objects"}}
+	_, _, err := execute(t, f, all)
+	var missing *access.MissingError
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "patch crontabs.stable.example.com") {
+		t.Fatalf("err = %v, want the missing permission", err)
+	}
+	for _, c := range f.calls {
+		if c != "usage" && c != "list managedFields" && c != "access review" {
+			t.Errorf("%s before the permission refusal: %v", c, f.calls)
+		}
+	}
+}
+
+func TestRunStopsAfterTwoAttempts(t *testing.T) {
+	f := newFake(s4())
+	f.ineffective = true // the API server answers, but unserving never shows
+	res, _, err := execute(t, f, all)
+	var failed *StepError
+	if !errors.As(err, &failed) || failed.Step.ID != Unserved || !strings.Contains(err.Error(), "did not take effect after two attempts") {
+		t.Fatalf("err = %v, want step 2 to fail after two attempts", err)
+	}
+	if n := f.count("update"); n != 2 {
+		t.Errorf("%d attempts to unserve, want 2: %v", n, f.calls)
+	}
+	if res.Outcome != OutcomeInterrupted {
+		t.Errorf("outcome %s", res.Outcome)
+	}
+}
+
+func TestRunDryRunPlansOnly(t *testing.T) {
+	for _, tc := range []struct {
+		dryRun DryRun
+		// asked are the server-side dry runs sent.
+		asked []string
+	}{
+		{DryRunClient, nil},
+		{DryRunServer, []string{"dry-run update", "dry-run update", "dry-run migrate"}},
+	} {
+		f := newFake(s2())
+		opts := all
+		opts.DryRun = tc.dryRun
+		res, events, err := execute(t, f, opts)
+		if err != nil || res.Outcome != OutcomePlanned {
+			t.Fatalf("dry run %d: err %v, outcome %s", tc.dryRun, err, res.Outcome)
+		}
+		if w := f.writes(); len(w) > 0 || len(stepsTaken(events)) > 0 {
+			t.Errorf("dry run %d wrote %v", tc.dryRun, w)
+		}
+		asked := slices.DeleteFunc(slices.Clone(f.calls), func(c string) bool { return !strings.HasPrefix(c, "dry-run") })
+		if !slices.Equal(asked, tc.asked) {
+			t.Errorf("dry run %d asked %v, want %v", tc.dryRun, asked, tc.asked)
+		}
+		if f.count("access review") != 0 {
+			t.Errorf("dry run %d reviewed permissions", tc.dryRun)
+		}
+		if tc.dryRun == DryRunServer {
+			if ev := strings.Join(res.Steps[1].Evidence, " "); !strings.Contains(ev, "the API server accepts the write") {
+				t.Errorf("the server dry run's answer is not in the plan: %q", ev)
+			}
+		}
+	}
+}
+
+// With objects still stored at v1 the API server can answer for the
+// removal only after the migration: a refusal then stops the run after
+// steps 2 and 4, and the error and the report say so, with the undo.
+func TestRunRemovalRefusedAfterTheMigration(t *testing.T) {
+	f := newFake(s2())
+	f.refuse = func(crd *apiextensionsv1.CustomResourceDefinition, _ bool) error {
+		if lifecycle.FindVersion(crd, "v1") != nil {
+			return nil
+		}
+		if slices.Contains(f.live.Status.StoredVersions, "v1") {
+			return &RefusedError{Message: "status.storedVersions[0]: Invalid value: \"v1\": missing from spec.versions", Fields: []string{"status.storedVersions[0]"}}
+		}
+		return &RefusedError{Message: "policy: versions are never removed"}
+	}
+	opts := all
+	opts.Global = []lifecycle.Flag{{Name: "context", Value: "east"}}
+	res, _, err := execute(t, f, opts)
+	var blocked *BlockedError
+	if !errors.As(err, &blocked) || blocked.Step.ID != Removed {
+		t.Fatalf("err = %v, want step 6 blocked", err)
+	}
+	for _, want := range []string{"policy: versions are never removed", "after this run took step 2 (v1 unserved) and step 4", "to undo step 2 (v1 unserved): kubectl crdversion --context east serve crontabs.stable.example.com v1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if got := f.writes(); !slices.Equal(got, []string{"update", "migrate"}) {
+		t.Errorf("writes %v", got)
+	}
+	if s := res.Steps[1]; s.UndoCommand != "kubectl crdversion --context east serve crontabs.stable.example.com v1" {
+		t.Errorf("step 2 in the report: undo %q", s.UndoCommand)
+	}
+	if checked := strings.Join(res.Steps[5].Checked, "; "); !strings.Contains(checked, "checked the write only in part") || !strings.Contains(checked, "policy: versions are never removed") {
+		t.Errorf("step 6 checked %q", checked)
+	}
+}
+
+// B4: a migration that fails after v1 was unserved says that v1 was
+// unserved, and how to serve it again.
+func TestRunMigrationFailureNamesTheStepsTaken(t *testing.T) {
+	f := newFake(s2())
+	f.migrationFails = true
+	res, events, err := execute(t, f, all)
+	var failed *StepError
+	if !errors.As(err, &failed) || failed.Step.ID != Migrated {
+		t.Fatalf("err = %v, want step 4 failed", err)
+	}
+	for _, want := range []string{"the migration of crontabs.stable.example.com did not finish (1 failed", "re-run kubectl crdversion retire crontabs.stable.example.com v1 --migrate --clean-managed-fields",
+		"this run took step 2 (v1 unserved) before step 4", "to undo step 2 (v1 unserved): kubectl crdversion serve crontabs.stable.example.com v1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if res.Outcome != OutcomeInterrupted || !slices.Equal(res.Taken, []StepID{Unserved}) || res.Migration == nil {
+		t.Errorf("outcome %s, taken %v, migration %v", res.Outcome, res.Taken, res.Migration)
+	}
+	if !slices.ContainsFunc(events, func(e Event) bool { return e.Kind == EventMigrated }) {
+		t.Error("the migration's outcome was not reported")
+	}
+}

@@ -1,0 +1,318 @@
+package retire
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
+)
+
+// order is the workflow: each step's id, title and planner, in the order
+// of the task page. Step numbers are positions in this list.
+var order = []struct {
+	id    StepID
+	title func(old string) string
+	plan  func(p *planner, s *Step)
+}{
+	{ClientsMoved, func(old string) string { return "clients moved off " + old }, (*planner).clients},
+	{Unserved, func(old string) string { return old + " unserved" }, (*planner).unserve},
+	{StorageMoved, func(string) string { return "another version is the storage version" }, (*planner).storage},
+	{Migrated, func(old string) string { return "objects migrated, storedVersions without " + old }, (*planner).migration},
+	{ManagedFieldsClean, func(old string) string { return "no managedFields entry names " + old }, (*planner).managedFields},
+	{Removed, func(old string) string { return old + " removed from spec.versions" }, (*planner).removal},
+	{Conversion, func(string) string { return "conversion" }, (*planner).conversion},
+}
+
+// Plan evaluates the steps of retiring old from crd, in order. A step that
+// is to do is assumed taken when the later steps are evaluated (they see
+// the CRD as it would leave it), so a plan with no blocked step runs to the
+// end; after the first blocked step the later steps say what they would
+// do, but retire stops there. Plan does not change crd.
+func Plan(crd *apiextensionsv1.CustomResourceDefinition, old string, f Facts) []Step {
+	p := &planner{old: old, f: f, name: crd.Name, group: crd.Spec.Group, sim: crd.DeepCopy(),
+		inSpec: lifecycle.FindVersion(crd, old) != nil, storageVersion: lifecycle.StorageVersion(crd), successor: successorOf(crd, old)}
+	for i, o := range order {
+		s := Step{Number: i + 1, ID: o.id, Title: o.title(old)}
+		o.plan(p, &s)
+		p.steps = append(p.steps, s)
+	}
+	return p.steps
+}
+
+// planner is the state the step planners share.
+type planner struct {
+	old, name, group string
+	f                Facts
+	// sim is the CRD as the steps evaluated so far leave it.
+	sim *apiextensionsv1.CustomResourceDefinition
+	// inSpec: OLD is in spec.versions as read; storageVersion is the
+	// storage version as read; successor is the version clients move to.
+	inSpec                    bool
+	storageVersion, successor string
+	// steps are the steps evaluated so far.
+	steps []Step
+}
+
+// version is OLD in the simulated CRD, nil when it is not in spec.versions.
+func (p *planner) version() *apiextensionsv1.CustomResourceDefinitionVersion {
+	return lifecycle.FindVersion(p.sim, p.old)
+}
+
+func (p *planner) retire(flag string) []lifecycle.Command {
+	c := lifecycle.Crdversion("retire", p.name, p.old)
+	if flag != "" {
+		c = c.With(flag, "")
+	}
+	return []lifecycle.Command{c}
+}
+
+func (p *planner) promoteStorage() []lifecycle.Command {
+	return []lifecycle.Command{lifecycle.Crdversion("promote-storage", p.name, orPlaceholder(p.successor))}
+}
+
+// set gives s its status, the commands that unblock it and its message.
+func (s *Step) set(st Status, run []lifecycle.Command, format string, args ...any) {
+	s.Status, s.Run, s.Command, s.Message = st, run, lifecycle.RenderAll(run, nil), fmt.Sprintf(format, args...)
+}
+
+// 1. Clients moved off OLD: the client-usage evidence while OLD is served.
+func (p *planner) clients(s *Step) {
+	old, f, v := p.old, p.f, p.version()
+	switch {
+	case v == nil:
+		s.set(Done, nil, "%s is not in spec.versions", old)
+	case !v.Served:
+		s.set(Done, nil, "%s is not served, so no client can use it", old)
+	case f.SkipUsage:
+		s.set(Skipped, nil, "client usage of %s was NOT checked (--skip-usage-check)", old)
+	case f.UsageError != "":
+		s.set(Blocked, p.retire("skip-usage-check"),
+			"whether clients still use %s is unknown: %s; grant get on the non-resource URL /metrics, or, once you know by other means that no client uses %s, skip the check", old, f.UsageError, old)
+	case f.Usage == nil:
+		s.set(ToDo, nil, "measure requests to %s from the API server's metrics", old)
+	case f.Usage.Verdict == usage.InUse:
+		s.set(Blocked, p.retire(""), "clients still use %s: move them (and the controller) to %s, then re-run", old, orPlaceholder(p.successor))
+		s.Evidence = f.Usage.Evidence()
+	case f.Usage.Verdict == usage.Unknown:
+		s.set(Blocked, p.retire(""), "whether clients still use %s is unknown: %s; re-run", old, f.Usage.Reason)
+		s.Evidence = f.Usage.Evidence()
+	default:
+		s.set(Done, nil, "no client request to %s seen", old)
+		s.Evidence = f.Usage.Evidence()
+	}
+}
+
+// 2. OLD unserved: the edit's preflight, then the API server's answer to
+// its dry run.
+func (p *planner) unserve(s *Step) {
+	old, v := p.old, p.version()
+	if v == nil || !v.Served {
+		s.set(Done, nil, "%s is not served", old)
+		return
+	}
+	if v.Storage {
+		s.set(Blocked, p.promoteStorage(), "%s is the storage version and must stay served until another version is", old)
+		return
+	}
+	r := edit.SetServed(p.sim, old, false)
+	if failed := r.Checks.Failed(); len(failed) > 0 {
+		s.set(Blocked, firstRun(failed, []lifecycle.Command{lifecycle.Crdversion("serve", p.name, orPlaceholder(p.successor))}), "%s", failed[0].Message)
+		return
+	}
+	answer, asked := p.f.Writes[Unserved]
+	if asked && answer.Refused != "" {
+		s.set(Blocked, nil, "the API server refuses to unserve %s (server-side dry run of the write): %s", old, answer.Refused)
+		return
+	}
+	s.set(ToDo, nil, "set served: false on %s", old)
+	if asked {
+		s.Evidence = append(s.Evidence, answer.evidence(old))
+	}
+	s.write = r.Edited
+	p.sim = r.Edited
+}
+
+// 3. Another version is the storage version.
+func (p *planner) storage(s *Step) {
+	switch v := p.version(); {
+	case v != nil && v.Storage:
+		s.set(Blocked, p.promoteStorage(), "%s is the storage version", p.old)
+	case p.storageVersion == "":
+		s.set(Blocked, nil, "spec.versions has no storage version")
+	default:
+		s.set(Done, nil, "the storage version is %s", p.storageVersion)
+	}
+}
+
+// 4. Objects migrated and storedVersions trimmed, with --migrate: the
+// migration's server-side dry run decides whether it can be taken.
+func (p *planner) migration(s *Step) {
+	old, f, v, sim := p.old, p.f, p.version(), p.sim
+	stored := strings.Join(sim.Status.StoredVersions, ", ")
+	switch {
+	case !slices.Contains(sim.Status.StoredVersions, old):
+		s.set(Done, nil, "status.storedVersions is [%s]", stored)
+	case v == nil:
+		s.set(Blocked, []lifecycle.Command{lifecycle.Crdversion("add-version", p.name, old).With("from", p.storageVersion).With("served", "false")},
+			"status.storedVersions lists %s but spec.versions does not: objects stored at it are unreadable until it is restored (unserved); then kubectl crdversion migrate %s", old, p.name)
+	case v.Storage:
+		s.set(Blocked, nil, "waits for step 3: objects can move off %s only once another version is the storage version", old)
+	case !f.Migrate:
+		s.set(Blocked, p.retire("migrate"), "status.storedVersions [%s] lists %s: objects may still be stored at it; migrate them (kubectl crdversion migrate %s, or retire with --migrate)",
+			stored, old, p.name)
+	case f.MigrationCheck != nil && f.MigrationCheck.Error != "":
+		s.set(Blocked, nil, "the server-side dry run of the migration could not go through the objects: %s; nothing is unserved or rewritten until it can", f.MigrationCheck.Error)
+	case f.MigrationCheck != nil && f.MigrationCheck.Failed > 0:
+		mc := f.MigrationCheck
+		first := "see the evidence"
+		if len(mc.Failures) > 0 {
+			first = mc.Failures[0].Object + ": " + mc.Failures[0].Message
+		}
+		s.set(Blocked, nil, "the API server refuses the migration's rewrite of %d of %d object(s) at %s (server-side dry run; %s); nothing is unserved or rewritten until every object can be rewritten (kubectl crdversion migrate %s --dry-run=server lists them)",
+			mc.Failed, mc.Total, p.storageVersion, first, p.name)
+		for _, o := range mc.Failures {
+			s.Evidence = append(s.Evidence, o.Object+": "+o.Message)
+		}
+	default:
+		s.set(ToDo, nil, "rewrite every object at %s, then trim status.storedVersions [%s] to [%s] (migrate)", p.storageVersion, stored, p.storageVersion)
+		if mc := f.MigrationCheck; mc != nil {
+			s.Evidence = append(s.Evidence, fmt.Sprintf("the API server accepts the rewrite of all %d object(s) at %s (server-side dry run of the migration)", mc.Total, p.storageVersion))
+		}
+		p.sim = sim.DeepCopy()
+		p.sim.Status.StoredVersions = slices.DeleteFunc(slices.Clone(sim.Status.StoredVersions), func(s string) bool { return s == old })
+	}
+}
+
+// 5. No managedFields entry names OLD.
+func (p *planner) managedFields(s *Step) {
+	old, f, v := p.old, p.f, p.version()
+	switch {
+	case !p.inSpec:
+		s.set(Done, nil, "%s is not in spec.versions", old)
+	case f.StaleManagedFields == nil:
+		s.set(ToDo, nil, "look for objects whose managedFields name %s/%s", p.group, old)
+	case len(*f.StaleManagedFields) == 0:
+		s.set(Done, nil, "no object's managedFields names %s/%s", p.group, old)
+	case f.CleanManagedFields && !v.Storage:
+		s.set(ToDo, nil, "rewrite the managedFields entries of %d object(s) from %s to %s", len(*f.StaleManagedFields), old, p.storageVersion)
+	default:
+		stale := *f.StaleManagedFields
+		s.set(Blocked, p.retire("clean-managed-fields"),
+			"%d object(s) have managedFields entries naming %s/%s (%s): once %s is removed, server-side apply on them fails with \"request to convert CR to an invalid group/version\" (kubernetes/kubernetes#111937); rewrite the entries first",
+			len(stale), p.group, old, sample(stale), old)
+		if v.Storage {
+			s.Run, s.Command, s.Message = nil, "", s.Message+", once another version is the storage version"
+		}
+	}
+}
+
+// 6. OLD removed, evaluated on the CRD as the steps before leave it; the
+// API server's answer to the removal's dry run.
+func (p *planner) removal(s *Step) {
+	old := p.old
+	if !p.inSpec {
+		s.set(Done, nil, "%s is not in spec.versions", old)
+		return
+	}
+	r := edit.RemoveVersion(p.sim, old)
+	answer, asked := p.f.Writes[Removed]
+	earlier := slices.IndexFunc(p.steps, func(s Step) bool { return s.Status == Blocked })
+	switch failed := r.Checks.Failed(); {
+	case len(failed) > 0:
+		var msgs []string
+		for _, c := range failed {
+			msgs = append(msgs, c.Message)
+		}
+		s.set(Blocked, nil, "%s", strings.Join(msgs, "; "))
+	case asked && answer.Refused != "" && !answer.Deferred:
+		s.set(Blocked, nil, "the API server refuses the removal of %s (server-side dry run of the write): %s", old, answer.Refused)
+	case earlier >= 0:
+		s.set(Blocked, nil, "waits for step %d", p.steps[earlier].Number)
+	default:
+		s.set(ToDo, nil, "remove %s from spec.versions (the write carries the CRD's resourceVersion as checked)", old)
+		if asked {
+			s.Evidence = append(s.Evidence, answer.evidence(old))
+		}
+		s.write = r.Edited
+		p.sim = r.Edited
+	}
+}
+
+// 7. Conversion: what the webhook and strategy no longer need.
+func (p *planner) conversion(s *Step) {
+	left := len(p.sim.Spec.Versions)
+	if p.version() != nil {
+		left-- // once removed
+	}
+	switch {
+	case lifecycle.UsesWebhook(p.sim) && left <= 1:
+		s.set(Info, nil, "the conversion webhook no longer needs %s; with a single version left, spec.conversion.strategy can become None and the webhook can go", p.old)
+	case lifecycle.UsesWebhook(p.sim):
+		s.set(Info, nil, "the conversion webhook no longer needs to convert to or from %s; drop it from the webhook in its next release", p.old)
+	default:
+		s.set(Info, nil, "conversion strategy None: nothing to change")
+	}
+}
+
+// evidence is the answer as a line of a step's evidence.
+func (w WriteCheck) evidence(old string) string {
+	switch {
+	case w.Deferred:
+		return fmt.Sprintf("the API server checked the write only in part (server-side dry run): status.storedVersions lists %s until step 4 trims it, and the API server validates that before admission runs; retire asks again before removing %s", old, old)
+	case w.Refused != "":
+		return "the API server refuses the write (server-side dry run): " + w.Refused
+	}
+	return "the API server accepts the write (server-side dry run)"
+}
+
+// successorOf is the version clients should move to: the storage version
+// unless that is old, else the highest-priority other served version.
+func successorOf(crd *apiextensionsv1.CustomResourceDefinition, old string) string {
+	if s := lifecycle.StorageVersion(crd); s != "" && s != old {
+		return s
+	}
+	var served []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served && v.Name != old {
+			served = append(served, v.Name)
+		}
+	}
+	if len(served) == 0 {
+		return ""
+	}
+	return lifecycle.ByPriority(served)[0]
+}
+
+func orPlaceholder(v string) string {
+	if v == "" {
+		return "<new-version>"
+	}
+	return v
+}
+
+// firstRun is the fix of the first failed check that has one, or fallback.
+func firstRun(failed edit.Checks, fallback []lifecycle.Command) []lifecycle.Command {
+	for _, c := range failed {
+		if len(c.Run) > 0 {
+			return c.Run
+		}
+	}
+	return fallback
+}
+
+func sample(refs []ObjectRef) string {
+	const n = 3
+	names := make([]string, 0, n)
+	for _, r := range refs[:min(n, len(refs))] {
+		names = append(names, r.String())
+	}
+	if len(refs) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names, ", "), len(refs)-n)
+}

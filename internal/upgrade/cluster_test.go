@@ -1,0 +1,163 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/manifest"
+)
+
+// fakeCluster holds installed CRDs by name and answers every dry run with
+// dryRunErr; it records the dry runs.
+type fakeCluster struct {
+	installed map[string]*apiextensionsv1.CustomResourceDefinition
+	getErr    error
+	dryRunErr error
+	updates   []*apiextensionsv1.CustomResourceDefinition // what each dry-run update sent
+	creates   []string
+}
+
+func (f *fakeCluster) GetCRD(_ context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if f.getErr != nil {
+		return nil, f.getErr
+	}
+	if c, ok := f.installed[name]; ok {
+		return c.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, name)
+}
+
+func (f *fakeCluster) DryRunUpdateCRD(_ context.Context, live *apiextensionsv1.CustomResourceDefinition, edit func(*apiextensionsv1.CustomResourceDefinition), _ string) error {
+	obj := live.DeepCopy()
+	edit(obj)
+	f.updates = append(f.updates, obj)
+	return f.dryRunErr
+}
+
+func (f *fakeCluster) DryRunCreateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, _ string) error {
+	f.creates = append(f.creates, crd.Name)
+	return f.dryRunErr
+}
+
+// TestChecker: an installed CRD is dry-run as an update (the release's
+// spec, labels merged), a new one as a create; the API server's answer
+// decides the verdict, a refused request skips the dry run, other errors
+// stop the check; fix steps carry the connection flags.
+func TestChecker(t *testing.T) {
+	live := crd([]string{"v1", "v2*"}, "v1", "v2")
+	live.Labels = map[string]string{"team": "a", "release": "1"}
+	next := crd([]string{"v2*"})
+	next.Labels = map[string]string{"release": "2"}
+	other := crd([]string{"v1*"})
+	other.Name = "gadgets.example.com"
+	docs := []manifest.CRDDoc{{CRD: next, Source: "r.yaml#1"}, {CRD: other, Source: "r.yaml#2"}}
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, live.Name, field.ErrorList{field.Invalid(field.NewPath("status", "storedVersions"), "v1", "missing from spec.versions")})
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, live.Name, errors.New("no"))
+	down := errors.New("connection refused")
+	for _, tc := range []struct {
+		name      string
+		dryRun    bool
+		dryRunErr error
+		want      []string // Apply/ServerDryRun of each plan
+		err       error
+	}{
+		{"no dry run", false, nil, []string{Rejected + "/" + DryRunSkipped, Accepted + "/" + DryRunSkipped}, nil},
+		{"accepted", true, nil, []string{Accepted + "/" + DryRunAccepted, Accepted + "/" + DryRunAccepted}, nil},
+		{"rejected", true, invalid, []string{Rejected + "/" + DryRunRejected, Rejected + "/" + DryRunRejected}, nil},
+		{"forbidden", true, forbidden, []string{Rejected + "/" + DryRunSkipped, Accepted + "/" + DryRunSkipped}, nil},
+		{"down", true, down, nil, down},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCluster{installed: map[string]*apiextensionsv1.CustomResourceDefinition{live.Name: live}, dryRunErr: tc.dryRunErr}
+			c := &Checker{Cluster: f, ServerDryRun: tc.dryRun, Apply: ApplyCommand([]string{"r.yaml"}, false), Conn: []lifecycle.Flag{{Name: "context", Value: "east"}}}
+			plans, err := c.Check(context.Background(), docs)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			var got []string
+			for _, p := range plans {
+				got = append(got, p.Apply+"/"+p.ServerDryRun)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("verdicts %v, want %v", got, tc.want)
+			}
+			if !tc.dryRun {
+				if len(f.updates)+len(f.creates) != 0 {
+					t.Errorf("dry runs sent: %d updates, creates %v", len(f.updates), f.creates)
+				}
+				return
+			}
+			if len(f.updates) != 1 || !reflect.DeepEqual(f.updates[0].Spec, next.Spec) || !reflect.DeepEqual(f.updates[0].Labels, map[string]string{"team": "a", "release": "2"}) {
+				t.Errorf("dry-run updates %+v", f.updates)
+			}
+			if tc.err == nil && !reflect.DeepEqual(f.creates, []string{other.Name}) {
+				t.Errorf("dry-run creates %v", f.creates)
+			}
+			if tc.err == nil && (len(plans[0].Fix) == 0 || !strings.HasPrefix(plans[0].Fix[0], "kubectl crdversion --context east migrate ")) {
+				t.Errorf("fix %q", plans[0].Fix)
+			}
+		})
+	}
+	f := &fakeCluster{getErr: forbidden}
+	if _, err := (&Checker{Cluster: f}).Check(context.Background(), docs); !apierrors.IsForbidden(err) {
+		t.Errorf("reading the installed CRD forbidden: err %v", err)
+	}
+}
+
+// TestReadRelease: every file and directory given is read, in order; a CRD
+// in two documents and a release without a CRD are refused.
+func TestReadRelease(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, crdName string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		doc := "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: " + crdName + "}\nspec: {group: example.com, scope: Namespaced, names: {plural: x, kind: X}}\n"
+		if crdName == "" {
+			doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+		}
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, cm := write("a.yaml", "as.example.com"), write("more/b.yaml", "bs.example.com"), write("cm.yaml", "")
+	names := func(docs []manifest.CRDDoc) []string {
+		var out []string
+		for _, d := range docs {
+			out = append(out, d.CRD.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		files []string
+		want  []string
+		err   string
+	}{
+		{files: []string{a, b}, want: []string{"as.example.com", "bs.example.com"}},
+		{files: []string{filepath.Join(dir, "more"), a, cm}, want: []string{"bs.example.com", "as.example.com"}},
+		{files: []string{a, filepath.Join(dir, "more"), a}, err: "CustomResourceDefinition as.example.com is also in " + a + "; when applied, the last would win"},
+		{files: []string{cm}, err: "no CustomResourceDefinition in " + cm},
+		{files: []string{a, filepath.Join(dir, "absent.yaml")}, err: "no such file or directory"},
+	} {
+		docs, err := ReadRelease(tc.files, false)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%v: err %v, want %q", tc.files, err, tc.err)
+		case tc.err == "" && (err != nil || !reflect.DeepEqual(names(docs), tc.want)):
+			t.Errorf("%v: %v %v, want %v", tc.files, names(docs), err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,487 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
+	"github.com/crdversion/kubectl-crdversion/internal/usage/auditlog"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func TestMatchInstances(t *testing.T) {
+	lease := func(name, host, peer string, age time.Duration) IdentityLease {
+		return IdentityLease{Name: name, Hostname: host, PeerAddress: peer, RenewTime: t0.Add(-age)}
+	}
+	for _, tc := range []struct {
+		name      string
+		leases    []IdentityLease
+		endpoints []Endpoint
+		lErr      error
+		want      string // instances, comma-separated
+		unseen    string
+	}{
+		{name: "one and one", leases: []IdentityLease{lease("apiserver-a", "", "", time.Second)}, endpoints: []Endpoint{{Address: "10.0.0.1:6443"}},
+			want: "apiserver-a at 10.0.0.1:6443"},
+		{name: "by peer address", leases: []IdentityLease{lease("apiserver-b", "", "10.0.0.2:6443", 0), lease("apiserver-a", "", "10.0.0.1:6443", 0)},
+			endpoints: []Endpoint{{Address: "10.0.0.1:6443"}, {Address: "10.0.0.2:6443"}},
+			want:      "apiserver-a at 10.0.0.1:6443, apiserver-b at 10.0.0.2:6443"},
+		{name: "by host name", leases: []IdentityLease{lease("apiserver-a", "cp-1", "", 0), lease("apiserver-b", "cp-2", "", 0)},
+			endpoints: []Endpoint{{Address: "10.0.0.2:6443", NodeName: "cp-2"}, {Address: "10.0.0.1:6443", NodeName: "cp-1"}},
+			want:      "apiserver-a at 10.0.0.1:6443, apiserver-b at 10.0.0.2:6443"},
+		{name: "unmatched, same count", leases: []IdentityLease{lease("apiserver-a", "", "", 0), lease("apiserver-b", "", "", 0)},
+			endpoints: []Endpoint{{Address: "10.0.0.1:6443"}, {Address: "10.0.0.2:6443"}},
+			want:      "the instance at 10.0.0.1:6443, the instance at 10.0.0.2:6443, apiserver-a, apiserver-b"},
+		{name: "a stale lease does not count", leases: []IdentityLease{lease("apiserver-a", "", "", 0), lease("apiserver-old", "", "", time.Hour)},
+			endpoints: []Endpoint{{Address: "10.0.0.1:6443"}}, want: "apiserver-a at 10.0.0.1:6443"},
+		{name: "more leases than endpoints", leases: []IdentityLease{lease("apiserver-a", "", "", 0), lease("apiserver-b", "", "", 0)},
+			endpoints: []Endpoint{{Address: "10.0.0.1:6443"}},
+			want:      "the instance at 10.0.0.1:6443, apiserver-a, apiserver-b", unseen: "2 API server identity lease(s) (apiserver-a, apiserver-b) but the kubernetes Service lists 1 endpoint(s)"},
+		{name: "leases forbidden", lErr: errors.New("leases.coordination.k8s.io is forbidden"), endpoints: []Endpoint{{Address: "10.0.0.1:6443"}},
+			want: "the instance at 10.0.0.1:6443", unseen: "identity leases in kube-system cannot be read (leases.coordination.k8s.io is forbidden)"},
+		{name: "one lease, no endpoint reconciler", leases: []IdentityLease{lease("apiserver-a", "", "", 0)}, want: "apiserver-a"},
+		{name: "two leases, no endpoint", leases: []IdentityLease{lease("apiserver-a", "", "", 0), lease("apiserver-b", "", "", 0)},
+			want: "apiserver-a, apiserver-b", unseen: "2 API server identity lease(s) (apiserver-a, apiserver-b) but the kubernetes Service lists 0 endpoint(s)"},
+		{name: "nothing", unseen: "no API server instance found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := MatchInstances(tc.leases, tc.lErr, tc.endpoints, nil, t0)
+			var got []string
+			for _, in := range set.Instances {
+				got = append(got, in.String())
+			}
+			if strings.Join(got, ", ") != tc.want {
+				t.Errorf("instances %q, want %q", strings.Join(got, ", "), tc.want)
+			}
+			if u := strings.Join(set.Unseen, "\n"); (tc.unseen == "") != (u == "") || !strings.Contains(u, tc.unseen) {
+				t.Errorf("unseen %q, want %q", u, tc.unseen)
+			}
+		})
+	}
+}
+
+func mustMetrics(t *testing.T, text string, at time.Time) *Metrics {
+	t.Helper()
+	m, err := ParseMetrics(strings.NewReader(text), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestAssessInstancesPartial: the metrics source never says NotInUse when
+// an instance was not read, restarted between the reads, or the window
+// is 0; it sums what every instance saw.
+func TestAssessInstancesPartial(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	set := InstanceSet{Instances: []Instance{{Lease: "apiserver-a", Address: "10.0.0.1:6443"}, {Lease: "apiserver-b", Address: "10.0.0.2:6443"}}, Leases: 2, Endpoints: 2}
+	quiet := func(at time.Time) *Metrics { return mustMetrics(t, metrics(4, 0, 0, 0, false, "1.7e+09"), at) }
+	busy := func(at time.Time) *Metrics { return mustMetrics(t, metrics(9, 0, 0, 0, false, "1.7e+09"), at) }
+	restarted := func(at time.Time) *Metrics { return mustMetrics(t, metrics(1, 0, 0, 0, false, "1.8e+09"), at) }
+	t1 := t0.Add(10 * time.Second)
+	a, b := set.Instances[0], set.Instances[1]
+	for _, tc := range []struct {
+		name    string
+		samples []InstanceSample
+		window  time.Duration
+		verdict Verdict
+		want    string
+	}{
+		{"both quiet", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: quiet(t1)}}, 10 * time.Second, NotInUse, "apiserver-b at 10.0.0.2:6443: no request in the last 10s"},
+		{"the second busy", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: busy(t1)}}, 10 * time.Second, InUse, "apiserver-b at 10.0.0.2:6443: requests in the last 10s: LIST 5"},
+		{"the second unread", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, Err: errors.New("dial tcp 10.0.0.2:6443: connect: connection refused")}}, 10 * time.Second, Unknown, "apiserver-b at 10.0.0.2:6443: its /metrics cannot be read: dial tcp"},
+		{"the second unread, the first busy", []InstanceSample{{Instance: a, First: quiet(t0), Second: busy(t1)}, {Instance: b, Err: errors.New("x509")}}, 10 * time.Second, InUse, "LIST 5"},
+		{"the second restarted", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: restarted(t1)}}, 10 * time.Second, Unknown, "apiserver-b at 10.0.0.2:6443: the two samples came from API server instances started at different times"},
+		{"a zero window", []InstanceSample{{Instance: a, First: quiet(t0)}, {Instance: b, First: quiet(t0)}}, 0, Unknown, "the window is 0"},
+		{"no sample", nil, 10 * time.Second, Unknown, "no API server instance was read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := set
+			if tc.samples == nil {
+				s = InstanceSet{}
+			}
+			r := AssessInstances(g, s, tc.samples, tc.window)
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s: %+v", r.Verdict, tc.verdict, r)
+			}
+			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
+				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
+			}
+		})
+	}
+	r := AssessInstances(g, set, []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, Err: errors.New("403"), Forbidden: true}}, time.Second)
+	if w := strings.Join(r.WaysOut, "\n"); !strings.Contains(w, "--prometheus-url") || !strings.Contains(w, "nonResourceURLs") {
+		t.Errorf("ways out of a forbidden instance: %s", w)
+	}
+}
+
+func TestCombine(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "g.example.com", Version: "v1", Resource: "things"}
+	counted := SourceReport{Source: SourceMetrics, Name: "/metrics of 2 API server instance(s)"}
+	unseenCount := SourceReport{Source: SourceMetrics, Name: "/metrics of 2 API server instance(s)", Unseen: []string{"the instance at 10.0.0.2:6443: its /metrics cannot be read"}}
+	who := SourceReport{Source: SourceManagedFields, Name: "managedFields of things"}
+	whoActive := SourceReport{Source: SourceManagedFields, Name: "managedFields of things", Clients: []Client{{Manager: "op", InWindow: true}}}
+	whoUnseen := SourceReport{Source: SourceAuditLog, Name: "audit log a.log", Unseen: []string{"a.log: 3 malformed line(s)"}}
+	for _, tc := range []struct {
+		name    string
+		sources []SourceReport
+		verdict Verdict
+		message string
+	}{
+		{"counted, nothing", []SourceReport{counted, who}, NotInUse, "no client of g.example.com/v1 things seen in the last 10s (/metrics of 2 API server instance(s) and managedFields of things)"},
+		{"a counting source unseen", []SourceReport{unseenCount, who}, Unknown, "whether clients still use g.example.com/v1 things is unknown: /metrics of 2 API server instance(s): the instance at 10.0.0.2:6443"},
+		{"a who source unseen", []SourceReport{counted, whoUnseen}, Unknown, "audit log a.log: a.log: 3 malformed line(s)"},
+		{"no counting source", []SourceReport{who}, Unknown, "no source that counts every request"},
+		{"a writer in the window wins over unseen", []SourceReport{unseenCount, whoActive}, InUse, "clients still use g.example.com/v1 things (seen by: managedFields of things)"},
+		{"no source", nil, Unknown, "no source that counts every request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Combine(g, 10*time.Second, tc.sources...)
+			if a.Verdict != tc.verdict || !strings.Contains(a.Message(), tc.message) {
+				t.Errorf("%s: %s; want %s: %s", a.Verdict, a.Message(), tc.verdict, tc.message)
+			}
+			ways := a.WaysOut()
+			if tc.verdict == Unknown && (len(ways) == 0 || !strings.Contains(ways[len(ways)-1], "--skip-usage-check")) {
+				t.Errorf("ways out %v: want --skip-usage-check last", ways)
+			}
+			if tc.verdict != Unknown && len(ways) > 0 {
+				t.Errorf("ways out on %s: %v", tc.verdict, ways)
+			}
+		})
+	}
+}
+
+// fakeProm answers queries by their first word (or the whole query) with
+// canned values; err fails every query.
+type fakeProm struct {
+	answers map[string]model.Value
+	err     error
+	asked   []string
+}
+
+func (f *fakeProm) Query(_ context.Context, q string, _ time.Time) (model.Value, error) {
+	f.asked = append(f.asked, q)
+	if f.err != nil {
+		return nil, f.err
+	}
+	for prefix, v := range f.answers {
+		if strings.HasPrefix(q, prefix) {
+			return v, nil
+		}
+	}
+	return model.Vector{}, nil
+}
+
+func upSeries(instance string, from, to time.Time, every time.Duration, fail ...time.Time) *model.SampleStream {
+	s := &model.SampleStream{Metric: model.Metric{"__name__": "up", "job": "apiserver", "instance": model.LabelValue(instance)}}
+	for at := from; !at.After(to); at = at.Add(every) {
+		v := model.SampleValue(1)
+		for _, f := range fail {
+			if f.Equal(at) {
+				v = 0
+			}
+		}
+		s.Values = append(s.Values, model.SamplePair{Timestamp: model.TimeFromUnixNano(at.UnixNano()), Value: v})
+	}
+	return s
+}
+
+func vec(verbValues ...any) model.Vector {
+	var out model.Vector
+	for i := 0; i < len(verbValues); i += 2 {
+		out = append(out, &model.Sample{Metric: model.Metric{"verb": model.LabelValue(verbValues[i].(string))}, Value: model.SampleValue(verbValues[i+1].(float64))})
+	}
+	return out
+}
+
+// TestAssessPrometheus: requests and watches from the queries; the
+// coverage of every API server target; no NotInUse on partial scrapes.
+func TestAssessPrometheus(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1beta1", Resource: "crontabs"}
+	window := 10 * time.Minute
+	now := t0
+	start := now.Add(-window)
+	targets := model.Vector{
+		{Metric: model.Metric{"job": "apiserver", "instance": "10.0.0.1:6443"}, Value: 1},
+		{Metric: model.Metric{"job": "apiserver", "instance": "10.0.0.2:6443"}, Value: 1},
+	}
+	full := model.Matrix{upSeries("10.0.0.1:6443", start, now, 30*time.Second), upSeries("10.0.0.2:6443", start, now, 30*time.Second)}
+	set := &InstanceSet{Instances: []Instance{{Address: "10.0.0.1:6443"}, {Address: "10.0.0.2:6443"}}, Leases: 2, Endpoints: 2}
+	base := func() map[string]model.Value {
+		return map[string]model.Value{"group by (job, instance)": targets, "up{": full}
+	}
+	for _, tc := range []struct {
+		name    string
+		edit    func(map[string]model.Value)
+		set     *InstanceSet
+		err     error
+		window  time.Duration
+		verdict Verdict
+		want    string
+	}{
+		{name: "quiet", verdict: NotInUse, want: "2 API server target(s) scraped every 30s"},
+		{name: "requests", edit: func(m map[string]model.Value) { m["sum by (verb) (increase("] = vec("LIST", 2.6) }, verdict: InUse, want: "requests to stable.example.com/v1beta1 crontabs in the last 10m0s: LIST 3"},
+		{name: "a series born in the window", edit: func(m map[string]model.Value) { m["sum by (verb) (last_over_time("] = vec("GET", 1.0) }, verdict: InUse, want: "GET 1"},
+		{name: "a watch open during the window", edit: func(m map[string]model.Value) { m["sum by (verb) (max_over_time("] = vec("WATCH", 1.0) }, verdict: InUse, want: "open during the window, at most: WATCH 1"},
+		{name: "a gap", edit: func(m map[string]model.Value) {
+			s := upSeries("10.0.0.2:6443", start, now, 30*time.Second)
+			s.Values = append(s.Values[:5], s.Values[10:]...)
+			m["up{"] = model.Matrix{full[0], s}
+		}, verdict: Unknown, want: "has 1 gap(s) longer than two scrape intervals"},
+		{name: "a failed scrape", edit: func(m map[string]model.Value) {
+			m["up{"] = model.Matrix{full[0], upSeries("10.0.0.2:6443", start, now, 30*time.Second, start.Add(time.Minute))}
+		}, verdict: Unknown, want: "1 scrape(s) of API server target 10.0.0.2:6443 (job apiserver) failed"},
+		{name: "scraped from mid-window", edit: func(m map[string]model.Value) {
+			m["up{"] = model.Matrix{full[0], upSeries("10.0.0.2:6443", start.Add(5*time.Minute), now, 30*time.Second)}
+		}, verdict: Unknown, want: "was scraped only from"},
+		{name: "an instance not scraped", edit: func(m map[string]model.Value) {
+			m["up{"] = model.Matrix{full[0]}
+		}, verdict: Unknown, want: "Prometheus does not scrape the instance at 10.0.0.2:6443"},
+		{name: "fewer targets than instances, other labels", set: &InstanceSet{Instances: []Instance{{Lease: "a"}, {Lease: "b"}, {Lease: "c"}}, Leases: 3}, verdict: Unknown, want: "the cluster has 3 API server instance(s) and Prometheus scrapes 2"},
+		{name: "no API server metrics", edit: func(m map[string]model.Value) { m["group by (job, instance)"] = model.Vector{} }, verdict: Unknown, want: "Prometheus has no API server metrics"},
+		{name: "unreachable", err: errors.New(`Post "http://127.0.0.1:1/api/v1/query": dial tcp 127.0.0.1:1: connect: connection refused`), verdict: Unknown, want: "Prometheus cannot be queried: Post"},
+		{name: "a window shorter than two scrapes", window: 45 * time.Second, verdict: Unknown, want: "shorter than two scrape intervals (30s)"},
+		{name: "a zero window", window: -1, verdict: Unknown, want: "the window is 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answers := base()
+			if tc.edit != nil {
+				tc.edit(answers)
+			}
+			w := window
+			if tc.window > 0 {
+				w = tc.window
+				s := now.Add(-w)
+				answers["up{"] = model.Matrix{upSeries("10.0.0.1:6443", s, now, 30*time.Second), upSeries("10.0.0.2:6443", s, now, 30*time.Second)}
+			} else if tc.window < 0 {
+				w = 0
+			}
+			s := set
+			if tc.set != nil {
+				s = tc.set
+			}
+			r := AssessPrometheus(context.Background(), &fakeProm{answers: answers, err: tc.err}, "Prometheus http://p", g, w, now, s)
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s: seen %v unseen %v", r.Verdict, tc.verdict, r.Seen, r.Unseen)
+			}
+			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
+				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
+			}
+		})
+	}
+	// The queries name the resource version and the window.
+	f := &fakeProm{answers: base()}
+	AssessPrometheus(context.Background(), f, "p", g, 7*24*time.Hour, now, nil)
+	if q := strings.Join(f.asked, "\n"); !strings.Contains(q, `increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[1w])`) {
+		t.Errorf("queries:\n%s", q)
+	}
+}
+
+func TestParseWindow(t *testing.T) {
+	for in, want := range map[string]time.Duration{"90s": 90 * time.Second, "1h30m": 90 * time.Minute, "7d": 7 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "0": 0} {
+		if got, err := ParseWindow(in); err != nil || got != want {
+			t.Errorf("ParseWindow(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1m", "seven days", "7x"} {
+		if _, err := ParseWindow(bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseWindow(%q): %v, want a one-line error", bad, err)
+		}
+	}
+}
+
+func TestAssessManagedFields(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1beta1", Resource: "crontabs"}
+	writers := []managedfields.Writer{
+		{Manager: "my-operator", Operation: "Update", Objects: 37, Last: t0.Add(-time.Minute)},
+		{Manager: "old-tool", Operation: "Apply", Objects: 2, Last: t0.Add(-48 * time.Hour)},
+		{Manager: Self, Operation: "Update", Objects: 5, Last: t0},
+	}
+	r := AssessManagedFields(g, writers, 100, nil, 10*time.Minute, t0)
+	if r.Verdict != InUse || len(r.Clients) != 2 {
+		t.Fatalf("%s %+v", r.Verdict, r.Clients)
+	}
+	ev := strings.Join(r.Seen, "\n")
+	for _, want := range []string{"manager my-operator (Update) wrote 37 object(s) through stable.example.com/v1beta1, last 2026-12-01T09:59:00Z (inside the window)", "manager old-tool (Apply) wrote 2 object(s)", "entries of kubectl-crdversion (this tool) on 5 object(s) left out"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("lacks %q:\n%s", want, ev)
+		}
+	}
+	if r := AssessManagedFields(g, writers[1:], 100, nil, 10*time.Minute, t0); r.Verdict != NotInUse {
+		t.Errorf("old writers only: %s", r.Verdict)
+	}
+	if r := AssessManagedFields(g, nil, 0, errors.New(`crontabs.stable.example.com is forbidden: User "bob" cannot list`), 10*time.Minute, t0); r.Verdict != Unknown || !strings.Contains(r.Unseen[0], "cannot be listed") {
+		t.Errorf("list forbidden: %s %v", r.Verdict, r.Unseen)
+	}
+}
+
+func auditSummary(name string, first, last time.Time, ids []string, clients ...*auditlog.Client) *auditlog.Summary {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1beta1", Resource: "crontabs"}
+	return &auditlog.Summary{Name: name, Events: 1000, First: first, Last: last, Identities: ids, Use: map[schema.GroupVersionResource]*auditlog.Use{g: {Clients: clients}}}
+}
+
+// TestAssessAudit: the logs must span the window and, on several
+// instances, come from each of them; a log of another cluster or of
+// another week is Unknown; malformed lines make it Unknown.
+func TestAssessAudit(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1beta1", Resource: "crontabs"}
+	set := &InstanceSet{Instances: []Instance{{Lease: "apiserver-a", Address: "10.0.0.1:6443"}, {Lease: "apiserver-b", Address: "10.0.0.2:6443"}}, Leases: 2, Endpoints: 2}
+	window := 24 * time.Hour
+	from := t0.Add(-48 * time.Hour)
+	alice := &auditlog.Client{User: "alice", UserAgent: "backup/1.0", Verb: "LIST", Requests: 3, Last: t0.Add(-time.Hour)}
+	oldAlice := &auditlog.Client{User: "alice", UserAgent: "backup/1.0", Verb: "LIST", Requests: 3, Last: t0.Add(-40 * time.Hour)}
+	for _, tc := range []struct {
+		name    string
+		logs    []*auditlog.Summary
+		verdict Verdict
+		want    string
+	}{
+		{"both instances, a client", []*auditlog.Summary{auditSummary("a.log", from, t0, []string{"apiserver-a"}, alice), auditSummary("b.log", from, t0, []string{"apiserver-b"})}, InUse, `user alice, agent "backup/1.0": LIST 3, last 2026-12-01T09:00:00Z (inside the window)`},
+		{"both instances, an old client", []*auditlog.Summary{auditSummary("a.log", from, t0, []string{"apiserver-a"}, oldAlice), auditSummary("b.log", from, t0, []string{"apiserver-b"})}, NotInUse, "LIST 3, last 2026-11-29T18:00:00Z"},
+		{"one instance's log only", []*auditlog.Summary{auditSummary("a.log", from, t0, []string{"apiserver-a"}, oldAlice)}, Unknown, "no audit log of apiserver-b at 10.0.0.2:6443"},
+		{"logs of no identity", []*auditlog.Summary{auditSummary("a.log", from, t0, nil)}, Unknown, "which instances wrote them is unknown"},
+		{"another week", []*auditlog.Summary{auditSummary("a.log", t0.Add(-14*24*time.Hour), t0.Add(-7*24*time.Hour), []string{"apiserver-a"}), auditSummary("b.log", t0.Add(-14*24*time.Hour), t0.Add(-7*24*time.Hour), []string{"apiserver-b"})}, Unknown, "the audit logs do not span the window"},
+		{"ending an hour ago", []*auditlog.Summary{auditSummary("a.log", from, t0.Add(-time.Hour), []string{"apiserver-a"}), auditSummary("b.log", from, t0.Add(-time.Hour), []string{"apiserver-b"})}, Unknown, "they cover it only up to 2026-12-01T09:00:00Z"},
+		{"rotated files with a hole", []*auditlog.Summary{auditSummary("a.1.log", from, t0.Add(-20*time.Hour), []string{"apiserver-a", "apiserver-b"}), auditSummary("a.log", t0.Add(-10*time.Hour), t0, []string{"apiserver-a", "apiserver-b"})}, Unknown, "they cover it only up to 2026-11-30T14:00:00Z"},
+		{"another cluster", []*auditlog.Summary{auditSummary("x.log", from, t0, []string{"apiserver-zzz"}, alice)}, Unknown, "x.log was written by API server instance(s) apiserver-zzz, none of which belongs to this cluster (apiserver-a, apiserver-b)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := AssessAudit(g, tc.logs, window, t0, set)
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s: seen %v unseen %v", r.Verdict, tc.verdict, r.Seen, r.Unseen)
+			}
+			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
+				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
+			}
+		})
+	}
+	bad := auditSummary("a.log", from, t0, []string{"apiserver-a", "apiserver-b"})
+	bad.Malformed, bad.FirstMalformed = 2, 17
+	if r := AssessAudit(g, []*auditlog.Summary{bad}, window, t0, set); r.Verdict != Unknown || !strings.Contains(strings.Join(r.Unseen, "\n"), "2 malformed line(s) (the first: line 17)") {
+		t.Errorf("malformed: %s %v", r.Verdict, r.Unseen)
+	}
+}
+
+// fakeCluster is an InstanceReader over canned metrics texts per address.
+type fakeCluster struct {
+	set   InstanceSet
+	texts map[string][]string // address → successive reads
+	errs  map[string]error
+	reads map[string]int
+}
+
+func (f *fakeCluster) Instances(context.Context) InstanceSet { return f.set }
+
+func (f *fakeCluster) ReadMetrics(_ context.Context, in Instance) (*Metrics, error) {
+	if err := f.errs[in.Address]; err != nil {
+		return nil, &ReadError{Err: err, Forbidden: strings.Contains(err.Error(), "forbidden")}
+	}
+	if f.reads == nil {
+		f.reads = map[string]int{}
+	}
+	texts := f.texts[in.Address]
+	text := texts[min(f.reads[in.Address], len(texts)-1)]
+	f.reads[in.Address]++
+	return ParseMetrics(strings.NewReader(text), time.Now())
+}
+
+type fakeManagedFields struct {
+	writers []managedfields.Writer
+	err     error
+}
+
+func (f fakeManagedFields) Writers(context.Context, schema.GroupVersionResource) ([]managedfields.Writer, int, error) {
+	return f.writers, 10, f.err
+}
+
+// TestMeasureNoSourcePassesOnPartialEvidence: for each source, Measure's
+// verdict is Unknown — never NotInUse — when that source could not see
+// everything, though every other source saw nothing.
+func TestMeasureNoSourcePassesOnPartialEvidence(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	quiet := metrics(4, 0, 0, 0, false, "1.7e+09")
+	set := InstanceSet{Instances: []Instance{{Lease: "apiserver-a", Address: "10.0.0.1:6443"}, {Lease: "apiserver-b", Address: "10.0.0.2:6443"}}, Leases: 2, Endpoints: 2}
+	healthy := func() *fakeCluster {
+		return &fakeCluster{set: set, texts: map[string][]string{"10.0.0.1:6443": {quiet}, "10.0.0.2:6443": {quiet}}}
+	}
+	now := time.Now()
+	promAnswers := map[string]model.Value{
+		"group by (job, instance)": model.Vector{{Metric: model.Metric{"job": "apiserver", "instance": "10.0.0.1:6443"}}, {Metric: model.Metric{"job": "apiserver", "instance": "10.0.0.2:6443"}}},
+		"up{":                      model.Matrix{upSeries("10.0.0.1:6443", now.Add(-time.Hour), now, 15*time.Second), upSeries("10.0.0.2:6443", now.Add(-time.Hour), now, 15*time.Second)},
+	}
+	dir := t.TempDir()
+	logOf := func(name string, from, to time.Time) string {
+		path := dir + "/" + name
+		var b strings.Builder
+		for at := from; !at.After(to); at = at.Add(time.Minute) {
+			for _, id := range []string{"apiserver-a", "apiserver-b"} {
+				fmt.Fprintf(&b, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"x","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/%s","verb":"update","user":{"username":"system:apiserver"},"objectRef":{"resource":"leases","namespace":"kube-system","name":%q,"apiGroup":"coordination.k8s.io","apiVersion":"v1"},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`+"\n",
+					id, id, at.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), at.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+			}
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	window := 30 * time.Minute
+	goodLog := logOf("good.log", now.Add(-time.Hour), now.Add(time.Minute))
+	weekOld := logOf("week-old.log", now.Add(-8*24*time.Hour), now.Add(-7*24*time.Hour))
+
+	for _, tc := range []struct {
+		name string
+		src  func() Sources
+		want Verdict
+	}{
+		{"all seen", func() Sources {
+			return Sources{Cluster: healthy(), ManagedFields: fakeManagedFields{}, AuditLogs: []string{goodLog}}
+		}, NotInUse},
+		{"metrics: an instance unread", func() Sources {
+			c := healthy()
+			c.errs = map[string]error{"10.0.0.2:6443": errors.New("x509: certificate is valid for 10.0.0.1, not 10.0.0.2")}
+			return Sources{Cluster: c, ManagedFields: fakeManagedFields{}}
+		}, Unknown},
+		{"metrics: instances miscounted", func() Sources {
+			c := healthy()
+			c.set.Unseen = []string{"the cluster has 3 API server identity lease(s) but the kubernetes Service lists 2 endpoint(s)"}
+			return Sources{Cluster: c}
+		}, Unknown},
+		{"prometheus: all seen", func() Sources {
+			return Sources{Cluster: healthy(), Prometheus: &fakeProm{answers: promAnswers}, PrometheusName: "Prometheus p"}
+		}, NotInUse},
+		{"prometheus: an instance missing from the scrape", func() Sources {
+			a := map[string]model.Value{"group by (job, instance)": promAnswers["group by (job, instance)"], "up{": promAnswers["up{"].(model.Matrix)[:1]}
+			return Sources{Cluster: healthy(), Prometheus: &fakeProm{answers: a}, PrometheusName: "Prometheus p"}
+		}, Unknown},
+		{"managedFields: the objects cannot be listed", func() Sources {
+			return Sources{Cluster: healthy(), ManagedFields: fakeManagedFields{err: errors.New("forbidden")}}
+		}, Unknown},
+		{"audit log: of another week", func() Sources { return Sources{Cluster: healthy(), AuditLogs: []string{weekOld}} }, Unknown},
+		{"no counting source", func() Sources { return Sources{ManagedFields: fakeManagedFields{}} }, Unknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			immediate := func(time.Duration) <-chan time.Time {
+				c := make(chan time.Time, 1)
+				c <- now
+				return c
+			}
+			as, err := Measure(context.Background(), tc.src(), []schema.GroupVersionResource{g}, Options{Window: window, Now: func() time.Time { return now }, After: immediate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := as[g]
+			if a.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s:\n%s\n%s", a.Verdict, tc.want, a.Message(), strings.Join(a.Evidence(), "\n"))
+			}
+		})
+	}
+}

@@ -1,0 +1,210 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
+	"github.com/crdversion/kubectl-crdversion/internal/usage/auditlog"
+)
+
+// InstanceReader is the cluster side of the metrics source (and of the
+// instance checks of the Prometheus and audit-log sources).
+type InstanceReader interface {
+	// Instances finds the API server instances: identity leases and the
+	// kubernetes Service's endpoints (MatchInstances).
+	Instances(ctx context.Context) InstanceSet
+	// ReadMetrics reads one instance's /metrics. Errors should be
+	// *ReadError so that a 403 is told apart.
+	ReadMetrics(ctx context.Context, in Instance) (*Metrics, error)
+}
+
+// ReadError is why an instance's /metrics could not be read.
+type ReadError struct {
+	Err error
+	// Forbidden: the API server answered 403 (no get on /metrics).
+	Forbidden bool
+}
+
+func (e *ReadError) Error() string { return e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// ManagedFieldsReader is the cluster side of the managedFields source.
+type ManagedFieldsReader interface {
+	// Writers lists every object of gvr's resource (metadata only,
+	// through any version: managedFields are the same in all) and returns
+	// the writers through gvr's group/version and the number of objects.
+	Writers(ctx context.Context, gvr schema.GroupVersionResource) ([]managedfields.Writer, int, error)
+}
+
+// Sources are where Measure looks. A nil or empty field is a source not
+// consulted.
+type Sources struct {
+	// Cluster finds the API server instances. When Prometheus is nil,
+	// each instance's /metrics is read twice, Options.Window apart.
+	Cluster InstanceReader
+	// Prometheus replaces the /metrics reads: the window is then looked
+	// up in its history, with no waiting. PrometheusName names it
+	// ("Prometheus http://…").
+	Prometheus     PromQuerier
+	PrometheusName string
+	// ManagedFields names the writers of each version.
+	ManagedFields ManagedFieldsReader
+	// AuditLogs are audit log files (plain or gzip) naming the clients.
+	AuditLogs []string
+}
+
+// Options of Measure.
+type Options struct {
+	// Window is how far back to look (Prometheus, managedFields, audit
+	// logs) and how long to wait between the two /metrics reads.
+	Window time.Duration
+	// Now is the clock (time.Now when nil), and After waits (time.After
+	// when nil).
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+}
+
+// Assessments are the verdicts of Measure, one per target.
+type Assessments map[schema.GroupVersionResource]Assessment
+
+// Measure assesses whether clients use each of targets, from every source
+// in src, over opts.Window, and returns one Assessment per target. The
+// audit logs are read first, so that a file that is not an audit log
+// fails at once (a *auditlog.NotAuditLogError, or the error opening it);
+// every other problem of a source is part of its report (Unseen), never
+// an error. The /metrics reads wait opts.Window between them; nothing else
+// waits. It sends no request to the targets themselves.
+func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionResource, opts Options) (Assessments, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	// The history sources (Prometheus, managedFields, audit logs) look at
+	// the window that ends when the measurement starts; what happens
+	// during the measurement counts too.
+	start := now()
+	var logs []*auditlog.Summary
+	for _, path := range src.AuditLogs {
+		s, err := auditlog.ReadFile(path, targets, IsSelfUserAgent)
+		if err != nil {
+			return nil, fmt.Errorf("reading the audit log: %w", err)
+		}
+		logs = append(logs, s)
+	}
+	var set *InstanceSet
+	if src.Cluster != nil {
+		s := src.Cluster.Instances(ctx)
+		set = &s
+	}
+
+	reports := map[schema.GroupVersionResource][]SourceReport{}
+	var mu sync.Mutex
+	add := func(gvr schema.GroupVersionResource, r SourceReport) {
+		mu.Lock()
+		reports[gvr] = append(reports[gvr], r)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	if src.ManagedFields != nil {
+		// Listed while the metrics window runs.
+		for _, gvr := range targets {
+			wg.Go(func() {
+				writers, n, err := src.ManagedFields.Writers(ctx, gvr)
+				add(gvr, AssessManagedFields(gvr, writers, n, err, opts.Window, start))
+			})
+		}
+	}
+	var counted map[schema.GroupVersionResource]SourceReport
+	switch {
+	case src.Prometheus != nil:
+		counted = map[schema.GroupVersionResource]SourceReport{}
+		for _, gvr := range targets {
+			counted[gvr] = AssessPrometheus(ctx, src.Prometheus, src.PrometheusName, gvr, opts.Window, start, set)
+		}
+	case set != nil:
+		after := opts.After
+		if after == nil {
+			after = time.After
+		}
+		samples, err := readInstances(ctx, src.Cluster, set.Instances, opts.Window, after)
+		if err != nil {
+			wg.Wait()
+			return nil, err
+		}
+		counted = map[schema.GroupVersionResource]SourceReport{}
+		for _, gvr := range targets {
+			counted[gvr] = AssessInstances(gvr, *set, samples, opts.Window)
+		}
+	}
+	wg.Wait()
+	out := Assessments{}
+	for _, gvr := range targets {
+		var rs []SourceReport
+		if r, ok := counted[gvr]; ok {
+			rs = append(rs, r)
+		}
+		rs = append(rs, reports[gvr]...)
+		if len(logs) > 0 {
+			rs = append(rs, AssessAudit(gvr, logs, opts.Window, start, set))
+		}
+		out[gvr] = Combine(gvr, opts.Window, rs...)
+	}
+	return out, nil
+}
+
+// readInstances reads every instance's /metrics at once, waits window,
+// and reads them again (once when window is 0). An instance that fails
+// the first read is not read again. Only ctx's end is an error.
+func readInstances(ctx context.Context, c InstanceReader, instances []Instance, window time.Duration, after func(time.Duration) <-chan time.Time) ([]InstanceSample, error) {
+	samples := make([]InstanceSample, len(instances))
+	readAll := func(second bool) {
+		var wg sync.WaitGroup
+		for i := range samples {
+			s := &samples[i]
+			s.Instance = instances[i]
+			if s.Err != nil || s.Instance.Address == "" && s.Instance.Via == "" {
+				if s.Err == nil {
+					s.Err = errors.New("no address: the kubernetes Service lists no endpoint for it")
+				}
+				continue
+			}
+			wg.Go(func() {
+				m, err := c.ReadMetrics(ctx, s.Instance)
+				if err == nil && !m.HasRequestMetric() {
+					err = errors.New("its /metrics has no apiserver_request_total: not an API server's metrics")
+				}
+				if err != nil {
+					var re *ReadError
+					s.Forbidden = errors.As(err, &re) && re.Forbidden
+					s.Err = err
+					return
+				}
+				if second {
+					s.Second = m
+				} else {
+					s.First = m
+				}
+			})
+		}
+		wg.Wait()
+	}
+	readAll(false)
+	if window > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-after(window):
+		}
+		readAll(true)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return samples, nil
+}

@@ -1,0 +1,315 @@
+package usage
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// PromQuerier evaluates instant PromQL queries: the one call of the
+// Prometheus HTTP API (/api/v1/query) this source needs.
+type PromQuerier interface {
+	Query(ctx context.Context, query string, ts time.Time) (model.Value, error)
+}
+
+// ParseWindow parses a usage window: Go durations ("90s", "1h30m") and
+// Prometheus durations ("7d", "2w", "1y") alike. It fails on a negative
+// or malformed value.
+func ParseWindow(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return 0, fmt.Errorf("the usage window must not be negative, got %s", s)
+		}
+		return d, nil
+	}
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("the usage window %q is not a duration (for example 30s, 10m, 24h, 7d)", s)
+	}
+	return time.Duration(d), nil
+}
+
+// promDuration is d in PromQL's notation, whole seconds at least 1s.
+func promDuration(d time.Duration) string {
+	return model.Duration(max(d.Round(time.Second), time.Second)).String()
+}
+
+// AssessPrometheus is the Prometheus source for gvr over [now-window,
+// now]: requests by verb summed over every API server instance Prometheus
+// scraped (increase of apiserver_request_total, and the whole value of a
+// series born inside the window, whose first request increase cannot
+// see), watches open at now and at most during the window
+// (apiserver_longrunning_requests), and whether every API server instance
+// was scraped throughout the window. The API server targets are the
+// (job, instance) pairs with apiserver_request_total series at either end
+// of the window; every `up` series of their jobs must have a sample at
+// both ends of the window, no gap longer than two scrape intervals and no
+// failed scrape. When set is non-nil, every instance it names must be
+// among the scraped targets (matched by address, else by count). name
+// names the server for people ("Prometheus http://…").
+func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schema.GroupVersionResource, window time.Duration, now time.Time, set *InstanceSet) (r SourceReport) {
+	r = SourceReport{Source: SourcePrometheus, Name: name, WindowSeconds: window.Seconds()}
+	defer r.Settle()
+	fail := func(what string, err error) SourceReport {
+		r.Unseen = append(r.Unseen, fmt.Sprintf("%s: %s", what, oneLine(err)))
+		r.WaysOut = append(r.WaysOut, "check the Prometheus URL or service (--prometheus-url, --prometheus-service) and that it answers /api/v1/query")
+		return r
+	}
+	if window <= 0 {
+		r.Unseen = append(r.Unseen, "the window is 0: Prometheus needs a window to count requests in")
+		return r
+	}
+	w := promDuration(window)
+	start := now.Add(-window)
+
+	// The API server targets, at both ends of the window.
+	targets := map[target]bool{}
+	for _, at := range []time.Time{now, start} {
+		v, err := q.Query(ctx, `group by (job, instance) (apiserver_request_total)`, at)
+		if err != nil {
+			return fail("Prometheus cannot be queried", err)
+		}
+		for _, s := range asVector(v) {
+			targets[target{job: string(s.Metric["job"]), instance: string(s.Metric["instance"])}] = true
+		}
+	}
+	if len(targets) == 0 {
+		r.Unseen = append(r.Unseen, fmt.Sprintf("Prometheus has no API server metrics (no apiserver_request_total series) at %s or %s: it does not scrape the API servers", start.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+		r.WaysOut = append(r.WaysOut, "have Prometheus scrape every API server instance's /metrics (for example the kubernetes-apiservers job of the Prometheus Helm chart, or kube-prometheus' apiserver ServiceMonitor)")
+		return r
+	}
+	jobs := map[string]bool{}
+	for t := range targets {
+		jobs[t.job] = true
+	}
+
+	// Coverage: every up series of those jobs, sample by sample.
+	upQuery := fmt.Sprintf(`up{job=~%s}[%s]`, strconv.Quote(regexAlternatives(sortedKeys(jobs))), w)
+	v, err := q.Query(ctx, upQuery, now)
+	if err != nil {
+		return fail("Prometheus cannot be queried", err)
+	}
+	cov := coverage(asMatrix(v), start, now)
+	if cov.interval == 0 {
+		// Fewer than two scrapes in the window: tell the scrape interval
+		// from a longer stretch, to say whether the window is too short.
+		longer := max(10*window, 5*time.Minute)
+		if v, err := q.Query(ctx, fmt.Sprintf(`up{job=~%s}[%s]`, strconv.Quote(regexAlternatives(sortedKeys(jobs))), promDuration(longer)), now); err == nil {
+			cov.interval = coverage(asMatrix(v), now.Add(-longer), now).interval
+		}
+	}
+	r.Seen = append(r.Seen, cov.seen...)
+	r.Unseen = append(r.Unseen, cov.unseen...)
+	if cov.interval > 0 && window < 2*cov.interval {
+		r.Unseen = append(r.Unseen, fmt.Sprintf("the window (%s) is shorter than two scrape intervals (%s): Prometheus cannot see a counter rise in it; use a window of at least %s", roundDuration(window.Seconds()), cov.interval, promDuration(4*cov.interval)))
+	}
+	if set != nil {
+		r.Unseen = append(r.Unseen, crossCheck(set, cov.upNow)...)
+	}
+
+	sel := fmt.Sprintf(`{group=%s,version=%s,resource=%s}`, strconv.Quote(gvr.Group), strconv.Quote(gvr.Version), strconv.Quote(gvr.Resource))
+	queries := []struct {
+		into  *map[string]int64
+		query string
+	}{
+		{&r.Requests, fmt.Sprintf(`sum by (verb) (increase(apiserver_request_total%s[%s]) and apiserver_request_total%s offset %s)`, sel, w, sel, w)},
+		{&r.Requests, fmt.Sprintf(`sum by (verb) (last_over_time(apiserver_request_total%s[%s]) unless apiserver_request_total%s offset %s)`, sel, w, sel, w)},
+		{&r.Open, fmt.Sprintf(`sum by (verb) (apiserver_longrunning_requests%s)`, sel)},
+		{&r.MaxOpen, fmt.Sprintf(`sum by (verb) (max_over_time(apiserver_longrunning_requests%s[%s]))`, sel, w)},
+	}
+	for _, qq := range queries {
+		v, err := q.Query(ctx, qq.query, now)
+		if err != nil {
+			return fail("Prometheus cannot be queried", err)
+		}
+		for _, s := range asVector(v) {
+			n := int64(math.Round(float64(s.Value)))
+			if n == 0 && s.Value > 0 {
+				n = 1 // a rise, however extrapolated, is a request
+			}
+			if n > 0 {
+				if *qq.into == nil {
+					*qq.into = map[string]int64{}
+				}
+				(*qq.into)[string(s.Metric["verb"])] += n
+			}
+		}
+	}
+	gv := schema.GroupVersion{Group: gvr.Group, Version: gvr.Version}.String()
+	if len(r.Requests) > 0 {
+		r.Seen = append(r.Seen, fmt.Sprintf("requests to %s %s in the last %s: %s", gv, gvr.Resource, roundDuration(window.Seconds()), byVerb(r.Requests)))
+	} else {
+		r.Seen = append(r.Seen, fmt.Sprintf("no request to %s %s in the last %s", gv, gvr.Resource, roundDuration(window.Seconds())))
+	}
+	if len(r.Open) > 0 {
+		r.Seen = append(r.Seen, "open now: "+byVerb(r.Open))
+	}
+	if len(r.MaxOpen) > 0 {
+		r.Seen = append(r.Seen, "open during the window, at most: "+byVerb(r.MaxOpen))
+	}
+	if len(r.Unseen) > 0 && len(r.WaysOut) == 0 {
+		r.WaysOut = append(r.WaysOut, "have Prometheus scrape every API server instance for the whole window, or use a window it covers (--usage-window)")
+	}
+	return r
+}
+
+type target struct{ job, instance string }
+
+// promCoverage is what the up series say about the scrape of the API
+// servers over a window.
+type promCoverage struct {
+	interval time.Duration
+	// upNow are the instances whose last scrape, at the end of the window,
+	// succeeded.
+	upNow  []string
+	seen   []string
+	unseen []string
+}
+
+// coverage checks that each up series has a sample near both ends of
+// [start, end], no gap longer than two scrape intervals and no failed
+// scrape (up 0).
+func coverage(series model.Matrix, start, end time.Time) promCoverage {
+	var c promCoverage
+	var deltas []time.Duration
+	for _, s := range series {
+		for i := 1; i < len(s.Values); i++ {
+			deltas = append(deltas, s.Values[i].Timestamp.Time().Sub(s.Values[i-1].Timestamp.Time()))
+		}
+	}
+	if len(deltas) == 0 {
+		c.unseen = append(c.unseen, "Prometheus holds fewer than two scrapes of the API servers in the window, so it cannot tell whether requests were made in it")
+		return c
+	}
+	slices.Sort(deltas)
+	c.interval = deltas[len(deltas)/2].Round(time.Millisecond)
+	// A gap is more than two intervals without a sample; at the end of
+	// the window a scrape may also be under way.
+	tolerance := 2 * c.interval
+	sort.Slice(series, func(i, j int) bool { return series[i].Metric.String() < series[j].Metric.String() })
+	for _, s := range series {
+		name := fmt.Sprintf("%s (job %s)", s.Metric["instance"], s.Metric["job"])
+		vals := s.Values
+		if len(vals) == 0 {
+			continue
+		}
+		first, last := vals[0].Timestamp.Time(), vals[len(vals)-1].Timestamp.Time()
+		if first.Sub(start) > tolerance {
+			c.unseen = append(c.unseen, fmt.Sprintf("API server target %s was scraped only from %s, after the window's start %s", name, first.UTC().Format(time.RFC3339), start.UTC().Format(time.RFC3339)))
+		}
+		if end.Sub(last) > tolerance+c.interval {
+			c.unseen = append(c.unseen, fmt.Sprintf("API server target %s was last scraped at %s, before the window's end %s", name, last.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)))
+		}
+		failed, gaps := 0, 0
+		var firstGap string
+		for i, p := range vals {
+			if p.Value == 0 {
+				failed++
+			}
+			if i > 0 {
+				if d := p.Timestamp.Time().Sub(vals[i-1].Timestamp.Time()); d > tolerance {
+					if gaps == 0 {
+						firstGap = fmt.Sprintf("%s after %s", d.Round(time.Second), vals[i-1].Timestamp.Time().UTC().Format(time.RFC3339))
+					}
+					gaps++
+				}
+			}
+		}
+		if failed > 0 {
+			c.unseen = append(c.unseen, fmt.Sprintf("%d scrape(s) of API server target %s failed in the window (up 0)", failed, name))
+		}
+		if gaps > 0 {
+			c.unseen = append(c.unseen, fmt.Sprintf("API server target %s has %d gap(s) longer than two scrape intervals in the window (the first: %s)", name, gaps, firstGap))
+		}
+		if vals[len(vals)-1].Value == 1 && end.Sub(last) <= tolerance+c.interval {
+			c.upNow = append(c.upNow, string(s.Metric["instance"]))
+		}
+	}
+	c.seen = append(c.seen, fmt.Sprintf("%d API server target(s) scraped every %s: %s", len(series), c.interval, strings.Join(instancesOf(series), ", ")))
+	return c
+}
+
+func instancesOf(m model.Matrix) []string {
+	var out []string
+	for _, s := range m {
+		out = append(out, string(s.Metric["instance"]))
+	}
+	return out
+}
+
+// crossCheck compares the cluster's instances with the targets Prometheus
+// scraped at the end of the window: by address (instance label host:port
+// against the endpoint address) when the labels are addresses, else by
+// count.
+func crossCheck(set *InstanceSet, upNow []string) []string {
+	var out []string
+	if len(set.Unseen) > 0 {
+		for _, u := range set.Unseen {
+			out = append(out, "the cluster's API server instances: "+u)
+		}
+	}
+	scraped := map[string]bool{}
+	for _, i := range upNow {
+		scraped[i] = true
+		if host, port, err := net.SplitHostPort(i); err == nil {
+			scraped[net.JoinHostPort(host, port)] = true
+		}
+	}
+	var missing []string
+	for _, in := range set.Instances {
+		if in.Address != "" && !scraped[in.Address] {
+			missing = append(missing, in.String())
+		}
+	}
+	total := max(set.Leases, set.Endpoints)
+	switch {
+	case len(missing) > 0 && len(missing) < len(set.Instances):
+		out = append(out, fmt.Sprintf("the cluster has %d API server instance(s) and Prometheus does not scrape %s: clients of the instance(s) it does not scrape are not seen", total, joinAnd(missing)))
+	case len(upNow) < total:
+		out = append(out, fmt.Sprintf("the cluster has %d API server instance(s) and Prometheus scrapes %d (%s): clients of the others are not seen", total, len(upNow), strings.Join(upNow, ", ")))
+	}
+	return out
+}
+
+func asVector(v model.Value) model.Vector {
+	if vec, ok := v.(model.Vector); ok {
+		return vec
+	}
+	return nil
+}
+
+func asMatrix(v model.Value) model.Matrix {
+	if m, ok := v.(model.Matrix); ok {
+		return m
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// regexAlternatives is a RE2 alternation matching exactly the given
+// strings.
+func regexAlternatives(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = regexp.QuoteMeta(s)
+	}
+	return strings.Join(quoted, "|")
+}

@@ -130,12 +130,7 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 	if len(args) > 0 {
 		return nil, usageErrorf(cmd, "unexpected arguments %v; the release's CRDs are given with -f", args)
 	}
-	var files []string
-	for _, name := range fl.Filenames {
-		if name != "" {
-			files = append(files, name)
-		}
-	}
+	files := nonEmpty(fl.Filenames)
 	if len(files) == 0 {
 		return nil, usageErrorf(cmd, "-f FILENAME is required")
 	}

@@ -225,6 +225,13 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"unserve", "x.example.com", "v1", "--usage-window", "-1s"}, "--usage-window must not be negative"},
 		{[]string{"serve", "x.example.com", "v1", "-o", "name", "-f", manifest}, "-o cannot be used with -f"},
 
+		{[]string{"diff", "x.example.com", "v1"}, "CRD FROM TO (three arguments) or --old FILE --new FILE is required, got 2 arguments"},
+		{[]string{"diff", "x.example.com", "v1", "V2"}, `"V2" is not a valid version name`},
+		{[]string{"diff", "--old", manifest}, "--old and --new go together"},
+		{[]string{"diff", "--old", manifest, "--new", manifest, "x.example.com"}, "give either CRD FROM TO or --old and --new, not both"},
+		{[]string{"diff", "--old", manifest, "--new", manifest, "-o", "name"}, "-o name is not supported by diff"},
+		{[]string{"diff", "--old", manifest, "--new", manifest, "-o", "wide"}, `unable to match a printer suitable for the output format "wide"`},
+
 		{[]string{"migrate"}, "exactly one CRD is required, got 0 arguments"},
 		{[]string{"migrate", "x.example.com", "-o", "name"}, "-o name is not supported by migrate"},
 		{[]string{"migrate", "x.example.com", "--engine", "magic"}, `--engine must be client or server, got "magic"`},

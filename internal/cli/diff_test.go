@@ -104,3 +104,35 @@ func TestDiffBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffEveryFile: every --old and every --new is read, as kubectl apply
+// -f A -f B reads them (issue 17, B5: the last of each was the only one
+// compared), and a CRD in two files of one side is refused.
+func TestDiffEveryFile(t *testing.T) {
+	bucketsOld, bucketsNew := testdata("flux-source-controller/v1.6.2/crds/buckets.nodesc.yaml"), testdata("flux-source-controller/v1.7.4/crds/buckets.nodesc.yaml")
+	grantsOld, grantsNew := testdata("gateway-api/v1.1.0/standard/referencegrants.nodesc.yaml"), testdata("gateway-api/v1.2.0/standard/referencegrants.nodesc.yaml")
+	out, _, _ := run(t, "diff", "--old", bucketsOld, "--old", grantsOld, "--new", bucketsNew, "--new", grantsNew, "-o", "json")
+	var r report.Diff
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var names []string
+	for _, c := range r.CRDs {
+		names = append(names, c.Name)
+		for _, f := range c.Findings {
+			if f.Code == schemadiff.CodeCRDAdded || f.Code == schemadiff.CodeCRDRemoved {
+				t.Errorf("%s: %s (a file was not read)", c.Name, f.Code)
+			}
+		}
+	}
+	if strings.Join(names, " ") != "buckets.source.toolkit.fluxcd.io referencegrants.gateway.networking.k8s.io" {
+		t.Errorf("compared %v, want both CRDs", names)
+	}
+	if r.Old != bucketsOld+", "+grantsOld || r.New != bucketsNew+", "+grantsNew {
+		t.Errorf("old %q new %q", r.Old, r.New)
+	}
+	_, _, err := run(t, "diff", "--old", bucketsOld, "--old", bucketsOld, "--new", bucketsNew)
+	if err == nil || !strings.Contains(err.Error(), "CustomResourceDefinition buckets.source.toolkit.fluxcd.io is also in") {
+		t.Errorf("a CRD twice on one side: %v", err)
+	}
+}

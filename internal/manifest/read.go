@@ -31,28 +31,37 @@ type CRDDoc struct {
 // A CRD of apiextensions.k8s.io/v1beta1 is an error, as is a CRD named twice
 // (applying both, the last would win).
 func ReadCRDs(path string, recursive bool) ([]CRDDoc, error) {
-	files, err := manifestFiles(path, recursive)
-	if err != nil {
-		return nil, err
-	}
+	return ReadCRDsOf([]string{path}, recursive)
+}
+
+// ReadCRDsOf reads the CRDs of every path as ReadCRDs reads one, in the order
+// given, as `kubectl apply -f A -f B` applies them all: a CRD named in two
+// documents of any of them is an error. No path is an empty result.
+func ReadCRDsOf(paths []string, recursive bool) ([]CRDDoc, error) {
 	var out []CRDDoc
 	seen := map[string]string{}
-	for _, f := range files {
-		data, err := ReadFile(f)
+	for _, path := range paths {
+		files, err := manifestFiles(path, recursive)
 		if err != nil {
 			return nil, err
 		}
-		docs, err := ParseCRDs(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		for _, d := range docs {
-			d.Source = f + d.Source
-			if prev, ok := seen[d.CRD.Name]; ok {
-				return nil, fmt.Errorf("%s: CustomResourceDefinition %s is also in %s; when applied, the last would win", d.Source, d.CRD.Name, prev)
+		for _, f := range files {
+			data, err := ReadFile(f)
+			if err != nil {
+				return nil, err
 			}
-			seen[d.CRD.Name] = d.Source
-			out = append(out, d)
+			docs, err := ParseCRDs(data)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			for _, d := range docs {
+				d.Source = f + d.Source
+				if prev, ok := seen[d.CRD.Name]; ok {
+					return nil, fmt.Errorf("%s: CustomResourceDefinition %s is also in %s; when applied, the last would win", d.Source, d.CRD.Name, prev)
+				}
+				seen[d.CRD.Name] = d.Source
+				out = append(out, d)
+			}
 		}
 	}
 	return out, nil

@@ -195,3 +195,22 @@ func (d *Doctor) DeepCopyObject() runtime.Object {
 	}
 	return &out
 }
+
+// NewDiff is the report of a comparison of old and new (each "<crd>/<version>"
+// or the paths read) with the findings of crds, counted in its Summary.
+func NewDiff(old, new string, crds ...CRDDiff) *Diff {
+	r := &Diff{Old: old, New: new, CRDs: crds}
+	for _, c := range crds {
+		r.Summary.Merge(c.Summary())
+	}
+	return r
+}
+
+// Summary counts the CRD's findings.
+func (c CRDDiff) Summary() Summary {
+	var s Summary
+	for _, f := range c.Findings {
+		s.Add(f.Severity)
+	}
+	return s
+}

@@ -119,20 +119,9 @@ func merged(a, b map[string]string) map[string]string {
 // kinds are left out. A CRD named in two documents is an error (applied,
 // the last would win), as is a release without any CRD.
 func ReadRelease(files []string, recursive bool) ([]manifest.CRDDoc, error) {
-	var out []manifest.CRDDoc
-	seen := map[string]string{}
-	for _, f := range files {
-		docs, err := manifest.ReadCRDs(f, recursive)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range docs {
-			if prev, ok := seen[d.CRD.Name]; ok {
-				return nil, fmt.Errorf("%s: CustomResourceDefinition %s is also in %s; when applied, the last would win", d.Source, d.CRD.Name, prev)
-			}
-			seen[d.CRD.Name] = d.Source
-			out = append(out, d)
-		}
+	out, err := manifest.ReadCRDsOf(files, recursive)
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no CustomResourceDefinition in %s", strings.Join(files, ", "))

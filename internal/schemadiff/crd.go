@@ -38,6 +38,7 @@ func Versions(crd *apiextensionsv1.CustomResourceDefinition, from, to string) ([
 	} else if len(out) > 0 && f.Served && t.Served {
 		out = append(out, noneConversion(f, t, nil)...)
 	}
+	out = append(out, VersionParts(f, t)...)
 	Sort(out)
 	return out, nil
 }
@@ -145,7 +146,7 @@ func CRDs(old, new *apiextensionsv1.CustomResourceDefinition) []Finding {
 			add(CodeVersionServed, lifecycle.SeverityInfo, ov.Name, "spec.versions", "version %s is served now", ov.Name)
 		}
 		if nv != nil {
-			for _, f := range Schemas(schema.Of(&ov), schema.Of(nv)) {
+			for _, f := range append(Schemas(schema.Of(&ov), schema.Of(nv)), VersionParts(&ov, nv)...) {
 				f.Version = ov.Name
 				out = append(out, f)
 			}

@@ -514,8 +514,21 @@ func compareRules(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 		return out
 	}
 	removed, added := setDiff(rules(old), rules(new))
-	if len(added) > 0 {
-		add(CodeValidationRulesAdded, lifecycle.SeverityWarning, "x-kubernetes-validations rules added (%s): stored objects that break them fail their next write that changes the field (unchanged values are ratcheted)", quoteAll(added))
+	var plain, transition []string
+	for _, r := range added {
+		if strings.Contains(r, "oldSelf") {
+			transition = append(transition, r)
+		} else {
+			plain = append(plain, r)
+		}
+	}
+	if len(plain) > 0 {
+		add(CodeValidationRulesAdded, lifecycle.SeverityWarning, "x-kubernetes-validations rules added (%s): stored objects that break them fail their next write that changes the field (the API server ratchets unchanged values)", quoteAll(plain))
+	}
+	if len(transition) > 0 {
+		// Transition rules are not ratcheted: the API server evaluates them
+		// on every update, with oldSelf the stored value.
+		add(CodeValidationRulesAdded, lifecycle.SeverityWarning, "x-kubernetes-validations transition rules added (%s): the API server evaluates them on every update, a no-op rewrite by migrate included (oldSelf equal to self), and is not lenient with unchanged values; one that rejects an unchanged value blocks the migration of every object that has the field", quoteAll(transition))
 	}
 	if len(removed) > 0 {
 		add(CodeValidationRulesRemoved, lifecycle.SeverityInfo, "x-kubernetes-validations rules removed (%s)", quoteAll(removed))

@@ -151,10 +151,30 @@ func TestGoldenPrinters(t *testing.T) {
 		{"doctor-fleet", fleetDoctorFixture(), humanPrinter(printFleetDoctor)},
 		{"check-upgrade", upgradeFixture(), humanPrinter(printUpgradeCheck)},
 		{"check-upgrade-fleet", fleetUpgradeFixture(), humanPrinter(printFleetUpgrade)},
+		{"diff", diffFixture(), humanPrinter(diffText)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			golden(t, tc.name+".txt", printed(t, "", tc.human, tc.r))
 			golden(t, tc.name+".json", printed(t, "json", tc.human, tc.r))
 		})
 	}
+	golden(t, "diff.md", printed(t, "", humanPrinter(diffMarkdown), diffFixture()))
+}
+
+// diffFixture is a diff of two manifests: a CRD with findings of each
+// severity (a pipe in a message, as Markdown must escape), one without
+// findings, one added and one removed.
+func diffFixture() *report.Diff {
+	return report.NewDiff("old/crds.yaml, old/extra.yaml", "new/crds.yaml",
+		report.CRDDiff{Name: "buckets.source.toolkit.fluxcd.io", Findings: []schemadiff.Finding{
+			{Code: schemadiff.CodeNoneConversionPrunes, Severity: lifecycle.SeverityError, Version: "v1beta2", Path: "spec.conversion",
+				Message: "conversion strategy None between the served versions v1 and v1beta2 only rewrites apiVersion: objects written at v1 lose .spec.serviceAccountName when read or written at v1beta2"},
+			{Code: schemadiff.CodeStatusSubresourceRemoved, Severity: lifecycle.SeverityWarning, Version: "v1", Path: "subresources.status",
+				Message: "v1 has no status subresource (v1beta2 has): writes to /status are answered 404, and writes to the main resource change status"},
+			{Code: schemadiff.CodeEnumValuesAdded, Severity: lifecycle.SeverityInfo, Version: "v1", Path: ".spec.provider",
+				Message: "enum values added: \"generic|aws\""}}},
+		report.CRDDiff{Name: "ocirepositories.source.toolkit.fluxcd.io"},
+		report.CRDDiff{Name: "helmcharts.source.toolkit.fluxcd.io", Findings: []schemadiff.Finding{{Code: schemadiff.CodeCRDAdded, Severity: lifecycle.SeverityInfo, Path: ".", Message: "new CRD (versions v1)"}}},
+		report.CRDDiff{Name: "gitrepositories.source.toolkit.fluxcd.io", Findings: []schemadiff.Finding{{Code: schemadiff.CodeCRDRemoved, Severity: lifecycle.SeverityWarning, Path: ".",
+			Message: "not in the new manifest: applying it leaves the CRD as it is, and deleting the CRD deletes all its objects"}}})
 }

@@ -51,7 +51,7 @@ func TestCompletion(t *testing.T) {
 
 	kubectl := kubectlPath()
 	if kubectl == "" {
-		t.Skip("no kubectl binary on this machine: completion through kubectl not tested")
+		missingPrerequisite(t, "no kubectl binary on this machine: completion through kubectl not tested")
 	}
 	scripts := t.TempDir()
 	script, err := os.ReadFile(filepath.Join(repoRoot, "cmd", "kubectl-crdversion", "kubectl_complete-crdversion"))

@@ -38,7 +38,7 @@ func corpusDir() string {
 func TestCorpusInstallAndStatus(t *testing.T) {
 	dir := corpusDir()
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no CRD corpus at %s (a checkout without ../shared); set CRDVERSION_CORPUS to run this test", dir)
+		missingPrerequisite(t, "no CRD corpus at %s (a checkout without ../shared); set CRDVERSION_CORPUS to run this test", dir)
 	}
 	byName := map[string][]corpusCRD{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -478,3 +478,15 @@ func keepWatching(res dynamic.ResourceInterface) (stop func()) {
 	}()
 	return func() { cancel(); <-done }
 }
+
+// missingPrerequisite skips t for a prerequisite this machine lacks (the
+// real kubectl, the CRD corpus of ../shared, a non-loopback address) — but
+// fails it under CI (CI set), whose machine must have every prerequisite:
+// a test that quietly skips there would hide a regression.
+func missingPrerequisite(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf(format+" (CI is set: .ci/run must provide it)", args...)
+	}
+	t.Skipf(format, args...)
+}

@@ -29,7 +29,7 @@ func kubectlPath() string {
 func TestThroughKubectl(t *testing.T) {
 	kubectl := kubectlPath()
 	if kubectl == "" {
-		t.Skip("no kubectl binary on this machine; the plugin binary is tested directly elsewhere")
+		missingPrerequisite(t, "no kubectl binary on this machine; the plugin binary is tested directly elsewhere")
 	}
 	c := newClients(t)
 	crd := advance(t, c, "kubectl.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS1)

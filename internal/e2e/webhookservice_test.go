@@ -62,7 +62,7 @@ func hostIP(t *testing.T) string {
 			return n.IP.String()
 		}
 	}
-	t.Skip("this machine has no non-loopback IPv4 address for an EndpointSlice to point at")
+	missingPrerequisite(t, "this machine has no non-loopback IPv4 address for an EndpointSlice to point at")
 	return ""
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -376,6 +377,7 @@ type fakeCluster struct {
 	set   InstanceSet
 	texts map[string][]string // address → successive reads
 	errs  map[string]error
+	mu    sync.Mutex // Measure reads the instances concurrently
 	reads map[string]int
 }
 
@@ -385,6 +387,8 @@ func (f *fakeCluster) ReadMetrics(_ context.Context, in Instance) (*Metrics, err
 	if err := f.errs[in.Address]; err != nil {
 		return nil, &ReadError{Err: err, Forbidden: strings.Contains(err.Error(), "forbidden")}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.reads == nil {
 		f.reads = map[string]int{}
 	}

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var checkUpgradeLong = templates.LongDesc(`
@@ -138,13 +137,13 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
 	var err error
 	if fl.Fleet.enabled() {
-		if o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(printFleetUpgrade)); err != nil {
+		if o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(view.FleetUpgrade)); err != nil {
 			return nil, err
 		}
 		o.Contexts, err = fl.Fleet.resolve()
 		return o, err
 	}
-	o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(printUpgradeCheck))
+	o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(view.UpgradeCheck))
 	return o, err
 }
 
@@ -192,75 +191,4 @@ func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioption
 		r.Add(p)
 	}
 	return r, nil
-}
-
-func printUpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "CRD\tINSTALLED\tSTORAGE\tAPPLY\tDATA LOSS\tDEFAULT VERSION\tSERVED VERSIONS REMOVED")
-	for _, p := range r.CRDs {
-		storage, def := p.NewStorageVersion, p.NewDefaultVersion
-		if p.Installed {
-			storage = arrow(p.LiveStorageVersion, p.NewStorageVersion)
-			def = arrow(p.LiveDefaultVersion, p.NewDefaultVersion)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, yesNo(p.Installed), dash(storage), strings.ToLower(p.Apply), yesNo(p.DataLoss), dash(def), dash(strings.Join(p.RemovedServedVersions, ",")))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	for _, p := range r.CRDs {
-		notable := 0
-		for _, f := range p.Findings {
-			if f.Severity != lifecycle.SeverityInfo {
-				notable++
-			}
-		}
-		if p.Apply == upgrade.Accepted && notable == 0 && p.ServerDryRun != upgrade.DryRunSkipped {
-			continue
-		}
-		fmt.Fprintf(out, "\n%s (%s):\n", p.Name, p.Source)
-		switch p.Apply {
-		case upgrade.Rejected:
-			fmt.Fprintln(out, "  Apply: REJECTED by the API server")
-		default:
-			fmt.Fprintln(out, "  Apply: accepted")
-		}
-		for _, reason := range p.Reasons {
-			fmt.Fprintf(out, "    - %s\n", reason)
-		}
-		switch {
-		case p.ServerDryRun == upgrade.DryRunSkipped && p.ServerMessage != "":
-			fmt.Fprintf(out, "  Server dry run: skipped (%s)\n", p.ServerMessage)
-		case p.ServerDryRun != upgrade.DryRunSkipped && p.ServerDryRun != strings.ToLower(p.Static):
-			fmt.Fprintf(out, "  Server dry run: %s, unlike the prediction from the update rules (%s): %s\n", p.ServerDryRun, strings.ToLower(p.Static), dash(p.ServerMessage))
-		case p.ServerDryRun == upgrade.DryRunRejected:
-			fmt.Fprintf(out, "  Server dry run: rejected: %s\n", p.ServerMessage)
-		case p.ServerDryRun == upgrade.DryRunAccepted:
-			fmt.Fprintln(out, "  Server dry run: accepted")
-		}
-		if notable > 0 {
-			fmt.Fprintln(out, "  Findings:")
-			for _, f := range p.Findings {
-				if f.Severity == lifecycle.SeverityInfo {
-					continue
-				}
-				fmt.Fprintf(out, "    %s %s %s: %s\n", strings.ToUpper(string(f.Severity)), dash(f.Version), f.Path, f.Message)
-			}
-		}
-		if len(p.Fix) > 0 {
-			fmt.Fprintln(out, "  To upgrade safely, run in order:")
-			for i, c := range p.Fix {
-				fmt.Fprintf(out, "    %d. %s\n", i+1, c)
-			}
-		}
-	}
-	fmt.Fprintf(out, "\n%s; %s\n", plural(len(r.CRDs), "CRD"), summaryText(r.Summary))
-	return nil
-}
-
-func arrow(a, b string) string {
-	if a == b {
-		return a
-	}
-	return dash(a) + " -> " + dash(b)
 }

@@ -2,20 +2,15 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
-	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
 )
 
 // runFleet checks the release against every context at once, one check
@@ -69,43 +64,4 @@ func clusterReach(err error) (fleet.Reach, string) {
 		reach = fleet.Failed
 	}
 	return reach, err.Error()
-}
-
-func printFleetUpgrade(out io.Writer, r *report.FleetUpgradeCheck) error {
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "CONTEXT\tCRD\tAPPLY\tDATA LOSS\tSTORED VERSIONS\tTIME")
-	for _, c := range r.Clusters {
-		t := fmt.Sprintf("%.1fs", c.Seconds)
-		if c.Check == nil {
-			fmt.Fprintf(w, "%s\t-\t%s: %s\t-\t-\t%s\n", c.Context, strings.ToLower(string(c.Reach)), firstLine(c.Error), t)
-			continue
-		}
-		for _, p := range c.Check.CRDs {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t[%s]\t%s\n", c.Context, p.Name, strings.ToLower(p.Apply), yesNo(p.DataLoss), strings.Join(p.StoredVersions, ", "), t)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\n%s can be applied in every cluster: %s (%d cluster(s) checked in %.1fs)\n", r.Source, r.Answer, len(r.Clusters), r.Seconds)
-	for _, c := range r.Clusters {
-		if c.Check == nil {
-			fmt.Fprintf(out, "  %s (unknown): %s: %s\n", c.Context, strings.ToLower(string(c.Reach)), firstLine(c.Error))
-			continue
-		}
-		for _, p := range c.Check.CRDs {
-			if p.Apply != upgrade.Rejected && !p.DataLoss {
-				continue
-			}
-			what := "rejected"
-			if p.Apply != upgrade.Rejected {
-				what = "data loss"
-			}
-			fmt.Fprintf(out, "  %s (no): %s %s: %s\n", c.Context, p.Name, what, strings.Join(p.Reasons, "; "))
-			for _, f := range p.Fix {
-				fmt.Fprintf(out, "    run: %s\n", f)
-			}
-		}
-	}
-	return nil
 }

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,8 +13,8 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
-	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var diffLong = templates.LongDesc(`
@@ -110,9 +108,9 @@ func (fl *DiffFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []str
 	var err error
 	switch *fl.PrintFlags.OutputFormat {
 	case "markdown", "md":
-		o.print = humanPrinter(diffMarkdown)
+		o.print = humanPrinter(view.DiffMarkdown)
 	default:
-		if o.print, err = printerFunc(fl.PrintFlags, "diff", humanPrinter(diffText)); err != nil {
+		if o.print, err = printerFunc(fl.PrintFlags, "diff", humanPrinter(view.Diff)); err != nil {
 			return nil, err
 		}
 	}
@@ -167,68 +165,4 @@ func nonEmpty(names []string) []string {
 		}
 	}
 	return out
-}
-
-func summaryText(s report.Summary) string {
-	return fmt.Sprintf("%s, %s, %s", plural(s.Errors, "error"), plural(s.Warnings, "warning"), plural(s.Infos, "note"))
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
-func crdHeading(c report.CRDDiff) string {
-	if c.From != "" {
-		return fmt.Sprintf("%s %s -> %s", c.Name, c.From, c.To)
-	}
-	return c.Name
-}
-
-func diffText(out io.Writer, r *report.Diff) error {
-	for i, c := range r.CRDs {
-		if i > 0 {
-			fmt.Fprintln(out)
-		}
-		fmt.Fprintf(out, "%s: %s\n", crdHeading(c), summaryText(c.Summary()))
-		if len(c.Findings) == 0 {
-			continue
-		}
-		w := printers.GetNewTabWriter(out)
-		fmt.Fprintln(w, "SEVERITY\tVERSION\tPATH\tCODE\tMESSAGE")
-		for _, f := range c.Findings {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", f.Severity, dash(f.Version), f.Path, f.Code, f.Message)
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(r.CRDs) > 1 {
-		fmt.Fprintf(out, "\nTotal: %s\n", summaryText(r.Summary))
-	}
-	return nil
-}
-
-var severityMark = map[lifecycle.Severity]string{lifecycle.SeverityError: "🔴 error", lifecycle.SeverityWarning: "🟡 warning", lifecycle.SeverityInfo: "⚪ info"}
-
-func diffMarkdown(out io.Writer, r *report.Diff) error {
-	fmt.Fprintf(out, "## CRD compatibility: `%s` → `%s`\n\n%s\n", r.Old, r.New, summaryText(r.Summary))
-	for _, c := range r.CRDs {
-		fmt.Fprintf(out, "\n### `%s`: %s\n", crdHeading(c), summaryText(c.Summary()))
-		if len(c.Findings) == 0 {
-			continue
-		}
-		fmt.Fprintln(out, "\n| severity | version | path | code | explanation |\n|---|---|---|---|---|")
-		for _, f := range c.Findings {
-			fmt.Fprintf(out, "| %s | %s | `%s` | %s | %s |\n", severityMark[f.Severity], dash(f.Version), mdCell(f.Path), f.Code, mdCell(f.Message))
-		}
-	}
-	return nil
-}
-
-// mdCell escapes what would break a Markdown table cell.
-func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

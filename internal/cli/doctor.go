@@ -22,6 +22,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var doctorLong = templates.LongDesc(`
@@ -245,7 +246,7 @@ func printFindings(out io.Writer, printer printers.ResourcePrinterFunc, r runtim
 		return err
 	}
 	if s.Incompatible {
-		return &FindingsError{Summary: summaryText(s)}
+		return &FindingsError{Summary: view.SummaryText(s)}
 	}
 	return nil
 }
@@ -303,7 +304,7 @@ func printDoctor(out io.Writer, r *report.Doctor) error {
 		for _, f := range c.Findings {
 			s.Add(f.Severity)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t[%s]\t%s\t%s\t%d\t%d\n", c.Name, c.State, dash(c.StorageVersion), strings.Join(c.StoredVersions, ","), c.Conversion, objects, s.Errors, s.Warnings)
+		fmt.Fprintf(w, "%s\t%s\t%s\t[%s]\t%s\t%s\t%d\t%d\n", c.Name, c.State, view.Dash(c.StorageVersion), strings.Join(c.StoredVersions, ","), c.Conversion, objects, s.Errors, s.Warnings)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -324,7 +325,7 @@ func printDoctor(out io.Writer, r *report.Doctor) error {
 			}
 		}
 	}
-	fmt.Fprintf(out, "\n%s checked with %s; %s\n", plural(len(r.CRDs), "CRD"), plural(int(r.Requests), "API request"), summaryText(r.Summary))
+	fmt.Fprintf(out, "\n%s checked with %s; %s\n", view.Plural(len(r.CRDs), "CRD"), view.Plural(int(r.Requests), "API request"), view.SummaryText(r.Summary))
 	return nil
 }
 
@@ -333,7 +334,7 @@ func printFleetDoctor(out io.Writer, r *report.FleetDoctor) error {
 	fmt.Fprintln(tw, "CONTEXT\tCRDS\tERRORS\tWARNINGS\tREQUESTS\tTIME\tPROBLEM")
 	for _, c := range r.Clusters {
 		if c.Doctor == nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%.1fs\t%s: %s\n", c.Context, c.Seconds, strings.ToLower(string(c.Reach)), firstLine(c.Error))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%.1fs\t%s: %s\n", c.Context, c.Seconds, strings.ToLower(string(c.Reach)), view.FirstLine(c.Error))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1fs\t-\n", c.Context, len(c.Doctor.CRDs), c.Doctor.Summary.Errors, c.Doctor.Summary.Warnings, c.Doctor.Requests, c.Seconds)

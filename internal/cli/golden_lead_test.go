@@ -14,6 +14,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 // written is what view writes.
@@ -103,7 +104,7 @@ func TestFleetStatusPrinterGolden(t *testing.T) {
 		{Context: "pending", Reach: fleet.Reached, Name: "crontabs.fleet.example.com", State: lifecycle.StateS2, StorageVersion: "v2", StoredVersions: []string{"v1", "v2"}, Served: []string{"v1", "v2"}, Versions: []string{"v1", "v2"}, Objects: &three, Seconds: 0.1},
 	}
 	r := &report.FleetStatus{CRD: "crontabs.fleet.example.com", Clusters: clusters, Verdicts: fleet.Verdicts("crontabs.fleet.example.com", clusters, nil), Seconds: 4}
-	golden(t, "fleet-status.txt", written(t, func(w io.Writer) error { return printFleetStatus(w, r) }))
+	golden(t, "fleet-status.txt", written(t, func(w io.Writer) error { return view.FleetStatus(w, r) }))
 	golden(t, "fleet-status.json", printed(t, "json", nil, r))
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -149,16 +150,16 @@ func TestGoldenPrinters(t *testing.T) {
 	}{
 		{"doctor", doctorFixture(), humanPrinter(printDoctor)},
 		{"doctor-fleet", fleetDoctorFixture(), humanPrinter(printFleetDoctor)},
-		{"check-upgrade", upgradeFixture(), humanPrinter(printUpgradeCheck)},
-		{"check-upgrade-fleet", fleetUpgradeFixture(), humanPrinter(printFleetUpgrade)},
-		{"diff", diffFixture(), humanPrinter(diffText)},
+		{"check-upgrade", upgradeFixture(), humanPrinter(view.UpgradeCheck)},
+		{"check-upgrade-fleet", fleetUpgradeFixture(), humanPrinter(view.FleetUpgrade)},
+		{"diff", diffFixture(), humanPrinter(view.Diff)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			golden(t, tc.name+".txt", printed(t, "", tc.human, tc.r))
 			golden(t, tc.name+".json", printed(t, "json", tc.human, tc.r))
 		})
 	}
-	golden(t, "diff.md", printed(t, "", humanPrinter(diffMarkdown), diffFixture()))
+	golden(t, "diff.md", printed(t, "", humanPrinter(view.DiffMarkdown), diffFixture()))
 }
 
 // diffFixture is a diff of two manifests: a CRD with findings of each

@@ -21,6 +21,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var retireLong = templates.LongDesc(`
@@ -200,7 +201,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 		Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
 	human := humanPrinter(printRetireLogged)
 	if fl.Fleet.enabled() {
-		human = humanPrinter(printFleetRetire)
+		human = humanPrinter(view.FleetRetire)
 	}
 	if o.print, err = printerFunc(fl.PrintFlags, "retire", human); err != nil {
 		return nil, err

@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -80,31 +78,5 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 	if len(notDone) > 0 {
 		return fmt.Errorf("retire %s of %s did not finish in %d of %d cluster(s): %s", o.Version, o.CRD, len(notDone), len(results), strings.Join(notDone, ", "))
 	}
-	return nil
-}
-
-func printFleetRetire(out io.Writer, r *report.FleetRetire) error {
-	for _, c := range r.Clusters {
-		fmt.Fprintf(out, "=== %s (%s)\n", c.Context, dash(c.Server))
-		fmt.Fprint(out, c.Log)
-		if c.Error != "" {
-			fmt.Fprintf(out, "error: %s\n", c.Error)
-		}
-		fmt.Fprintln(out)
-	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "CONTEXT\tOUTCOME\tTIME\tDETAIL")
-	for _, c := range r.Clusters {
-		detail := "-"
-		switch {
-		case c.Error != "":
-			detail = firstLine(c.Error)
-		case c.Report != nil && len(c.Report.Taken) > 0:
-			detail = "took " + strings.Join(c.Report.Taken, ", ")
-		}
-		fmt.Fprintf(w, "%s\t%s\t%.1fs\t%s\n", c.Context, c.Outcome, c.Seconds, detail)
-	}
-	_ = w.Flush()
-	fmt.Fprintf(out, "%d cluster(s) in %.1fs\n", len(r.Clusters), r.Seconds)
 	return nil
 }

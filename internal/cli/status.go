@@ -18,6 +18,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var statusLong = templates.LongDesc(`
@@ -134,7 +135,7 @@ func (fl *StatusFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 		fleet: fl.Fleet, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: streams}
 	var err error
 	if fl.Fleet.enabled() {
-		if o.print, err = printerFunc(fl.PrintFlags, "status", humanPrinter(printFleetStatus)); err != nil {
+		if o.print, err = printerFunc(fl.PrintFlags, "status", humanPrinter(view.FleetStatus)); err != nil {
 			return nil, err
 		}
 		o.contexts, err = fl.Fleet.resolve()
@@ -180,9 +181,9 @@ func printStatus(out io.Writer, r *report.Status) error {
 		transition = fmt.Sprintf(" [%s]", r.OldVersion)
 	}
 	fmt.Fprintf(w, "State:\t%s, %s%s\n", r.State, r.StateDescription, transition)
-	fmt.Fprintf(w, "Storage version:\t%s\n", dash(r.StorageVersion))
+	fmt.Fprintf(w, "Storage version:\t%s\n", view.Dash(r.StorageVersion))
 	fmt.Fprintf(w, "Stored versions:\t[%s]\n", strings.Join(r.StoredVersions, ", "))
-	fmt.Fprintf(w, "Default version:\t%s\n", dash(r.DefaultVersion))
+	fmt.Fprintf(w, "Default version:\t%s\n", view.Dash(r.DefaultVersion))
 	fmt.Fprintf(w, "Conversion:\t%s\n", conversionText(r.Conversion))
 	if r.Objects != nil {
 		switch {
@@ -202,14 +203,14 @@ func printStatus(out io.Writer, r *report.Status) error {
 	fmt.Fprintln(w, "VERSION\tSERVED\tSTORAGE\tDEPRECATED\tSTORED\tPRIORITY\tSCHEMA")
 	for _, v := range r.Versions {
 		if !v.InSpec {
-			fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t-\tnot in spec.versions\n", v.Name, yesNo(v.InStoredVersions))
+			fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t-\tnot in spec.versions\n", v.Name, view.YesNo(v.InStoredVersions))
 			continue
 		}
 		prio := fmt.Sprint(v.Priority)
 		if v.Default {
 			prio += " (default)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, yesNo(v.Served), yesNo(v.Storage), yesNo(v.Deprecated), yesNo(v.InStoredVersions), prio, v.Schema)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, view.YesNo(v.Served), view.YesNo(v.Storage), view.YesNo(v.Deprecated), view.YesNo(v.InStoredVersions), prio, v.Schema)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -245,18 +246,4 @@ func conversionText(c lifecycle.Conversion) string {
 		target = "service " + c.Webhook.Service
 	}
 	return fmt.Sprintf("%s (%s, conversionReviewVersions [%s])", c.Strategy, target, strings.Join(c.Webhook.ConversionReviewVersions, ", "))
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -2,13 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -71,57 +67,4 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 		}
 	}
 	return o.print(rep, o.Out)
-}
-
-func printFleetStatus(out io.Writer, r *report.FleetStatus) error {
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "CONTEXT\tSTATE\tSTORAGE\tSTORED VERSIONS\tOBJECTS\tTIME\tBLOCKING")
-	for _, c := range r.Clusters {
-		t := fmt.Sprintf("%.1fs", c.Seconds)
-		if c.Reach != fleet.Reached {
-			what := strings.ToLower(string(c.Reach))
-			if c.Error != "" {
-				what += ": " + firstLine(c.Error)
-			}
-			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s\n", c.Context, t, what)
-			continue
-		}
-		objects := "-"
-		if c.Objects != nil {
-			objects = fmt.Sprint(*c.Objects)
-		}
-		blocking := "-"
-		if len(c.Blocking) > 0 {
-			blocking = firstLine(c.Blocking[0])
-			if len(c.Blocking) > 1 {
-				blocking += fmt.Sprintf(" (and %d more)", len(c.Blocking)-1)
-			}
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t[%s]\t%s\t%s\t%s\n", c.Context, c.State, dash(c.StorageVersion), strings.Join(c.StoredVersions, ", "), objects, t, blocking)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\n%d cluster(s) read in %.1fs\n", len(r.Clusters), r.Seconds)
-	for _, v := range r.Verdicts {
-		fmt.Fprintf(out, "\n%s can leave the manifest of %s: %s\n", v.Version, r.CRD, v.Answer)
-		for _, b := range v.Blockers {
-			fmt.Fprintf(out, "  %s (%s): %s\n", b.Context, b.Answer, b.Reason)
-			if b.Command != "" {
-				fmt.Fprintf(out, "    run: %s\n", b.Command)
-			}
-		}
-		for _, n := range v.Notes {
-			fmt.Fprintf(out, "  note: %s\n", n)
-		}
-	}
-	return nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 160 {
-		s = s[:157] + "..."
-	}
-	return s
 }

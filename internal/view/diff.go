@@ -1,0 +1,69 @@
+package view
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// Diff writes r as diff prints it without -o: per CRD a summary line and a
+// table of its findings (severity, version, path, code, message), then the
+// total when more than one CRD was compared.
+func Diff(out io.Writer, r *report.Diff) error {
+	for i, c := range r.CRDs {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "%s: %s\n", crdHeading(c), SummaryText(c.Summary()))
+		if len(c.Findings) == 0 {
+			continue
+		}
+		w := printers.GetNewTabWriter(out)
+		fmt.Fprintln(w, "SEVERITY\tVERSION\tPATH\tCODE\tMESSAGE")
+		for _, f := range c.Findings {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", f.Severity, Dash(f.Version), f.Path, f.Code, f.Message)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.CRDs) > 1 {
+		fmt.Fprintf(out, "\nTotal: %s\n", SummaryText(r.Summary))
+	}
+	return nil
+}
+
+// DiffMarkdown writes r as a Markdown document (diff -o markdown), for a
+// pull-request comment: a heading, the summary and a table per CRD.
+func DiffMarkdown(out io.Writer, r *report.Diff) error {
+	fmt.Fprintf(out, "## CRD compatibility: `%s` → `%s`\n\n%s\n", r.Old, r.New, SummaryText(r.Summary))
+	for _, c := range r.CRDs {
+		fmt.Fprintf(out, "\n### `%s`: %s\n", crdHeading(c), SummaryText(c.Summary()))
+		if len(c.Findings) == 0 {
+			continue
+		}
+		fmt.Fprintln(out, "\n| severity | version | path | code | explanation |\n|---|---|---|---|---|")
+		for _, f := range c.Findings {
+			fmt.Fprintf(out, "| %s | %s | `%s` | %s | %s |\n", severityMark[f.Severity], Dash(f.Version), mdCell(f.Path), f.Code, mdCell(f.Message))
+		}
+	}
+	return nil
+}
+
+func crdHeading(c report.CRDDiff) string {
+	if c.From != "" {
+		return fmt.Sprintf("%s %s -> %s", c.Name, c.From, c.To)
+	}
+	return c.Name
+}
+
+// mdCell escapes what would break a Markdown table cell.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+var severityMark = map[lifecycle.Severity]string{lifecycle.SeverityError: "🔴 error", lifecycle.SeverityWarning: "🟡 warning", lifecycle.SeverityInfo: "⚪ info"}

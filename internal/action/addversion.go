@@ -37,8 +37,8 @@ type AddVersionOptions struct {
 // preflight.Webhooks). c may be nil (manifest mode without a cluster).
 func AddVersion(ctx context.Context, c AddVersionCluster, t *Target, o AddVersionOptions) *edit.Result {
 	r := edit.AddVersion(t.CRD, o.Spec)
-	conv := r.Edited.Spec.Conversion
-	if r.NoOp || len(r.Checks.Failed()) > 0 || conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+	wh := lifecycle.ConversionWebhook(r.Edited)
+	if r.NoOp || len(r.Checks.Failed()) > 0 || wh == nil {
 		return r
 	}
 	crd := t.CRD
@@ -62,9 +62,9 @@ func AddVersion(ctx context.Context, c AddVersionCluster, t *Target, o AddVersio
 	if c != nil {
 		services = c
 	}
-	cs := preflight.NewWebhooks(services, o.WebhookTimeout).Check(ctx, conv.Webhook, probe, skipped)
+	cs := preflight.NewWebhooks(services, o.WebhookTimeout).Check(ctx, wh, probe, skipped)
 	for i := range cs {
-		if cs[i].Name == preflight.CheckWebhookConverts && cs[i].Outcome == edit.Pass && conv.Webhook.ClientConfig.Service == nil {
+		if cs[i].Name == preflight.CheckWebhookConverts && cs[i].Outcome == edit.Pass && wh.ClientConfig.Service == nil {
 			cs[i].Message += minimal
 		}
 	}

@@ -48,9 +48,9 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 	if r.NoOp || len(r.Checks.Failed()) > 0 || c == nil || !t.live() {
 		return r, nil
 	}
-	if conv := r.Edited.Spec.Conversion; conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter && conv.Webhook != nil && conv.Webhook.ClientConfig != nil && conv.Webhook.ClientConfig.Service != nil {
+	if wh := lifecycle.ConversionWebhook(r.Edited); wh != nil && wh.ClientConfig.Service != nil {
 		probe := &preflight.Probe{Desired: lifecycle.GroupVersion(t.CRD, o.Version), Sample: preflight.SampleObject(t.CRD, lifecycle.StorageVersion(t.CRD), "crdversion-preflight-sample")}
-		r.Checks = append(r.Checks, preflight.NewWebhooks(c, o.WebhookTimeout).Service(ctx, conv.Webhook, probe)...)
+		r.Checks = append(r.Checks, preflight.NewWebhooks(c, o.WebhookTimeout).Service(ctx, wh, probe)...)
 	}
 	switch v := lifecycle.FindVersion(t.Live, o.Version); {
 	case len(r.Checks.Failed()) > 0:

@@ -22,8 +22,8 @@ const sampleName = "crdversion-doctor-sample"
 // and promote-storage check it (preflight.Webhooks). It returns no finding
 // when the target answers or there is none.
 func (d *Doctor) webhook(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []lifecycle.Finding {
-	conv := crd.Spec.Conversion
-	if d.Webhooks == nil || conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+	wh := lifecycle.ConversionWebhook(crd)
+	if d.Webhooks == nil || wh == nil {
 		return nil // Analyze reports an incomplete configuration
 	}
 	listed := lifecycle.ListVersion(crd)
@@ -32,10 +32,10 @@ func (d *Doctor) webhook(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		desired = listed // one served version: the review still tells whether the webhook answers
 	}
 	probe := &preflight.Probe{Sample: preflight.SampleObject(crd, lifecycle.StorageVersion(crd), sampleName), Desired: lifecycle.GroupVersion(crd, desired)}
-	cs := d.Webhooks.Check(ctx, conv.Webhook, probe, "")
-	if conv.Webhook.ClientConfig.Service == nil {
+	cs := d.Webhooks.Check(ctx, wh, probe, "")
+	if wh.ClientConfig.Service == nil {
 		if failed := cs.Failed(); len(failed) > 0 {
-			return []lifecycle.Finding{WebhookUnreachable(fmt.Sprintf("the conversion webhook %s does not convert: %s", *conv.Webhook.ClientConfig.URL, failed[0].Message))}
+			return []lifecycle.Finding{WebhookUnreachable(fmt.Sprintf("the conversion webhook %s does not convert: %s", *wh.ClientConfig.URL, failed[0].Message))}
 		}
 		return nil
 	}

@@ -55,7 +55,7 @@ func orNone(s string) string {
 // versions of crd have schemas that prune each other's fields. allowPruning
 // turns the failure into a warning that still lists what will be lost.
 func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, allowPruning bool) {
-	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+	if lifecycle.UsesWebhook(crd) {
 		return
 	}
 	v := lifecycle.FindVersion(crd, subject)
@@ -179,7 +179,7 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 			cs.add("ConversionStrategy", Warn, "%s", msg)
 		}
 	}
-	if out.Spec.Conversion != nil && out.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+	if lifecycle.UsesWebhook(out) {
 		webhookConfigCheck(cs, out)
 	}
 	if paths := schema.DefaultPaths(schema.Of(&newVersion)); crd.Spec.PreserveUnknownFields && len(paths) > 0 {

@@ -337,7 +337,7 @@ func (l Loss) Describe(storage string) string {
 // status.storedVersions whose schema and the storage version's prune each
 // other's fields. It is empty for Webhook conversion (the webhook decides).
 func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
-	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+	if UsesWebhook(crd) {
 		return nil
 	}
 	storage := FindVersion(crd, StorageVersion(crd))

@@ -159,6 +159,16 @@ func UsesWebhook(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
 }
 
+// ConversionWebhook is crd's conversion webhook when its strategy is
+// Webhook and it says where the webhook is (spec.conversion.webhook with a
+// clientConfig); nil otherwise (Analyze reports an incomplete one).
+func ConversionWebhook(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.WebhookConversion {
+	if !UsesWebhook(crd) || crd.Spec.Conversion.Webhook == nil || crd.Spec.Conversion.Webhook.ClientConfig == nil {
+		return nil
+	}
+	return crd.Spec.Conversion.Webhook
+}
+
 // VersionNames are the names in crd's spec.versions, in spec order.
 func VersionNames(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	names := make([]string, 0, len(crd.Spec.Versions))

@@ -44,7 +44,7 @@ func Versions(crd *apiextensionsv1.CustomResourceDefinition, from, to string) ([
 }
 
 func isWebhook(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	return crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
+	return lifecycle.UsesWebhook(crd)
 }
 
 func versionNames(crd *apiextensionsv1.CustomResourceDefinition) []string {

@@ -147,7 +147,7 @@ func (p Phase) Terminal() bool { return p == Succeeded || p == Failed }
 // the preferred version's schema lacks (sorted, no repeats); otherwise
 // ("", nil).
 func PreferredVersionLoss(crd *apiextensionsv1.CustomResourceDefinition) (preferred string, fields []string) {
-	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+	if lifecycle.UsesWebhook(crd) {
 		return "", nil
 	}
 	storage := lifecycle.StorageVersion(crd)

@@ -271,9 +271,11 @@ func TestPromoteStorageChecksObjects(t *testing.T) {
 	}
 }
 
-// TestFaultPromoteStorageRace runs two promotions to different versions at once:
-// one wins, the other fails with the conflict message, and exactly one
-// storage version remains.
+// TestFaultPromoteStorageRace runs two promotions to different versions at once,
+// as two operators would, each in a process of its own (in one process the
+// command trees share cobra's and klog's global flag state): one wins, the
+// other fails with the conflict message, and exactly one storage version
+// remains.
 func TestFaultPromoteStorageRace(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "race.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS1)
@@ -288,7 +290,7 @@ func TestFaultPromoteStorageRace(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = plugin(t, "promote-storage", name, v)
+				results[i] = binary(t, nil, "promote-storage", name, v)
 			}()
 		}
 		wg.Wait()
@@ -297,8 +299,8 @@ func TestFaultPromoteStorageRace(t *testing.T) {
 			t.Fatalf("round %d: storage versions %v", round, storage)
 		}
 		for _, r := range results {
-			if r.err != nil && !strings.Contains(r.err.Error(), "changed since it was read") {
-				t.Errorf("round %d: the losing promotion failed with %v, want the conflict message", round, r.err)
+			if r.code != 0 && !strings.Contains(r.stderr, "changed since it was read") {
+				t.Errorf("round %d: the losing promotion failed (exit %d) with %q, want the conflict message", round, r.code, r.stderr)
 			}
 		}
 		// Reset to v1 for the next round (the last winner stays otherwise).

@@ -79,7 +79,19 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 		if missing, _ := c.Missing(ctx, access.PromoteStorage(t.Live, o.Write)); len(missing) > 0 {
 			return nil, &access.MissingError{Operation: "promote-storage", CRD: t.Live.Name, Missing: missing}
 		}
-		co := cluster.CheckObjectsOptions{From: lifecycle.StorageVersion(t.Live), To: o.Version, Sample: o.Sample,
+		from := lifecycle.StorageVersion(t.Live)
+		if sv := lifecycle.FindVersion(t.Live, from); sv == nil || !sv.Served {
+			// The objects cannot be read at the storage version: what the
+			// new version drops is unknown.
+			outcome, how := edit.Fail, "serve it (kubectl crdversion serve "+t.Live.Name+" "+from+") and re-run to measure, or pass --allow-pruning to promote without measuring"
+			if o.AllowPruning {
+				outcome, how = edit.Warn, "--allow-pruning"
+			}
+			r.Checks = append(r.Checks, edit.Check{Name: "FieldsKept", Outcome: outcome,
+				Message: fmt.Sprintf("not measured whether %s drops fields the objects have: the storage version %s is not served, so they cannot be read there; %s", o.Version, from, how)})
+			from = o.Version
+		}
+		co := cluster.CheckObjectsOptions{From: from, To: o.Version, Sample: o.Sample,
 			PageSize: o.ChunkSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager}
 		if o.Progress != nil {
 			co.Progress = func(done, total int64) { o.Progress(migrate.Progress{Done: done, Total: total}) }

@@ -81,7 +81,7 @@ func TestObjectCheckMeasuresLoss(t *testing.T) {
 	}})
 
 	const lost = "default/w1: .spec.extra, .spec.image, .spec.labels.env"
-	r := refuses(t, c, []string{name}, []string{"FieldsKept", "1 object(s) have fields at v1 that v2 drops", lost, "--allow-pruning"}, "promote-storage", name, "v2")
+	r := refuses(t, c, []string{name}, []string{"1 object(s) have fields at v1 that v2 drops", lost, "--allow-pruning"}, "promote-storage", name, "v2")
 	if strings.Contains(r.stdout+r.stderr, "default/w2") {
 		t.Errorf("promote-storage names w2, which loses nothing:\n%s", r.stdout)
 	}
@@ -124,7 +124,7 @@ func TestPromoteStorageChecksMigratesUpdate(t *testing.T) {
 		sealed.XValidations = apiextensionsv1.ValidationRules{{Rule: "!has(oldSelf.sealed) || !oldSelf.sealed", Message: "a sealed object cannot be updated"}}
 		serveVersion(t, c, crd, "v2", &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": sealed}})
 
-		r := refuses(t, c, []string{crd.Name}, []string{"ObjectsValid", "1 of 2 checked object(s) are refused at v2", "default/s1: ", "a sealed object cannot be updated"}, "promote-storage", crd.Name, "v2")
+		r := refuses(t, c, []string{crd.Name}, []string{"1 of 2 checked object(s) are refused at v2", "default/s1: ", "a sealed object cannot be updated"}, "promote-storage", crd.Name, "v2")
 		if strings.Contains(r.stdout, "default/s2:") {
 			t.Errorf("s2 is not sealed and was refused:\n%s", r.stdout)
 		}
@@ -159,10 +159,20 @@ func TestPromoteStoragePermissionPreflight(t *testing.T) {
 	bindUser(t, c, "promote-no-patch",
 		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "update"}},
 		rbacv1.PolicyRule{APIGroups: []string{crd.Spec.Group}, Resources: []string{"*"}, Verbs: []string{"list", "get", "create"}})
-	r := refuses(t, c, []string{crd.Name}, []string{"refusing to promote-storage " + crd.Name + ", nothing was changed: missing permission(s): patch crontabs.perm-promote.example.com"},
-		"promote-storage", crd.Name, "v2", "--as", "promote-no-patch")
-	if out := r.stdout + r.stderr; strings.Contains(out, "invalid") || strings.Contains(out, "refused at v2") {
-		t.Errorf("a missing permission is reported as invalid objects:\n%s", out)
+	// The role of the bug report: list only.
+	bindUser(t, c, "promote-list-only",
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{crd.Spec.Group}, Resources: []string{"*"}, Verbs: []string{"list"}})
+	for _, tc := range []struct{ user, missing string }{
+		{"promote-list-only", "missing permission(s): get crontabs.perm-promote.example.com (to read objects at the new version); patch crontabs.perm-promote.example.com"},
+		{"promote-no-patch", "missing permission(s): patch crontabs.perm-promote.example.com"},
+	} {
+		user, missing := tc.user, tc.missing
+		r := refuses(t, c, []string{crd.Name}, []string{"refusing to promote-storage " + crd.Name + ", nothing was changed: " + missing},
+			"promote-storage", crd.Name, "v2", "--as", user)
+		if out := r.stdout + r.stderr; strings.Contains(out, "invalid") || strings.Contains(out, "refused at v2") {
+			t.Errorf("%s: a missing permission is reported as invalid objects:\n%s", user, out)
+		}
 	}
 	if s := getCRD(t, c, crd.Name); s.Spec.Versions[0].Storage != true {
 		t.Errorf("the refused promotion changed the storage version")

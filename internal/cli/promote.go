@@ -29,10 +29,12 @@ var promoteLong = templates.LongDesc(`
 	accepts the loss); every object (or --sample of them) is sent the no-op
 	update that migrate will send through the new version, as a server-side
 	dry run, so that its schema, CEL transition rules and UPDATE admission
-	answer; with conversion strategy None, the schemas do not prune each
-	other's fields. The objects are checked 16 at a time, with a progress bar
-	on a terminal. Missing permissions (list, get and patch on the objects)
-	are refused as such. With a
+	answer, and is then dry-run created at the new version under a generated
+	name (the whole schema, without the ratcheting an update gets); with
+	conversion strategy None, the schemas do not prune each other's fields.
+	The objects are checked 16 at a time, with a progress bar on a terminal.
+	Missing permissions (list, get, patch and create on the objects) are
+	refused as such. With a
 	conversion webhook behind a Service, first the checks of add-version: the
 	caBundle, the Service and its port, a ready endpoint, and (when reachable
 	from this client) the serving certificate and a sample conversion. Failures

@@ -57,7 +57,7 @@ type CheckObjectsOptions struct {
 	From string
 	// To is the version the step writes the objects through.
 	To string
-	// Sample limits the objects sent the dry-run update (0: all); the
+	// Sample limits the objects sent the dry-run update and create (0: all); the
 	// others are only read at To (a GET), so that every object is still
 	// compared.
 	Sample int
@@ -89,6 +89,12 @@ type ObjectsCheck struct {
 	// Problems are the objects whose dry-run update through To the API
 	// server refused (validation, transition rules, admission).
 	Problems []ObjectProblem `json:"problems,omitempty"`
+	// InvalidAsNew are the objects whose update the API server accepted
+	// but which it refuses as new objects at To (a server-side dry-run
+	// create under a generated name: the whole schema and its CEL rules,
+	// without the ratcheting that lets an update keep an unchanged invalid
+	// field).
+	InvalidAsNew []ObjectProblem `json:"invalidAsNew,omitempty"`
 	// Unreadable are the objects that could not be read at To (a
 	// conversion that fails).
 	Unreadable []ObjectProblem `json:"unreadable,omitempty"`
@@ -112,8 +118,10 @@ type ObjectsCheck struct {
 // object as it would be stored through o.To; every field of the object read
 // at o.From that it lacks is recorded as lost. Objects past o.Sample, and
 // objects the dry run refused, are read at o.To instead (a GET) and compared
-// the same way. Up to o.Concurrency objects are checked at once. Nothing is
-// persisted.
+// the same way. An object whose update was accepted is also sent, as the
+// preflight did before, a server-side dry-run create at o.To under a
+// generated name: the whole schema without ratcheting (InvalidAsNew). Up
+// to o.Concurrency objects are checked at once. Nothing is persisted.
 func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o CheckObjectsOptions) (*ObjectsCheck, error) {
 	start := time.Now()
 	from, to := c.Dynamic.Resource(GVR(crd, o.From)), c.Dynamic.Resource(GVR(crd, o.To))
@@ -182,7 +190,7 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 		}
 		out.ListError = err.Error()
 	}
-	for _, s := range [][]ObjectProblem{out.Problems, out.Unreadable, out.Forbidden} {
+	for _, s := range [][]ObjectProblem{out.Problems, out.InvalidAsNew, out.Unreadable, out.Forbidden} {
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
 	sort.Slice(out.Lost, func(i, j int) bool { return out.Lost[i].Object < out.Lost[j].Object })
@@ -195,9 +203,9 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 
 // objectFinding is what checkObject found for one object.
 type objectFinding struct {
-	deleted                        bool
-	invalid, unreadable, forbidden string
-	lost                           []string
+	deleted                                    bool
+	invalid, invalidNew, unreadable, forbidden string
+	lost                                       []string
 }
 
 func (f objectFinding) into(out *ObjectsCheck, name string) {
@@ -210,6 +218,9 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 	}
 	if f.invalid != "" {
 		out.Problems = append(out.Problems, ObjectProblem{Object: name, Message: f.invalid})
+	}
+	if f.invalidNew != "" {
+		out.InvalidAsNew = append(out.InvalidAsNew, ObjectProblem{Object: name, Message: f.invalidNew})
 	}
 	if f.unreadable != "" {
 		out.Unreadable = append(out.Unreadable, ObjectProblem{Object: name, Message: f.unreadable})
@@ -259,6 +270,19 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 			}
 			f.invalid = apiMessage(err)
 			break
+		}
+	}
+	if at != nil {
+		// Accepted as migrate's update: also as a new object?
+		if _, err := to.Create(ctx, validationCandidate(at), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager}); err != nil {
+			if _, answered := err.(apierrors.APIStatus); !answered {
+				return f, err
+			}
+			if apierrors.IsForbidden(err) {
+				f.forbidden = apiMessage(err)
+				return f, nil
+			}
+			f.invalidNew = generatedName.ReplaceAllLiteralString(apiMessage(err), u.GetName())
 		}
 	}
 	if at == nil {
@@ -362,6 +386,30 @@ func sortedKeys(m map[string]any) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+const validationPrefix = "crdversion-preflight-"
+
+// validationCandidate is u as a new object: same content, a generated name,
+// no server-set metadata.
+func validationCandidate(u *unstructured.Unstructured) *unstructured.Unstructured {
+	c := u.DeepCopy()
+	c.SetGenerateName(validationPrefix)
+	c.SetName("")
+	c.SetResourceVersion("")
+	c.SetUID("")
+	c.SetManagedFields(nil)
+	c.SetCreationTimestamp(metav1.Time{})
+	c.SetGeneration(0)
+	c.SetOwnerReferences(nil)
+	c.SetFinalizers(nil)
+	c.SetDeletionTimestamp(nil)
+	c.SetDeletionGracePeriodSeconds(nil)
+	return c
+}
+
+// generatedName matches the names the API server generates for the
+// dry-run creates (generateName plus five characters).
+var generatedName = regexp.MustCompile(`\b` + validationPrefix + `[a-z0-9]{5}\b`)
 
 func objectName(u *unstructured.Unstructured) string {
 	if ns := u.GetNamespace(); ns != "" {

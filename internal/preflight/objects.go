@@ -10,7 +10,8 @@ import (
 // Objects turns what cluster.Client.CheckObjects found into the checks
 // ObjectsReadable (every object read at From and at To), ObjectsPermitted
 // (the API server let the checks run), ObjectsValid (the dry-run no-op
-// update through To, the request migrate sends, was accepted) and
+// update through To, the request migrate sends, was accepted, and so was
+// a dry-run create of the object at To) and
 // FieldsKept (no field read at From is missing at To). allowPruning turns
 // FieldsKept's failure into a warning that still names every object and
 // path.
@@ -54,10 +55,16 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 			Message: fmt.Sprintf("%d of %d checked object(s) are refused at %s: the no-op update that migrate sends through %s fails (server-side dry run)", len(found.Problems), found.Validated, to, to),
 			Details: problemLines(found.Problems),
 		})
+	case len(found.InvalidAsNew) > 0:
+		cs = append(cs, edit.Check{
+			Name: "ObjectsValid", Outcome: edit.Fail,
+			Message: fmt.Sprintf("%d of %d checked object(s) are invalid at %s: migrate's no-op update is accepted (ratcheting keeps unchanged invalid fields), but not the objects as new (server-side dry-run create: the whole schema and its rules); fix the objects or the schema", len(found.InvalidAsNew), found.Validated, to),
+			Details: problemLines(found.InvalidAsNew),
+		})
 	case len(found.Forbidden) == 0:
 		cs = append(cs, edit.Check{
 			Name: "ObjectsValid", Outcome: edit.Pass,
-			Message: fmt.Sprintf("%d of %d object(s) checked: the no-op update that migrate sends through %s is accepted (server-side dry run: schema, transition rules, UPDATE admission)", found.Validated, found.Listed, to),
+			Message: fmt.Sprintf("%d of %d object(s) checked: the no-op update that migrate sends through %s is accepted, and each is valid at %s as a new object (server-side dry runs: schema, transition rules, admission)", found.Validated, found.Listed, to, to),
 		})
 	}
 	if from == to {

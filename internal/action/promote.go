@@ -92,7 +92,8 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 			from = o.Version
 		}
 		co := cluster.CheckObjectsOptions{From: from, To: o.Version, Sample: o.Sample,
-			PageSize: o.ChunkSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager}
+			PageSize: o.ChunkSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager,
+			RoundTrip: from != o.Version && t.Live.Spec.Conversion != nil && t.Live.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter}
 		if o.Progress != nil {
 			co.Progress = func(done, total int64) { o.Progress(migrate.Progress{Done: done, Total: total}) }
 		}

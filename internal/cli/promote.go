@@ -30,7 +30,10 @@ var promoteLong = templates.LongDesc(`
 	update that migrate will send through the new version, as a server-side
 	dry run, so that its schema, CEL transition rules and UPDATE admission
 	answer, and is then dry-run created at the new version under a generated
-	name (the whole schema, without the ratcheting an update gets); with
+	name (the whole schema, without the ratcheting an update gets). With a
+	conversion webhook, the round trip is checked too: the dry-run update is
+	stored at the current version and read back, and every field of the
+	object read at the new version must come back; with
 	conversion strategy None, the schemas do not prune each other's fields.
 	The objects are checked 16 at a time, with a progress bar on a terminal.
 	Missing permissions (list, get, patch and create on the objects) are

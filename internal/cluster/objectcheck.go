@@ -69,6 +69,14 @@ type CheckObjectsOptions struct {
 	// FieldManager names the writer of the dry-run updates, as the step's
 	// own writes will.
 	FieldManager string
+	// RoundTrip, with a conversion webhook and From the storage version,
+	// also reads each object at To (a GET: From -> To, what a migration
+	// will store) and compares it with the dry-run update's answer, which
+	// the API server encoded at the storage version and decoded back (To ->
+	// From -> To): a field of the first missing from the second does not
+	// come back through From (NotRoundTripped). The direct read is then the
+	// one compared with From for Lost.
+	RoundTrip bool
 	// Progress, when set, is called after every object with the objects
 	// done and the total known (0 while unknown). It must be safe for
 	// concurrent use.
@@ -103,6 +111,10 @@ type ObjectsCheck struct {
 	Forbidden []ObjectProblem `json:"forbidden,omitempty"`
 	// Lost are the objects with fields present at From and absent at To.
 	Lost []ObjectLoss `json:"lost,omitempty"`
+	// NotRoundTripped are the objects with fields at To that do not come
+	// back from a conversion to From and back (see
+	// CheckObjectsOptions.RoundTrip).
+	NotRoundTripped []ObjectLoss `json:"notRoundTripped,omitempty"`
 	// ElapsedSeconds and ObjectsPerSecond time the check.
 	ElapsedSeconds   float64 `json:"elapsedSeconds"`
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
@@ -165,7 +177,7 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 				out.Validated++
 			}
 			g.Go(func() error {
-				f, err := c.checkObject(gctx, at(from, u.GetNamespace()), at(to, u.GetNamespace()), u, validate, o.FieldManager)
+				f, err := c.checkObject(gctx, at(from, u.GetNamespace()), at(to, u.GetNamespace()), u, validate, o.RoundTrip, o.FieldManager)
 				if err != nil {
 					return err
 				}
@@ -193,7 +205,9 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 	for _, s := range [][]ObjectProblem{out.Problems, out.InvalidAsNew, out.Unreadable, out.Forbidden} {
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
-	sort.Slice(out.Lost, func(i, j int) bool { return out.Lost[i].Object < out.Lost[j].Object })
+	for _, s := range [][]ObjectLoss{out.Lost, out.NotRoundTripped} {
+		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
+	}
 	out.ElapsedSeconds = time.Since(start).Seconds()
 	if out.ElapsedSeconds > 0 {
 		out.ObjectsPerSecond = float64(out.Listed) / out.ElapsedSeconds
@@ -205,7 +219,7 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 type objectFinding struct {
 	deleted                                    bool
 	invalid, invalidNew, unreadable, forbidden string
-	lost                                       []string
+	lost, notBack                              []string
 }
 
 func (f objectFinding) into(out *ObjectsCheck, name string) {
@@ -228,6 +242,9 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 	if len(f.lost) > 0 {
 		out.Lost = append(out.Lost, ObjectLoss{Object: name, Paths: f.lost})
 	}
+	if len(f.notBack) > 0 {
+		out.NotRoundTripped = append(out.NotRoundTripped, ObjectLoss{Object: name, Paths: f.notBack})
+	}
 }
 
 // checkObject checks u, read at from: the dry-run no-op update through to
@@ -235,7 +252,7 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 // An object changed meanwhile is read again at from (a few times); one
 // deleted meanwhile is skipped. Errors the API server did not answer (the
 // connection, the context) are returned.
-func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInterface, u *unstructured.Unstructured, validate bool, fieldManager string) (objectFinding, error) {
+func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInterface, u *unstructured.Unstructured, validate, roundTrip bool, fieldManager string) (objectFinding, error) {
 	var f objectFinding
 	var at *unstructured.Unstructured
 	if validate {
@@ -284,6 +301,22 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 			}
 			f.invalidNew = generatedName.ReplaceAllLiteralString(apiMessage(err), u.GetName())
 		}
+	}
+	if at != nil && roundTrip {
+		direct, err := to.Get(ctx, u.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			f.deleted = true
+			return f, nil
+		case err != nil:
+			if _, answered := err.(apierrors.APIStatus); !answered {
+				return f, err
+			}
+			f.unreadable = apiMessage(err)
+			return f, nil
+		}
+		f.notBack = LostPaths(direct.Object, at.Object)
+		at = direct
 	}
 	if at == nil {
 		got, err := to.Get(ctx, u.GetName(), metav1.GetOptions{})

@@ -32,6 +32,7 @@ type conversionWebhook struct {
 	downAfter atomic.Int64
 	delay     atomic.Int64
 	failFor   atomic.Value // an object name whose conversion fails
+	drop      atomic.Value // "VERSION:FIELD": spec.FIELD is dropped from objects converted to VERSION
 	calls     atomic.Int64
 }
 
@@ -47,6 +48,7 @@ func newConversionWebhook(t *testing.T) *conversionWebhook {
 		w.down.Store(false)
 		w.failing.Store(false)
 		w.failFor.Store("")
+		w.drop.Store("")
 		w.delay.Store(0)
 		deleteCRDsUsing(t, c, w.URL)
 		w.Close()
@@ -112,6 +114,12 @@ func (w *conversionWebhook) handler() http.Handler {
 				var obj map[string]any
 				_ = json.Unmarshal(raw.Raw, &obj)
 				obj["apiVersion"] = review.Request.DesiredAPIVersion
+				if drop, _ := w.drop.Load().(string); drop != "" {
+					version, field, _ := strings.Cut(drop, ":")
+					if spec, ok := obj["spec"].(map[string]any); ok && strings.HasSuffix(review.Request.DesiredAPIVersion, "/"+version) {
+						delete(spec, field)
+					}
+				}
 				out, _ := json.Marshal(obj)
 				resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
 			}

@@ -71,6 +71,19 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 		// Read at one version only: nothing was compared.
 		return cs
 	}
+	if n := len(found.NotRoundTripped); n > 0 {
+		var details []string
+		for _, l := range found.NotRoundTripped {
+			details = append(details, l.String())
+		}
+		c := edit.Check{Name: "RoundTrip", Outcome: edit.Fail, Details: details,
+			Message: fmt.Sprintf("%d object(s) do not come back whole from %s through %s (the conversion webhook's answers, as the API server's dry run stored and read them back): once stored at %s, clients reading them at %s lose these fields, and so does a move back; fix the webhook's %s -> %s conversion, or pass --allow-pruning to accept the loss", n, to, from, to, from, to, from)}
+		if allowPruning {
+			c.Outcome = edit.Warn
+			c.Message = fmt.Sprintf("%d object(s) do not come back whole from %s through %s: these fields WILL BE LOST for clients reading them at %s once stored at %s (--allow-pruning)", n, to, from, from, to)
+		}
+		cs = append(cs, c)
+	}
 	if len(found.Lost) == 0 {
 		if len(found.Forbidden) == 0 {
 			cs = append(cs, edit.Check{

@@ -459,12 +459,13 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
-// Describe is a one-line account of the objects that lose fields.
-func (c *ObjectsCheck) Describe(max int) string {
+// Describe is a one-line account of the objects that lose fields, the
+// first limit of them named.
+func (c *ObjectsCheck) Describe(limit int) string {
 	var parts []string
 	for i, l := range c.Lost {
-		if i == max {
-			parts = append(parts, fmt.Sprintf("and %d more", len(c.Lost)-max))
+		if i == limit {
+			parts = append(parts, fmt.Sprintf("and %d more", len(c.Lost)-limit))
 			break
 		}
 		parts = append(parts, l.String())

@@ -331,7 +331,9 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 			if _, answered := err.(apierrors.APIStatus); !answered {
 				return f, err
 			}
-			f.unreadable = apiMessage(err)
+			// The object cannot be read at to: that is why the dry
+			// run failed too, when it did; reported once.
+			f.unreadable, f.invalid = apiMessage(err), ""
 			return f, nil
 		}
 		at = got

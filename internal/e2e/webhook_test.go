@@ -168,9 +168,13 @@ func TestWebhookConversion(t *testing.T) {
 	if hook.calls.Load() == calls {
 		t.Error("the preflight did not call the webhook")
 	}
-	// promote-storage reads and dry-run-creates every object at v2 through
-	// the API server, which calls the failing webhook.
-	refused(t, c, name, []string{"at v2", "conversion webhook for webhook.example.com/v2, Kind=CronTab failed: conversion disabled by the test"}, "promote-storage", name, "v2")
+	// promote-storage reads every object at v2 and dry-runs migrate's
+	// update through it, through the API server, which calls the failing
+	// webhook.
+	r := refused(t, c, name, []string{"2 of 2 object(s) cannot be read at v2", "team-a/crontab-0: ", "Kind=CronTab failed: conversion disabled by the test"}, "promote-storage", name, "v2")
+	if strings.Contains(r.err.Error(), "refused at v2") {
+		t.Errorf("an object that cannot be read at v2 is also reported as refused: %v", r.err)
+	}
 
 	hook.failing.Store(false)
 	mustRun(t, "promote-storage", name, "v2")

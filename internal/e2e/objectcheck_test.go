@@ -164,7 +164,13 @@ func TestPromoteStoragePermissionPreflight(t *testing.T) {
 	bindUser(t, c, "promote-list-only",
 		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "update"}},
 		rbacv1.PolicyRule{APIGroups: []string{crd.Spec.Group}, Resources: []string{"*"}, Verbs: []string{"list"}})
+	// The c1 run of the bug report: update on CRDs missing as well; every
+	// missing permission is named at once.
+	bindUser(t, c, "promote-read-only",
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{crd.Spec.Group}, Resources: []string{"*"}, Verbs: []string{"list"}})
 	for _, tc := range []struct{ user, missing string }{
+		{"promote-read-only", "missing permission(s): get crontabs.perm-promote.example.com (to read objects at the new version); patch crontabs.perm-promote.example.com (to dry-run migrate's no-op update of each object through the new version); create crontabs.perm-promote.example.com (to dry-run each object as a new object at the new version); update customresourcedefinitions.apiextensions.k8s.io (to write the CRD)"},
 		{"promote-list-only", "missing permission(s): get crontabs.perm-promote.example.com (to read objects at the new version); patch crontabs.perm-promote.example.com"},
 		{"promote-no-patch", "missing permission(s): patch crontabs.perm-promote.example.com"},
 	} {

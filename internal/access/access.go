@@ -116,3 +116,23 @@ func Dedup(needs []Need) []Need {
 	}
 	return out
 }
+
+// PromoteStorage is what promote-storage needs on crd: list its objects
+// (read at the current and the new storage version), get them (an object
+// past --sample, or one the dry run refused, is read at the new version),
+// patch them (the server-side dry run of migrate's no-op update through the
+// new version; a dry run is authorized as the write it stands for), create
+// them (the dry run of each as a new object) and,
+// when write, update the CRD.
+func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, write bool) []Need {
+	out := []Need{
+		{Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to read the objects at both versions"},
+		{Verb: "get", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to read objects at the new version"},
+		{Verb: "patch", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to dry-run migrate's no-op update of each object through the new version"},
+		{Verb: "create", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to dry-run each object as a new object at the new version"},
+	}
+	if write {
+		out = append(out, EditCRD()...)
+	}
+	return out
+}

@@ -36,8 +36,8 @@ func (f *fake) WebhookService(context.Context, string, string) (*corev1.Service,
 	return nil, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, "x")
 }
 
-func (f *fake) CheckObjectsAt(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, version string, _ int, _ int64) (*cluster.ObjectsCheck, error) {
-	f.calls = append(f.calls, "objects@"+version)
+func (f *fake) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error) {
+	f.calls = append(f.calls, "objects@"+o.From+"->"+o.To)
 	return f.objects, nil
 }
 
@@ -90,7 +90,7 @@ func TestPromoteStorageOrder(t *testing.T) {
 	}{
 		// The objects are read at the new version only when the webhook
 		// that converts them can be called.
-		{"None conversion: objects only", crd(false), false, "objects@v2"},
+		{"None conversion: permissions, then objects", crd(false), false, "access objects@v1->v2"},
 		{"a Service webhook that fails: no object read", crd(true), false, "service"},
 		{"manifest without a cluster: nothing read", crd(false), true, ""},
 	} {

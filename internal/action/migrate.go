@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -42,14 +43,33 @@ type Migration struct {
 // the server engine also one whose controller would write through a
 // version that prunes fields. It returns nil when the migration may run.
 func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
+	if err := orderRefusal(crd, o); err != nil {
+		return err
+	}
+	if o.AllowPruning || o.Client.CountOnly {
+		return nil
+	}
+	if err := predictedLossRefusal(crd); err != nil {
+		return err
+	}
+	return serverEngineRefusal(crd, o)
+}
+
+// orderRefusal is MigrationRefusal's "a newer version waits" refusal.
+func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
 	storage := lifecycle.StorageVersion(crd)
 	if next := lifecycle.PromotionPending(crd); next != "" && !o.Client.NoTrim && !o.Client.CountOnly {
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
 			crd.Name, storage, next, storage, crd.Name, next, storage)
 	}
-	if o.AllowPruning || o.Client.CountOnly {
-		return nil
-	}
+	return nil
+}
+
+// predictedLossRefusal is MigrationRefusal's refusal of the losses the
+// schemas predict (lifecycle.MigrationLosses): what stands when the loss
+// could not be measured.
+func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition) error {
+	storage := lifecycle.StorageVersion(crd)
 	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 {
 		var parts []string
 		for _, l := range losses {
@@ -58,9 +78,16 @@ func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOp
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
 			crd.Name, strings.Join(parts, "; "))
 	}
+	return nil
+}
+
+// serverEngineRefusal is MigrationRefusal's refusal of a server engine
+// whose controller writes through a version that prunes fields.
+func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
 	if o.Engine != migrate.EngineServer {
 		return nil
 	}
+	storage := lifecycle.StorageVersion(crd)
 	if preferred, fields := svm.PreferredVersionLoss(crd); preferred != "" {
 		return fmt.Errorf("refusing to migrate %s with --engine=server, nothing was changed: the controller writes each object through the preferred version %s, not the storage version %s, and with conversion strategy None %s's schema lacks %s, which would be pruned; use --engine=client (it writes through the storage version), or pass --allow-pruning to accept the loss",
 			crd.Name, preferred, storage, preferred, strings.Join(fields, ", "))
@@ -71,13 +98,15 @@ func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOp
 // Migrate rewrites every object of crd at its storage version and trims
 // status.storedVersions under the guard of package migrate, through the
 // client engine (migrate.Engine) or a StorageVersionMigration (svm.Runner),
-// after its preflight (MigrationRefusal) and the permission check of what
-// it will write. Per-object failures are in the result; see Outcome for
+// after the permission check of what it will write and its preflight: the
+// loss measured on the objects (MeasureMigrationLoss), then
+// MigrationRefusal. Per-object failures are in the result; see Outcome for
 // whether the run did what it should.
 func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*Migration, error) {
-	if err := MigrationRefusal(crd, o); err != nil {
+	if err := orderRefusal(crd, o); err != nil {
 		return nil, err
 	}
+	measure := !o.AllowPruning && !o.Client.CountOnly
 	server := o.Engine == migrate.EngineServer
 	out := &Migration{}
 	runner := &svm.Runner{Client: c}
@@ -97,6 +126,19 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 			return nil, &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}
 		}
 	}
+	var warnings []string
+	if measure {
+		var err error
+		if warnings, err = MeasureMigrationLoss(ctx, c, crd, o); err != nil {
+			return nil, err
+		}
+	}
+	// The schemas' prediction stands besides the measurement: it also
+	// sees data in etcd that every version's schema already prunes on
+	// read, which no read can show.
+	if err := MigrationRefusal(crd, o); err != nil {
+		return nil, err
+	}
 	var err error
 	if server {
 		out.Result, err = runner.Run(ctx, crd, out.SVMVersion, svm.Options{
@@ -113,7 +155,61 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	if err != nil {
 		return nil, err
 	}
+	out.Result.Warnings = append(warnings, out.Result.Warnings...)
 	return out, nil
+}
+
+// LossChecker reads objects at two versions and compares them (see
+// cluster.Client.CheckObjects).
+type LossChecker interface {
+	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
+}
+
+// MeasureMigrationLoss asks the API server what migrating crd would lose:
+// for each version in status.storedVersions other than the storage version
+// S, every object is read at that version and sent migrate's own no-op
+// update through S as a server-side dry run, and the two are compared field
+// by field (cluster.Client.CheckObjects). A field present at the old
+// version and absent from what S would store refuses the migration, naming
+// the objects and paths, nothing changed. A stored version whose schema and
+// S's are the same under conversion strategy None is not read: the API
+// server returns the same fields at both. A stored version that is not
+// served, or whose objects cannot be listed, cannot be measured: that is
+// returned as a warning (the static check of MigrationRefusal decides).
+func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (warnings []string, err error) {
+	storage := lifecycle.StorageVersion(crd)
+	sv := lifecycle.FindVersion(crd, storage)
+	webhook := crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
+	var refusals []string
+	for _, old := range crd.Status.StoredVersions {
+		v := lifecycle.FindVersion(crd, old)
+		switch {
+		case old == storage || sv == nil:
+			continue
+		case v == nil || !v.Served:
+			warnings = append(warnings, fmt.Sprintf("what the migration loses was not measured for objects stored at %s: %s is not served, so they cannot be read there; only the schemas were compared", old, old))
+			continue
+		case !webhook && equality.Semantic.DeepEqual(v.Schema, sv.Schema):
+			continue
+		}
+		found, err := c.CheckObjects(ctx, crd, cluster.CheckObjectsOptions{From: old, To: storage, PageSize: o.Client.ChunkSize,
+			Concurrency: o.Client.Concurrency, FieldManager: o.Client.FieldManager})
+		if err != nil {
+			return nil, err
+		}
+		if found.ListError != "" {
+			warnings = append(warnings, fmt.Sprintf("what the migration loses was not measured for objects stored at %s: they cannot be listed there: %s", old, found.ListError))
+			continue
+		}
+		if len(found.Lost) > 0 {
+			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), old, storage, found.Describe(10)))
+		}
+	}
+	if len(refusals) > 0 {
+		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data (each object read at its old version and dry-run written through %s, compared): %s; make %s's schema keep these fields, or pass --allow-pruning to accept the loss",
+			crd.Name, storage, storage, strings.Join(refusals, "; "), storage)
+	}
+	return warnings, nil
 }
 
 // Outcome is the error a finished migration of crd stands for, nil when it

@@ -7,18 +7,23 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 )
 
 // PromoteCluster is what promote-storage reads from the cluster.
 type PromoteCluster interface {
 	preflight.ServiceReader
-	// CheckObjectsAt reads every object at version and validates up to
-	// sample of them there (see cluster.Client.CheckObjectsAt).
-	CheckObjectsAt(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, sample int, pageSize int64) (*cluster.ObjectsCheck, error)
+	// CheckObjects reads every object at the current and the new storage
+	// version and dry-runs migrate's no-op update through the new one (see
+	// cluster.Client.CheckObjects).
+	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
+	// Missing asks the API server which of needs the user lacks.
+	Missing(ctx context.Context, needs []access.Need) (missing []access.Need, checked bool)
 }
 
 // PromoteOptions are the inputs of promote-storage.
@@ -35,14 +40,25 @@ type PromoteOptions struct {
 	ChunkSize int64
 	// WebhookTimeout bounds the wait for a Service webhook's answer.
 	WebhookTimeout time.Duration
+	// Write is true when the CRD will be written (not a client dry run):
+	// the permission check then covers the CRD update too.
+	Write bool
+	// FieldManager names the writer of the objects' dry-run updates.
+	FieldManager string
+	// Concurrency bounds the objects checked at once (0: the default).
+	Concurrency int
+	// Progress, when set, is told where the object check stands.
+	Progress func(migrate.Progress)
 }
 
 // PromoteStorage is the preflight of making o.Version the storage version
 // of the target: the rules of edit.PromoteStorage; then, when the cluster
 // can be read, a conversion webhook behind a Service is checked first (the
 // API server cannot convert without it); then every object is read at the
-// new version and validated there. c may be nil (manifest mode without a
-// cluster).
+// new version and at the current one, compared field by field, and sent
+// migrate's no-op update through the new version as a server-side dry run.
+// Before that, the permissions those requests need are checked (a missing
+// one is refused as such). c may be nil (manifest mode without a cluster).
 func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteOptions) (*edit.Result, error) {
 	r := edit.PromoteStorage(t.CRD, o.Version, o.AllowPruning)
 	if r.NoOp || len(r.Checks.Failed()) > 0 || c == nil || !t.live() {
@@ -60,11 +76,32 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 		r.Checks = append(r.Checks, edit.Check{Name: "ObjectsValid", Outcome: edit.Skip,
 			Message: fmt.Sprintf("objects not checked at %s: the cluster does not serve it yet", o.Version)})
 	default:
-		found, err := c.CheckObjectsAt(ctx, t.Live, o.Version, o.Sample, o.ChunkSize)
+		if missing, _ := c.Missing(ctx, access.PromoteStorage(t.Live, o.Write)); len(missing) > 0 {
+			return nil, &access.MissingError{Operation: "promote-storage", CRD: t.Live.Name, Missing: missing}
+		}
+		from := lifecycle.StorageVersion(t.Live)
+		if sv := lifecycle.FindVersion(t.Live, from); sv == nil || !sv.Served {
+			// The objects cannot be read at the storage version: what the
+			// new version drops is unknown.
+			outcome, how := edit.Fail, "serve it (kubectl crdversion serve "+t.Live.Name+" "+from+") and re-run to measure, or pass --allow-pruning to promote without measuring"
+			if o.AllowPruning {
+				outcome, how = edit.Warn, "--allow-pruning"
+			}
+			r.Checks = append(r.Checks, edit.Check{Name: "FieldsKept", Outcome: outcome,
+				Message: fmt.Sprintf("not measured whether %s drops fields the objects have: the storage version %s is not served, so they cannot be read there; %s", o.Version, from, how)})
+			from = o.Version
+		}
+		co := cluster.CheckObjectsOptions{From: from, To: o.Version, Sample: o.Sample,
+			PageSize: o.ChunkSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager,
+			RoundTrip: from != o.Version && t.Live.Spec.Conversion != nil && t.Live.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter}
+		if o.Progress != nil {
+			co.Progress = func(done, total int64) { o.Progress(migrate.Progress{Done: done, Total: total}) }
+		}
+		found, err := c.CheckObjects(ctx, t.Live, co)
 		if err != nil {
 			return nil, err
 		}
-		r.Checks = append(r.Checks, preflight.Objects(found, o.Version)...)
+		r.Checks = append(r.Checks, preflight.Objects(found, o.AllowPruning)...)
 	}
 	return r, nil
 }

@@ -54,6 +54,13 @@ var migrateLong = templates.LongDesc(`
 	rewrites every object at the old version and retires nothing. Run
 	promote-storage first (or pass --no-trim to rewrite anyway).
 
+	Before writing, it measures what the rewrite would lose: for each version
+	in status.storedVersions other than the storage version, every object is
+	read there and sent the run's own no-op update through the storage version
+	as a server-side dry run; a field present in the first and absent from the
+	second is data the migration would drop. migrate then refuses, naming the
+	objects and fields, unless --allow-pruning.
+
 	--checkpoint FILE records progress after each page; a re-run with the same
 	file resumes there. Without it, a re-run starts over, and objects already
 	current cost one no-op request each and are not written.
@@ -166,7 +173,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	c.DurationVar(&fl.Engine.Unreachable, "unreachable-timeout", fl.Engine.Unreachable, "How long a write keeps being retried while the API server cannot be reached at all (refused or lost connections, as during a control-plane restart); not counted in --retries.")
 	c.BoolVar(&fl.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
 	c.StringVar(&fl.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
-	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when, with conversion strategy None, objects stored at an old version lose fields the storage version's schema lacks.")
+	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when objects lose fields: read at an old stored version and dry-run written through the storage version, or, with conversion strategy None, predicted from the schemas.")
 	c.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar with rate and ETA, or with --engine=server the migration's status (on a terminal only).")
 	c.StringVar(&fl.EngineName, "engine", fl.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
 	c.DurationVar(&fl.Timeout, "timeout", 0, "The longest the run may take (0: no limit). When it runs out nothing is trimmed; with --engine=server the StorageVersionMigration goes on in the cluster.")
@@ -285,10 +292,16 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 // progressBar draws a bar with count, rate and ETA, redrawn at most ten
 // times a second. The returned stop function clears it.
 func progressBar(w io.Writer, name string) (func(migrate.Progress), func()) {
+	return labelledProgressBar(w, "migrating "+name)
+}
+
+// labelledProgressBar is progressBar with label as its description
+// ("checking the objects of NAME" for promote-storage's object preflight).
+func labelledProgressBar(w io.Writer, label string) (func(migrate.Progress), func()) {
 	var mu sync.Mutex
 	bar := progressbar.NewOptions64(-1,
 		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("migrating "+name),
+		progressbar.OptionSetDescription(label),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString("objects"),
@@ -304,7 +317,7 @@ func progressBar(w io.Writer, name string) (func(migrate.Progress), func()) {
 		done, total := p.Done, p.Total
 		if w := progressWhere(p); w != where {
 			where = w
-			bar.Describe("migrating " + name + where)
+			bar.Describe(label + where)
 		}
 		if total > 0 && total != known {
 			known = total

@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 )
@@ -22,9 +23,21 @@ var promoteLong = templates.LongDesc(`
 
 	Preflight: the version exists and is served; every existing object can be
 	read at it (the API server converts each one, so a failing conversion
-	webhook is caught); every object (or --sample of them) passes its schema and
-	validation rules, checked with a server-side dry-run create; with
-	conversion strategy None, no field is pruned between the schemas. With a
+	webhook is caught) and at the current storage version, and no field read at
+	the current version is missing at the new one (the API server prunes on
+	read: the objects and paths that would lose data are named; --allow-pruning
+	accepts the loss); every object (or --sample of them) is sent the no-op
+	update that migrate will send through the new version, as a server-side
+	dry run, so that its schema, CEL transition rules and UPDATE admission
+	answer, and is then dry-run created at the new version under a generated
+	name (the whole schema, without the ratcheting an update gets). With a
+	conversion webhook, the round trip is checked too: the dry-run update is
+	stored at the current version and read back, and every field of the
+	object read at the new version must come back; with
+	conversion strategy None, the schemas do not prune each other's fields.
+	The objects are checked 16 at a time, with a progress bar on a terminal.
+	Missing permissions (list, get, patch and create on the objects) are
+	refused as such. With a
 	conversion webhook behind a Service, first the checks of add-version: the
 	caBundle, the Service and its port, a ready endpoint, and (when reachable
 	from this client) the serving certificate and a sample conversion. Failures
@@ -80,7 +93,7 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 	fl.EditFlags.AddFlags(cmd)
 	cmd.Flags().IntVar(&fl.Sample, "sample", fl.Sample, "Validate at most this many objects at the new version (0: all). Every object is still read at it.")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when reading them.")
-	cmd.Flags().BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept conversion strategy None between schemas that prune fields; the fields are listed and lost.")
+	cmd.Flags().BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept losing fields: those objects have at the current storage version and lack at the new one (read at both), and, with conversion strategy None, those the schemas prune; the objects and fields are listed and lost.")
 	cmd.Flags().DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight, when it is behind a Service whose endpoints this client reaches.")
 	return cmd
 }
@@ -105,8 +118,14 @@ func (o *PromoteOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := action.PromoteStorage(ctx, clusterAs[action.PromoteCluster](o.client), r.target, action.PromoteOptions{
-		Version: o.Version, AllowPruning: o.AllowPruning, Sample: o.Sample, ChunkSize: o.ChunkSize, WebhookTimeout: o.WebhookTimeout})
+	po := action.PromoteOptions{Version: o.Version, AllowPruning: o.AllowPruning, Sample: o.Sample, ChunkSize: o.ChunkSize,
+		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != cmdutil.DryRunClient, FieldManager: o.FieldManager}
+	if term.IsTerminal(o.ErrOut) {
+		var stop func()
+		po.Progress, stop = labelledProgressBar(o.ErrOut, "checking the objects of "+o.CRD+" at "+o.Version)
+		defer stop()
+	}
+	res, err := action.PromoteStorage(ctx, clusterAs[action.PromoteCluster](o.client), r.target, po)
 	if err != nil {
 		return err
 	}

@@ -4,18 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -123,80 +118,6 @@ func (c *Client) dryRunUpdate(ctx context.Context, live *apiextensionsv1.CustomR
 	return out, err
 }
 
-// ObjectProblem is an object that a check at some version failed for.
-type ObjectProblem struct {
-	// Object is "namespace/name", or "name" for cluster-scoped objects.
-	Object string `json:"object"`
-	// Message is the API server's message.
-	Message string `json:"message"`
-}
-
-func (p ObjectProblem) String() string { return p.Object + ": " + p.Message }
-
-// ObjectsCheck is what CheckObjectsAt found.
-type ObjectsCheck struct {
-	// Listed is the number of objects read at the version.
-	Listed int
-	// Validated is the number of objects checked with a dry-run create.
-	Validated int
-	// ListError is the API server's message when the objects could not be
-	// read at the version (a conversion that fails, an object stored at a
-	// version that is gone).
-	ListError string
-	Problems  []ObjectProblem
-}
-
-// CheckObjectsAt reads every object of crd through version (paged by
-// pageSize; this makes the API server convert each one) and, for up to
-// sample objects (all when sample <= 0), asks the API server to validate
-// the object as a new object at version with a server-side dry-run create
-// under a generated name. A create is used rather than an update because
-// CRD validation ratcheting lets an unchanged invalid field through an
-// update; a create applies version's whole schema and its CEL rules.
-// Nothing is persisted.
-func (c *Client) CheckObjectsAt(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, sample int, pageSize int64) (*ObjectsCheck, error) {
-	res := c.Dynamic.Resource(GVR(crd, version))
-	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return res.List(ctx, opts)
-	})
-	p.PageSize = pageSize
-	out := &ObjectsCheck{}
-	err := WhenServed(ctx, func() error {
-		_, err := res.List(ctx, metav1.ListOptions{Limit: 1})
-		return err
-	})
-	if err == nil {
-		err = p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
-			out.Listed++
-			u := o.(*unstructured.Unstructured)
-			if sample > 0 && out.Validated >= sample {
-				return nil
-			}
-			out.Validated++
-			var ri dynamic.ResourceInterface = res
-			if namespaced {
-				ri = res.Namespace(u.GetNamespace())
-			}
-			candidate := validationCandidate(u)
-			if _, err := ri.Create(ctx, candidate, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-				if _, answered := err.(apierrors.APIStatus); !answered {
-					return err
-				}
-				out.Problems = append(out.Problems, ObjectProblem{Object: objectName(u), Message: apiMessage(err, u.GetName())})
-			}
-			return nil
-		})
-	}
-	if err != nil {
-		if _, answered := err.(apierrors.APIStatus); !answered {
-			return nil, err
-		}
-		out.ListError = err.Error()
-	}
-	return out, nil
-}
-
 // NotYetServed paces WhenServed: about 30 s in all.
 var NotYetServed = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 14, Cap: 5 * time.Second}
 
@@ -210,44 +131,4 @@ func WhenServed(ctx context.Context, list func() error) error {
 	return retry.OnError(NotYetServed, func(err error) bool {
 		return apierrors.IsNotFound(err) && ctx.Err() == nil
 	}, list)
-}
-
-const validationPrefix = "crdversion-preflight-"
-
-// validationCandidate is u as a new object: same content, a generated name,
-// no server-set metadata.
-func validationCandidate(u *unstructured.Unstructured) *unstructured.Unstructured {
-	c := u.DeepCopy()
-	c.SetGenerateName(validationPrefix)
-	c.SetName("")
-	c.SetResourceVersion("")
-	c.SetUID("")
-	c.SetManagedFields(nil)
-	c.SetCreationTimestamp(metav1.Time{})
-	c.SetGeneration(0)
-	c.SetOwnerReferences(nil)
-	c.SetFinalizers(nil)
-	c.SetDeletionTimestamp(nil)
-	return c
-}
-
-func objectName(u *unstructured.Unstructured) string {
-	if ns := u.GetNamespace(); ns != "" {
-		return ns + "/" + u.GetName()
-	}
-	return u.GetName()
-}
-
-// generatedName matches the names the API server generates for the
-// dry-run creates (generateName plus five characters).
-var generatedName = regexp.MustCompile(`\b` + validationPrefix + `[a-z0-9]{5}\b`)
-
-// apiMessage is the API server's message, with the generated name of the
-// dry-run create replaced by the object's own name.
-func apiMessage(err error, name string) string {
-	msg := err.Error()
-	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
-		msg = s.Status().Message
-	}
-	return generatedName.ReplaceAllLiteralString(msg, name)
 }

@@ -262,7 +262,7 @@ func TestPromoteStorageChecksObjects(t *testing.T) {
 		_ = unstructured.SetNestedField(u.Object, int64(1), "spec", "replicas")
 	})
 	ok := mustRun(t, "promote-storage", name, "v2")
-	if !strings.Contains(ok.stdout, "4 of 4 object(s) checked: valid at v2") {
+	if !strings.Contains(ok.stdout, "4 of 4 object(s) checked: the no-op update that migrate sends through v2 is accepted") {
 		t.Errorf("promote-storage output:\n%s", ok.stdout)
 	}
 	got := getCRD(t, c, name)

@@ -22,7 +22,7 @@ func TestManifestMode(t *testing.T) {
 	rv := getCRD(t, c, name).ResourceVersion
 
 	r := mustRun(t, "promote-storage", name, "v1beta1", "-f", file)
-	if !strings.Contains(r.stderr, "all 1 object(s) can be read at v1beta1") {
+	if !strings.Contains(r.stderr, "all 1 object(s) read at v1alpha2 and at v1beta1") {
 		t.Errorf("the preflight did not use the live objects:\n%s", r.stderr)
 	}
 	if strings.Count(r.stdout, "storage: true") != 1 || !strings.Contains(r.stdout, "kind: ConfigMap") || !strings.HasPrefix(r.stdout, "# rendered by the release\n") {

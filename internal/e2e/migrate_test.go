@@ -466,7 +466,7 @@ func TestMigrateRefusesToPrune(t *testing.T) {
 	if s := statusJSON(t, crd.Name); s.State != lifecycle.StateS2 || !strings.Contains(fmt.Sprint(s.Findings), "lose .spec.legacy") {
 		t.Errorf("status does not warn of the loss: %s %+v", s.State, s.Findings)
 	}
-	refused(t, c, crd.Name, []string{"objects stored at v1alpha1 lose .spec.legacy when rewritten", "--allow-pruning"}, "migrate", crd.Name)
+	refused(t, c, crd.Name, []string{"1 object(s) have fields at v1alpha1 that v1 drops: prune/g1: .spec.legacy", "--allow-pruning"}, "migrate", crd.Name)
 
 	if got := storedAt(t, crd); got["migrate-prune.example.com/v1alpha1"] != 1 {
 		t.Errorf("the refusal wrote objects: %v", got)

@@ -32,6 +32,7 @@ type conversionWebhook struct {
 	downAfter atomic.Int64
 	delay     atomic.Int64
 	failFor   atomic.Value // an object name whose conversion fails
+	drop      atomic.Value // "VERSION:FIELD": spec.FIELD is dropped from objects converted to VERSION
 	calls     atomic.Int64
 }
 
@@ -47,6 +48,7 @@ func newConversionWebhook(t *testing.T) *conversionWebhook {
 		w.down.Store(false)
 		w.failing.Store(false)
 		w.failFor.Store("")
+		w.drop.Store("")
 		w.delay.Store(0)
 		deleteCRDsUsing(t, c, w.URL)
 		w.Close()
@@ -112,6 +114,12 @@ func (w *conversionWebhook) handler() http.Handler {
 				var obj map[string]any
 				_ = json.Unmarshal(raw.Raw, &obj)
 				obj["apiVersion"] = review.Request.DesiredAPIVersion
+				if drop, _ := w.drop.Load().(string); drop != "" {
+					version, field, _ := strings.Cut(drop, ":")
+					if spec, ok := obj["spec"].(map[string]any); ok && strings.HasSuffix(review.Request.DesiredAPIVersion, "/"+version) {
+						delete(spec, field)
+					}
+				}
 				out, _ := json.Marshal(obj)
 				resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
 			}
@@ -160,9 +168,13 @@ func TestWebhookConversion(t *testing.T) {
 	if hook.calls.Load() == calls {
 		t.Error("the preflight did not call the webhook")
 	}
-	// promote-storage reads and dry-run-creates every object at v2 through
-	// the API server, which calls the failing webhook.
-	refused(t, c, name, []string{"at v2", "conversion webhook for webhook.example.com/v2, Kind=CronTab failed: conversion disabled by the test"}, "promote-storage", name, "v2")
+	// promote-storage reads every object at v2 and dry-runs migrate's
+	// update through it, through the API server, which calls the failing
+	// webhook.
+	r := refused(t, c, name, []string{"2 of 2 object(s) cannot be read at v2", "team-a/crontab-0: ", "Kind=CronTab failed: conversion disabled by the test"}, "promote-storage", name, "v2")
+	if strings.Contains(r.err.Error(), "refused at v2") {
+		t.Errorf("an object that cannot be read at v2 is also reported as refused: %v", r.err)
+	}
 
 	hook.failing.Store(false)
 	mustRun(t, "promote-storage", name, "v2")

@@ -7,33 +7,114 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 )
 
-// Objects turns what cluster.Client.CheckObjectsAt found at version into
-// the checks ObjectsReadable and ObjectsValid.
-func Objects(found *cluster.ObjectsCheck, version string) edit.Checks {
+// Objects turns what cluster.Client.CheckObjects found into the checks
+// ObjectsReadable (every object read at From and at To), ObjectsPermitted
+// (the API server let the checks run), ObjectsValid (the dry-run no-op
+// update through To, the request migrate sends, was accepted, and so was
+// a dry-run create of the object at To) and
+// FieldsKept (no field read at From is missing at To). allowPruning turns
+// FieldsKept's failure into a warning that still names every object and
+// path.
+func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 	var cs edit.Checks
+	from, to := found.From, found.To
 	if found.ListError != "" {
 		return append(cs, edit.Check{
 			Name: "ObjectsReadable", Outcome: edit.Fail,
-			Message: fmt.Sprintf("the objects cannot be read at %s: %s", version, found.ListError),
+			Message: fmt.Sprintf("the objects cannot be read at %s: %s", from, found.ListError),
 		})
 	}
-	cs = append(cs, edit.Check{
-		Name: "ObjectsReadable", Outcome: edit.Pass,
-		Message: fmt.Sprintf("all %d object(s) can be read at %s", found.Listed, version),
-	})
-	if len(found.Problems) == 0 {
-		return append(cs, edit.Check{
-			Name: "ObjectsValid", Outcome: edit.Pass,
-			Message: fmt.Sprintf("%d of %d object(s) checked: valid at %s (server-side dry run)", found.Validated, found.Listed, version),
+	if len(found.Forbidden) > 0 {
+		cs = append(cs, edit.Check{
+			Name: "ObjectsPermitted", Outcome: edit.Fail,
+			Message: fmt.Sprintf("permission denied: %d of %d object(s) could not be checked at %s, so whether they are valid there is unknown (grant the permission and re-run): %s",
+				len(found.Forbidden), found.Listed, to, found.Forbidden[0].Message),
+			Details: problemLines(found.Forbidden),
 		})
+	}
+	if len(found.Unreadable) > 0 {
+		cs = append(cs, edit.Check{
+			Name: "ObjectsReadable", Outcome: edit.Fail,
+			Message: fmt.Sprintf("%d of %d object(s) cannot be read at %s", len(found.Unreadable), found.Listed, to),
+			Details: problemLines(found.Unreadable),
+		})
+	} else {
+		at := from + " and at " + to
+		if from == to {
+			at = to
+		}
+		cs = append(cs, edit.Check{
+			Name: "ObjectsReadable", Outcome: edit.Pass,
+			Message: fmt.Sprintf("all %d object(s) read at %s in %.1fs (%.0f objects/s)", found.Listed, at, found.ElapsedSeconds, found.ObjectsPerSecond),
+		})
+	}
+	switch {
+	case len(found.Problems) > 0:
+		cs = append(cs, edit.Check{
+			Name: "ObjectsValid", Outcome: edit.Fail,
+			Message: fmt.Sprintf("%d of %d checked object(s) are refused at %s: the no-op update that migrate sends through %s fails (server-side dry run)", len(found.Problems), found.Validated, to, to),
+			Details: problemLines(found.Problems),
+		})
+	case len(found.InvalidAsNew) > 0:
+		cs = append(cs, edit.Check{
+			Name: "ObjectsValid", Outcome: edit.Fail,
+			Message: fmt.Sprintf("%d of %d checked object(s) are invalid at %s: migrate's no-op update is accepted (ratcheting keeps unchanged invalid fields), but not the objects as new (server-side dry-run create: the whole schema and its rules); fix the objects or the schema", len(found.InvalidAsNew), found.Validated, to),
+			Details: problemLines(found.InvalidAsNew),
+		})
+	case len(found.Forbidden) == 0:
+		cs = append(cs, edit.Check{
+			Name: "ObjectsValid", Outcome: edit.Pass,
+			Message: fmt.Sprintf("%d of %d object(s) checked: the no-op update that migrate sends through %s is accepted, and each is valid at %s as a new object (server-side dry runs: schema, transition rules, admission)", found.Validated, found.Listed, to, to),
+		})
+	}
+	if from == to {
+		// Read at one version only: nothing was compared.
+		return cs
+	}
+	if n := len(found.NotRoundTripped); n > 0 {
+		var details []string
+		for _, l := range found.NotRoundTripped {
+			details = append(details, l.String())
+		}
+		c := edit.Check{Name: "RoundTrip", Outcome: edit.Fail, Details: details,
+			Message: fmt.Sprintf("%d object(s) do not come back whole from %s through %s (the conversion webhook's answers, as the API server's dry run stored and read them back): once stored at %s, clients reading them at %s lose these fields, and so does a move back; fix the webhook's %s -> %s conversion, or pass --allow-pruning to accept the loss", n, to, from, to, from, to, from)}
+		if allowPruning {
+			c.Outcome = edit.Warn
+			c.Message = fmt.Sprintf("%d object(s) do not come back whole from %s through %s: these fields WILL BE LOST for clients reading them at %s once stored at %s (--allow-pruning)", n, to, from, from, to)
+		}
+		cs = append(cs, c)
+	}
+	if len(found.Lost) == 0 {
+		if len(found.Forbidden) == 0 {
+			cs = append(cs, edit.Check{
+				Name: "FieldsKept", Outcome: edit.Pass,
+				Message: fmt.Sprintf("no field of the %d object(s) read at %s is missing at %s (compared as the API server returns them)", found.Listed, from, to),
+			})
+		}
+		return cs
 	}
 	var details []string
-	for _, p := range found.Problems {
-		details = append(details, p.String())
+	for _, l := range found.Lost {
+		details = append(details, l.String())
+	}
+	if allowPruning {
+		return append(cs, edit.Check{
+			Name: "FieldsKept", Outcome: edit.Warn,
+			Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops: they WILL BE LOST when the objects are rewritten at %s (--allow-pruning)", len(found.Lost), from, to, to),
+			Details: details,
+		})
 	}
 	return append(cs, edit.Check{
-		Name: "ObjectsValid", Outcome: edit.Fail,
-		Message: fmt.Sprintf("%d of %d checked object(s) are invalid at %s", len(found.Problems), found.Validated, version),
+		Name: "FieldsKept", Outcome: edit.Fail,
+		Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops (read at both versions and compared): rewriting them at %s loses that data; make %s's schema keep the fields, or pass --allow-pruning to accept the loss", len(found.Lost), from, to, to, to),
 		Details: details,
 	})
+}
+
+func problemLines(ps []cluster.ObjectProblem) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
 }

@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+)
+
+// TestLabelledProgressBar: promote-storage's object check draws migrate's
+// bar under its own label, with the count and the rate (redrawn at most
+// ten times a second, so the first state is what a test sees).
+func TestLabelledProgressBar(t *testing.T) {
+	var out bytes.Buffer
+	update, stop := labelledProgressBar(&out, "checking the objects of widgets.example.com at v2")
+	update(migrate.Progress{Done: 1, Total: 4})
+	update(migrate.Progress{Done: 4, Total: 4})
+	got := out.String()
+	stop()
+	for _, want := range []string{"checking the objects of widgets.example.com at v2", "/4,", " objects/"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the bar does not show %q:\n%q", want, got)
+		}
+	}
+}

@@ -1,0 +1,476 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/pager"
+)
+
+// ObjectProblem is an object that a check at some version failed for.
+type ObjectProblem struct {
+	// Object is "namespace/name", or "name" for cluster-scoped objects.
+	Object string `json:"object"`
+	// Message is the API server's message.
+	Message string `json:"message"`
+}
+
+func (p ObjectProblem) String() string { return p.Object + ": " + p.Message }
+
+// ObjectLoss is an object that has fields when read at one version and
+// not when read (or written) through another: the data a step that
+// rewrites it there loses.
+type ObjectLoss struct {
+	Object string `json:"object"`
+	// Paths are the JSON paths present at the old version and absent at
+	// the new one (".spec.image", ".spec.labels.env", ".spec.ports[2]").
+	Paths []string `json:"paths"`
+}
+
+func (l ObjectLoss) String() string { return l.Object + ": " + strings.Join(l.Paths, ", ") }
+
+// DefaultCheckConcurrency is the number of objects CheckObjects checks at
+// once when CheckObjectsOptions.Concurrency is not set.
+const DefaultCheckConcurrency = 16
+
+// CheckObjectsOptions are the inputs of CheckObjects.
+type CheckObjectsOptions struct {
+	// From is the version the objects are read at (listed, paged): the
+	// version whose content the step must keep — the current storage
+	// version for promote-storage, a stored version for migrate.
+	From string
+	// To is the version the step writes the objects through.
+	To string
+	// Sample limits the objects sent the dry-run update and create (0: all); the
+	// others are only read at To (a GET), so that every object is still
+	// compared.
+	Sample int
+	// PageSize is the page size of the list at From.
+	PageSize int64
+	// Concurrency bounds the objects checked at once
+	// (DefaultCheckConcurrency when 0).
+	Concurrency int
+	// FieldManager names the writer of the dry-run updates, as the step's
+	// own writes will.
+	FieldManager string
+	// RoundTrip, with a conversion webhook and From the storage version,
+	// also reads each object at To (a GET: From -> To, what a migration
+	// will store) and compares it with the dry-run update's answer, which
+	// the API server encoded at the storage version and decoded back (To ->
+	// From -> To): a field of the first missing from the second does not
+	// come back through From (NotRoundTripped). The direct read is then the
+	// one compared with From for Lost.
+	RoundTrip bool
+	// Progress, when set, is called after every object with the objects
+	// done and the total known (0 while unknown). It must be safe for
+	// concurrent use.
+	Progress func(done, total int64)
+}
+
+// ObjectsCheck is what CheckObjects found.
+type ObjectsCheck struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Listed is the number of objects read at From.
+	Listed int `json:"listed"`
+	// Validated is the number of objects sent the dry-run update.
+	Validated int `json:"validated"`
+	// ListError is the API server's message when the objects could not
+	// be listed at From.
+	ListError string `json:"listError,omitempty"`
+	// Problems are the objects whose dry-run update through To the API
+	// server refused (validation, transition rules, admission).
+	Problems []ObjectProblem `json:"problems,omitempty"`
+	// InvalidAsNew are the objects whose update the API server accepted
+	// but which it refuses as new objects at To (a server-side dry-run
+	// create under a generated name: the whole schema and its CEL rules,
+	// without the ratcheting that lets an update keep an unchanged invalid
+	// field).
+	InvalidAsNew []ObjectProblem `json:"invalidAsNew,omitempty"`
+	// Unreadable are the objects that could not be read at To (a
+	// conversion that fails).
+	Unreadable []ObjectProblem `json:"unreadable,omitempty"`
+	// Forbidden are the objects whose check the API server refused for a
+	// missing permission: not judged.
+	Forbidden []ObjectProblem `json:"forbidden,omitempty"`
+	// Lost are the objects with fields present at From and absent at To.
+	Lost []ObjectLoss `json:"lost,omitempty"`
+	// NotRoundTripped are the objects with fields at To that do not come
+	// back from a conversion to From and back (see
+	// CheckObjectsOptions.RoundTrip).
+	NotRoundTripped []ObjectLoss `json:"notRoundTripped,omitempty"`
+	// ElapsedSeconds and ObjectsPerSecond time the check.
+	ElapsedSeconds   float64 `json:"elapsedSeconds"`
+	ObjectsPerSecond float64 `json:"objectsPerSecond"`
+}
+
+// CheckObjects reads every object of crd at o.From (a paged list) and
+// checks it on the path a step that rewrites it through o.To takes: it
+// sends what migrate sends — a no-op JSON merge patch naming the object's
+// uid and resourceVersion, through o.To — as a server-side dry run
+// (dryRun=All), so that conversion, pruning, the schema with its ratcheting,
+// CEL transition rules (oldSelf) and UPDATE admission (webhooks and
+// ValidatingAdmissionPolicies) all answer. The API server's answer is the
+// object as it would be stored through o.To; every field of the object read
+// at o.From that it lacks is recorded as lost. Objects past o.Sample, and
+// objects the dry run refused, are read at o.To instead (a GET) and compared
+// the same way. An object whose update was accepted is also sent, as the
+// preflight did before, a server-side dry-run create at o.To under a
+// generated name: the whole schema without ratcheting (InvalidAsNew). Up
+// to o.Concurrency objects are checked at once. Nothing is persisted.
+func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o CheckObjectsOptions) (*ObjectsCheck, error) {
+	start := time.Now()
+	from, to := c.Dynamic.Resource(GVR(crd, o.From)), c.Dynamic.Resource(GVR(crd, o.To))
+	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+	at := func(res dynamic.NamespaceableResourceInterface, ns string) dynamic.ResourceInterface {
+		if namespaced {
+			return res.Namespace(ns)
+		}
+		return res
+	}
+	var total, done atomic.Int64
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		l, err := from.List(ctx, opts)
+		if err == nil && opts.Continue == "" && l.GetRemainingItemCount() != nil {
+			total.Store(int64(len(l.Items)) + *l.GetRemainingItemCount())
+		}
+		return l, err
+	})
+	p.PageSize = o.PageSize
+	out := &ObjectsCheck{From: o.From, To: o.To}
+	err := WhenServed(ctx, func() error {
+		if _, err := to.List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+		_, err := from.List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+	limit := o.Concurrency
+	if limit <= 0 {
+		limit = DefaultCheckConcurrency
+	}
+	var mu sync.Mutex
+	if err == nil {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(limit)
+		err = p.EachListItem(gctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+			u := obj.(*unstructured.Unstructured)
+			validate := o.Sample <= 0 || out.Validated < o.Sample
+			out.Listed++
+			if validate {
+				out.Validated++
+			}
+			g.Go(func() error {
+				f, err := c.checkObject(gctx, at(from, u.GetNamespace()), at(to, u.GetNamespace()), u, validate, o.RoundTrip, o.FieldManager)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				f.into(out, objectName(u))
+				mu.Unlock()
+				n := done.Add(1)
+				if o.Progress != nil {
+					o.Progress(n, max(total.Load(), n))
+				}
+				return nil
+			})
+			return nil
+		})
+		if werr := g.Wait(); err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		if _, answered := err.(apierrors.APIStatus); !answered || ctx.Err() != nil {
+			return nil, err
+		}
+		out.ListError = err.Error()
+	}
+	for _, s := range [][]ObjectProblem{out.Problems, out.InvalidAsNew, out.Unreadable, out.Forbidden} {
+		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
+	}
+	for _, s := range [][]ObjectLoss{out.Lost, out.NotRoundTripped} {
+		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
+	}
+	out.ElapsedSeconds = time.Since(start).Seconds()
+	if out.ElapsedSeconds > 0 {
+		out.ObjectsPerSecond = float64(out.Listed) / out.ElapsedSeconds
+	}
+	return out, nil
+}
+
+// objectFinding is what checkObject found for one object.
+type objectFinding struct {
+	deleted                                    bool
+	invalid, invalidNew, unreadable, forbidden string
+	lost, notBack                              []string
+}
+
+func (f objectFinding) into(out *ObjectsCheck, name string) {
+	switch {
+	case f.deleted:
+		return
+	case f.forbidden != "":
+		out.Forbidden = append(out.Forbidden, ObjectProblem{Object: name, Message: f.forbidden})
+		return
+	}
+	if f.invalid != "" {
+		out.Problems = append(out.Problems, ObjectProblem{Object: name, Message: f.invalid})
+	}
+	if f.invalidNew != "" {
+		out.InvalidAsNew = append(out.InvalidAsNew, ObjectProblem{Object: name, Message: f.invalidNew})
+	}
+	if f.unreadable != "" {
+		out.Unreadable = append(out.Unreadable, ObjectProblem{Object: name, Message: f.unreadable})
+	}
+	if len(f.lost) > 0 {
+		out.Lost = append(out.Lost, ObjectLoss{Object: name, Paths: f.lost})
+	}
+	if len(f.notBack) > 0 {
+		out.NotRoundTripped = append(out.NotRoundTripped, ObjectLoss{Object: name, Paths: f.notBack})
+	}
+}
+
+// checkObject checks u, read at from: the dry-run no-op update through to
+// (when validate), else or when refused a read at to; then the comparison.
+// An object changed meanwhile is read again at from (a few times); one
+// deleted meanwhile is skipped. Errors the API server did not answer (the
+// connection, the context) are returned.
+func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInterface, u *unstructured.Unstructured, validate, roundTrip bool, fieldManager string) (objectFinding, error) {
+	var f objectFinding
+	var at *unstructured.Unstructured
+	if validate {
+		for attempt := 0; ; attempt++ {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.GetUID(), "resourceVersion": u.GetResourceVersion()}})
+			got, err := to.Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+			if err == nil {
+				at = got
+				break
+			}
+			if _, answered := err.(apierrors.APIStatus); !answered {
+				return f, err
+			}
+			switch {
+			case apierrors.IsNotFound(err):
+				f.deleted = true
+				return f, nil
+			case apierrors.IsForbidden(err):
+				f.forbidden = apiMessage(err)
+				return f, nil
+			case apierrors.IsConflict(err) && attempt < 3:
+				fresh, gerr := from.Get(ctx, u.GetName(), metav1.GetOptions{})
+				if apierrors.IsNotFound(gerr) {
+					f.deleted = true
+					return f, nil
+				}
+				if gerr != nil {
+					return f, gerr
+				}
+				u = fresh
+				continue
+			}
+			f.invalid = apiMessage(err)
+			break
+		}
+	}
+	if at != nil {
+		// Accepted as migrate's update: also as a new object?
+		if _, err := to.Create(ctx, validationCandidate(at), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager}); err != nil {
+			if _, answered := err.(apierrors.APIStatus); !answered {
+				return f, err
+			}
+			if apierrors.IsForbidden(err) {
+				f.forbidden = apiMessage(err)
+				return f, nil
+			}
+			f.invalidNew = generatedName.ReplaceAllLiteralString(apiMessage(err), u.GetName())
+		}
+	}
+	if at != nil && roundTrip {
+		direct, err := to.Get(ctx, u.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			f.deleted = true
+			return f, nil
+		case err != nil:
+			if _, answered := err.(apierrors.APIStatus); !answered {
+				return f, err
+			}
+			f.unreadable = apiMessage(err)
+			return f, nil
+		}
+		f.notBack = LostPaths(direct.Object, at.Object)
+		at = direct
+	}
+	if at == nil {
+		got, err := to.Get(ctx, u.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			f.deleted = f.invalid == ""
+			return f, nil
+		case apierrors.IsForbidden(err):
+			f.forbidden = apiMessage(err)
+			return f, nil
+		case err != nil:
+			if _, answered := err.(apierrors.APIStatus); !answered {
+				return f, err
+			}
+			// The object cannot be read at to: that is why the dry
+			// run failed too, when it did; reported once.
+			f.unreadable, f.invalid = apiMessage(err), ""
+			return f, nil
+		}
+		at = got
+	}
+	f.lost = LostPaths(u.Object, at.Object)
+	return f, nil
+}
+
+// LostPaths are the JSON paths of the fields of old (an object read at one
+// version) that new (the same object at another version) lacks: map keys
+// absent from new, list elements past the end of new's list, and values
+// whose kind changed (a map or list that became something else). Values
+// that changed within a kind are conversion, not loss; null values carry
+// nothing. The top-level apiVersion and metadata (which no schema prunes)
+// are not compared.
+func LostPaths(old, new map[string]any) []string {
+	var out []string
+	for _, k := range sortedKeys(old) {
+		if k == "apiVersion" || k == "metadata" {
+			continue
+		}
+		lostAt(&out, "."+k, old[k], new, k)
+	}
+	return out
+}
+
+func lostAt(out *[]string, path string, ov any, parent map[string]any, key string) {
+	nv, ok := parent[key]
+	if ov == nil {
+		return
+	}
+	if !ok {
+		*out = append(*out, path)
+		return
+	}
+	lostIn(out, path, ov, nv)
+}
+
+func lostIn(out *[]string, path string, ov, nv any) {
+	switch o := ov.(type) {
+	case map[string]any:
+		n, ok := nv.(map[string]any)
+		if !ok {
+			*out = append(*out, path)
+			return
+		}
+		for _, k := range sortedKeys(o) {
+			lostAt(out, path+pathKey(k), o[k], n, k)
+		}
+	case []any:
+		n, ok := nv.([]any)
+		if !ok {
+			*out = append(*out, path)
+			return
+		}
+		for i, e := range o {
+			p := path + "[" + strconv.Itoa(i) + "]"
+			switch {
+			case e == nil:
+			case i >= len(n):
+				*out = append(*out, p)
+			default:
+				lostIn(out, p, e, n[i])
+			}
+		}
+	}
+}
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// pathKey is k as a step of a JSON path: .k, or ["k"] when k is not a
+// plain name.
+func pathKey(k string) string {
+	if identifier.MatchString(k) {
+		return "." + k
+	}
+	return "[" + strconv.Quote(k) + "]"
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+const validationPrefix = "crdversion-preflight-"
+
+// validationCandidate is u as a new object: same content, a generated name,
+// no server-set metadata.
+func validationCandidate(u *unstructured.Unstructured) *unstructured.Unstructured {
+	c := u.DeepCopy()
+	c.SetGenerateName(validationPrefix)
+	c.SetName("")
+	c.SetResourceVersion("")
+	c.SetUID("")
+	c.SetManagedFields(nil)
+	c.SetCreationTimestamp(metav1.Time{})
+	c.SetGeneration(0)
+	c.SetOwnerReferences(nil)
+	c.SetFinalizers(nil)
+	c.SetDeletionTimestamp(nil)
+	c.SetDeletionGracePeriodSeconds(nil)
+	return c
+}
+
+// generatedName matches the names the API server generates for the
+// dry-run creates (generateName plus five characters).
+var generatedName = regexp.MustCompile(`\b` + validationPrefix + `[a-z0-9]{5}\b`)
+
+func objectName(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return ns + "/" + u.GetName()
+	}
+	return u.GetName()
+}
+
+// apiMessage is the API server's message for err.
+func apiMessage(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
+		return s.Status().Message
+	}
+	return err.Error()
+}
+
+// Describe is a one-line account of the objects that lose fields, the
+// first limit of them named.
+func (c *ObjectsCheck) Describe(limit int) string {
+	var parts []string
+	for i, l := range c.Lost {
+		if i == limit {
+			parts = append(parts, fmt.Sprintf("and %d more", len(c.Lost)-limit))
+			break
+		}
+		parts = append(parts, l.String())
+	}
+	return strings.Join(parts, "; ")
+}

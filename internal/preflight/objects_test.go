@@ -1,0 +1,44 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
+)
+
+func outcomes(cs edit.Checks) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, c.Name+"="+string(c.Outcome))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestObjectsChecks(t *testing.T) {
+	lost := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 2, Validated: 2, Lost: []cluster.ObjectLoss{{Object: "default/w1", Paths: []string{".spec.image"}}}}
+	forbidden := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 2, Validated: 2, Forbidden: []cluster.ObjectProblem{{Object: "default/w1", Message: "forbidden"}, {Object: "default/w2", Message: "forbidden"}}}
+	oneVersion := &cluster.ObjectsCheck{From: "v2", To: "v2", Listed: 2, Validated: 2}
+	for _, tc := range []struct {
+		name  string
+		found *cluster.ObjectsCheck
+		allow bool
+		want  string
+	}{
+		{"a lost field refuses", lost, false, "ObjectsReadable=pass ObjectsValid=pass FieldsKept=fail"},
+		{"--allow-pruning warns", lost, true, "ObjectsReadable=pass ObjectsValid=pass FieldsKept=warn"},
+		{"a 403 is a permission failure, not invalid objects", forbidden, false, "ObjectsPermitted=fail ObjectsReadable=pass"},
+		{"read at one version: nothing compared", oneVersion, false, "ObjectsReadable=pass ObjectsValid=pass"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := Objects(tc.found, tc.allow)
+			if got := outcomes(cs); got != tc.want {
+				t.Errorf("checks %s, want %s", got, tc.want)
+			}
+			if tc.found == lost && !strings.Contains(strings.Join(cs[len(cs)-1].Details, "\n"), "default/w1: .spec.image") {
+				t.Errorf("FieldsKept does not name the object and path: %+v", cs[len(cs)-1])
+			}
+		})
+	}
+}

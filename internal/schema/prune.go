@@ -17,9 +17,12 @@ const (
 	// x-kubernetes-preserve-unknown-fields).
 	ReasonUndeclared Reason = "FieldRemoved"
 	// ReasonUnknown: the old schema keeps fields it does not declare
-	// (x-kubernetes-preserve-unknown-fields, or a value of any type below
-	// it); the new one prunes them.
+	// (x-kubernetes-preserve-unknown-fields); the new one prunes them.
 	ReasonUnknown Reason = "PreserveUnknownFieldsRemoved"
+	// ReasonUntyped: parts of a value the old schema kept without a schema
+	// (below a field of ReasonUnknown's) that do not fit the new schema's
+	// declaration of that field.
+	ReasonUntyped Reason = "UntypedValuesPruned"
 	// ReasonMapEntries: entries of an old additionalProperties map that the
 	// new schema does not keep.
 	ReasonMapEntries Reason = "MapEntriesRemoved"
@@ -219,7 +222,7 @@ var metaFields = map[string]bool{"apiVersion": true, "kind": true, "metadata": t
 func (v value) fields(root bool) (named []field, wild *field) {
 	switch v.k {
 	case anyJSON:
-		return nil, &field{v: value{k: anyJSON}, why: ReasonUnknown}
+		return nil, &field{v: value{k: anyJSON}, why: ReasonUntyped}
 	case objectMeta:
 		for _, name := range sortedKeys(objectMetaSchema.Properties) {
 			p := objectMetaSchema.Properties[name]

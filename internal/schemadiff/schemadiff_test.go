@@ -71,7 +71,9 @@ var propertyCases = []struct {
 		spec("type: object\nproperties:\n  a: {type: string}\n  b: {type: string}"),
 		spec("type: object\nx-kubernetes-preserve-unknown-fields: true\nproperties:\n  a: {type: string}"),
 		[]string{"FieldRemoved info .spec.b", "PreserveUnknownFieldsAdded info .spec"},
-		[]string{"FieldAdded info .spec.b", "PreserveUnknownFieldsRemoved error .spec"}},
+		// an unknown .spec.b may be an object, or a list of objects: the
+		// new string schema empties them
+		[]string{"FieldAdded info .spec.b", "PreserveUnknownFieldsRemoved error .spec", "PreserveUnknownFieldsRemoved error .spec.b.*", "PreserveUnknownFieldsRemoved error .spec.b[*].*"}},
 	{"type changed",
 		spec("type: object\nproperties:\n  a: {type: string}"),
 		spec("type: object\nproperties:\n  a: {type: integer}"),
@@ -143,7 +145,7 @@ var propertyCases = []struct {
 	{"nullable removed",
 		spec("type: object\nproperties:\n  a: {type: string, nullable: true}"),
 		spec("type: object\nproperties:\n  a: {type: string}"),
-		[]string{"NullableRemoved warning .spec.a"}, []string{"NullableAdded info .spec.a"}},
+		[]string{"NullableRemoved error .spec.a"}, []string{"NullableAdded info .spec.a"}},
 	{"list type atomic to set",
 		spec("type: object\nproperties:\n  a: {type: array, items: {type: string}}"),
 		spec("type: object\nproperties:\n  a: {type: array, x-kubernetes-list-type: set, items: {type: string}}"),
@@ -171,7 +173,10 @@ var propertyCases = []struct {
 	{"another keyword changed",
 		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-preserve-unknown-fields: true}"),
 		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}"),
-		[]string{"SchemaChanged warning .spec.a"}, []string{"SchemaChanged warning .spec.a"}},
+		// Unknown fields named apiVersion, kind and metadata may hold
+		// anything; an embedded resource keeps only strings and ObjectMeta.
+		[]string{"SchemaChanged warning .spec.a", "FieldRemoved error .spec.a.apiVersion", "FieldRemoved error .spec.a.kind", "FieldRemoved error .spec.a.metadata", "FieldRemoved error .spec.a.metadata.*"},
+		[]string{"SchemaChanged warning .spec.a"}},
 	{"map values removed",
 		spec("type: object\nproperties:\n  labels: {type: object, additionalProperties: {type: string}}"),
 		spec("type: object\nproperties:\n  labels: {type: object}"),

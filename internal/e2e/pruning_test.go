@@ -581,7 +581,8 @@ func (g *objectGen) value(s *apiextensionsv1.JSONSchemaProps, depth int) any {
 		}
 		if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
 			for range 1 + g.r.Intn(2) {
-				if k := g.name(); o[k] == nil {
+				k := g.name()
+				if _, declared := s.Properties[k]; !declared && o[k] == nil {
 					o[k] = g.unknown(k, depth+1)
 				}
 			}

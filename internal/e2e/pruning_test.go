@@ -212,7 +212,7 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 				r.subject, r.old, r.new, strings.Join(misses, ", "), pathsOf(r.predicted))
 		}
 	}
-	t.Logf("%d version pairs, %d objects: the API server dropped %d paths, all named: %d missed; the prediction named %d paths, %d of them extra (no object lost data there)",
+	t.Logf("%d version pairs, %d objects: the API server dropped %d paths, the prediction missed %d of them; it named %d paths, %d of them extra (no object lost data there)",
 		pairs, objects, dropped, missed, predicted, extra)
 	if pairs == 0 {
 		t.Fatal("no version pair was checked")

@@ -40,7 +40,8 @@ type Pruned struct {
 	// Path is in kubectl's JSONPath style without braces: ".spec.url",
 	// ".spec.items[*].name", ".spec.labels.*". A ".*" step stands for any
 	// field name at that level: ".spec.*" is "the fields of .spec that the
-	// new schema does not keep".
+	// new schema does not keep"; a final ".**" for any fields below (of a
+	// value kept without a schema, read where the new schema has none).
 	Path   string
 	Reason Reason
 }
@@ -75,7 +76,7 @@ func Prune(from, to *apiextensionsv1.JSONSchemaProps) []Pruned {
 		return nil
 	}
 	w := &walker{found: map[string]Reason{}}
-	w.prune(prunedBy(from), to, "", true, 0)
+	w.prune(prunedBy(from), to, "", true)
 	var out []Pruned
 	for p, why := range w.found {
 		covered := false
@@ -269,15 +270,17 @@ func (w *walker) add(path string, why Reason) {
 	}
 }
 
-// maxNilLists bounds the lists of lists followed below a value the new
-// schema has no schema for (prune(x, nil) empties every object in them).
-const maxNilLists = 1
-
 // prune records what the API server's prune(x, t) drops of any x that v
-// may be. nilLists counts the lists followed without a schema.
-func (w *walker) prune(v value, t *apiextensionsv1.JSONSchemaProps, path string, root bool, nilLists int) {
+// may be.
+func (w *walker) prune(v value, t *apiextensionsv1.JSONSchemaProps, path string, root bool) {
 	if t != nil && preserves(t) {
 		w.skip(v, t, path, root)
+		return
+	}
+	if t == nil && v.k == anyJSON {
+		// prune(x, nil) empties every object in x, in lists of lists of
+		// any depth.
+		w.add(path+".**", ReasonUntyped)
 		return
 	}
 	if v.mayBeObject() {
@@ -294,13 +297,9 @@ func (w *walker) prune(v value, t *apiextensionsv1.JSONSchemaProps, path string,
 		}
 	}
 	if v.mayBeList() && v.k != emptied {
-		if t == nil || itemsOf(t) == nil {
-			if nilLists >= maxNilLists {
-				return
-			}
-			nilLists++
-		}
-		w.prune(v.elem(), itemsOf(t), path+"[*]", false, nilLists)
+		// v's items follow its schema, which ends; anyJSON under nil
+		// returned above.
+		w.prune(v.elem(), itemsOf(t), path+"[*]", false)
 	}
 }
 
@@ -376,7 +375,7 @@ func (w *walker) field(f field, t *apiextensionsv1.JSONSchemaProps, wild bool, p
 	if ts != nil && f.v.mayBeNull() && !ts.Nullable && ts.Default == nil {
 		w.add(path, ReasonNull)
 	}
-	w.prune(f.v, ts, path, false, 0)
+	w.prune(f.v, ts, path, false)
 }
 
 // embeddedMeta records what a new embedded resource drops of its
@@ -413,11 +412,14 @@ func ChildPath(path, name string) string {
 func childPath(path, name string) string { return ChildPath(path, name) }
 
 // Covers reports whether the pattern (a path of Prune, where ".*" is any
-// field name and "[*]" any list index) names path (a path in the same
-// style, with list indexes such as "[0]" or "[*]"). Both name the same
-// number of steps.
+// field name, "[*]" any list index and a final ".**" any steps below)
+// names path (a path in the same style, with list indexes such as "[0]" or
+// "[*]"). Both name the same number of steps, but for ".**".
 func Covers(pattern, path string) bool {
 	ps, qs := steps(pattern), steps(path)
+	if n := len(ps); n > 0 && ps[n-1] == "**" && len(qs) >= n {
+		ps, qs = ps[:n-1], qs[:n-1]
+	}
 	if len(ps) != len(qs) {
 		return false
 	}
@@ -465,8 +467,8 @@ func steps(path string) []string {
 			for j < len(path) && path[j] != '.' && path[j] != '[' {
 				j++
 			}
-			if name := path[i+1 : j]; name == "*" {
-				out = append(out, "*")
+			if name := path[i+1 : j]; name == "*" || name == "**" {
+				out = append(out, name)
 			} else {
 				out = append(out, "k:"+name)
 			}

@@ -182,7 +182,7 @@ properties:
       steps: {type: array, items: {type: object, properties: {name: {type: string}}}}
 `, // An unknown .spec.raw.a may be an object or a list of objects:
 			// the new string schema empties them.
-			".spec.raw.*=PreserveUnknownFieldsRemoved .spec.raw.a.*=UntypedValuesPruned .spec.raw.a[*].*=UntypedValuesPruned .spec.steps[*].*=PreserveUnknownFieldsRemoved"},
+			".spec.raw.*=PreserveUnknownFieldsRemoved .spec.raw.a.*=UntypedValuesPruned .spec.raw.a[*].**=UntypedValuesPruned .spec.steps[*].*=PreserveUnknownFieldsRemoved"},
 		{"new keeps unknown fields but declares one of them as a struct", `
 type: object
 properties:
@@ -198,7 +198,7 @@ properties:
       items: {type: array, items: {type: object, properties: {b: {type: string}}}}
 `, // unknown data of any type at .spec.tpl and .spec.items: a null is
 			// pruned, and what does not fit the new structure
-			".spec.items=NullPruned .spec.items.*=UntypedValuesPruned .spec.items[*].*=UntypedValuesPruned .spec.items[*].b.*=UntypedValuesPruned .spec.items[*].b[*].*=UntypedValuesPruned .spec.items[*][*].*=UntypedValuesPruned .spec.tpl=NullPruned .spec.tpl.*=UntypedValuesPruned .spec.tpl.a.*=UntypedValuesPruned .spec.tpl.a[*].*=UntypedValuesPruned .spec.tpl[*].*=UntypedValuesPruned"},
+			".spec.items=NullPruned .spec.items.*=UntypedValuesPruned .spec.items[*].*=UntypedValuesPruned .spec.items[*].b.*=UntypedValuesPruned .spec.items[*].b[*].**=UntypedValuesPruned .spec.items[*][*].**=UntypedValuesPruned .spec.tpl=NullPruned .spec.tpl.*=UntypedValuesPruned .spec.tpl.a.*=UntypedValuesPruned .spec.tpl.a[*].**=UntypedValuesPruned .spec.tpl[*].**=UntypedValuesPruned"},
 		{"preserve-unknown-fields kept below, nothing lost", `
 type: object
 properties:
@@ -252,7 +252,7 @@ properties:
     type: object
     properties:
       m: {type: object, additionalProperties: {type: object, properties: {a: {type: string}}}}
-`, ".spec.m.*.*=PreserveUnknownFieldsRemoved .spec.m.*.a.*=UntypedValuesPruned .spec.m.*.a[*].*=UntypedValuesPruned"},
+`, ".spec.m.*.*=PreserveUnknownFieldsRemoved .spec.m.*.a.*=UntypedValuesPruned .spec.m.*.a[*].**=UntypedValuesPruned"},
 		{"embedded resource no longer embedded", `
 type: object
 properties:
@@ -397,6 +397,8 @@ func TestCovers(t *testing.T) {
 		{".spec['*']", ".spec.a", false},
 		{".spec['dotted.name']", ".spec['dotted.name']", true},
 		{".spec.a", ".spec.b", false},
+		{".spec.l[*].**", ".spec.l[1][0].x", true},
+		{".spec.l[*].**", ".spec.l[1]", false},
 	}
 	for _, tc := range cases {
 		if got := Covers(tc.pattern, tc.path); got != tc.want {

@@ -73,7 +73,7 @@ var propertyCases = []struct {
 		[]string{"FieldRemoved info .spec.b", "PreserveUnknownFieldsAdded info .spec"},
 		// an unknown .spec.b may be an object, or a list of objects: the
 		// new string schema empties them
-		[]string{"FieldAdded info .spec.b", "PreserveUnknownFieldsRemoved error .spec", "PreserveUnknownFieldsRemoved error .spec.b.*", "PreserveUnknownFieldsRemoved error .spec.b[*].*"}},
+		[]string{"FieldAdded info .spec.b", "PreserveUnknownFieldsRemoved error .spec", "PreserveUnknownFieldsRemoved error .spec.b.*", "PreserveUnknownFieldsRemoved error .spec.b[*].**"}},
 	{"type changed",
 		spec("type: object\nproperties:\n  a: {type: string}"),
 		spec("type: object\nproperties:\n  a: {type: integer}"),

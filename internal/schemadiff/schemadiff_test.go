@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
 func parse(t *testing.T, y string) *apiextensionsv1.JSONSchemaProps {
@@ -385,5 +386,36 @@ func TestVersions(t *testing.T) {
 	}
 	if _, err := Versions(c, "v2", "v9"); err == nil || !strings.Contains(err.Error(), "has no version v9 (it has v1, v2)") {
 		t.Errorf("missing version: %v", err)
+	}
+}
+
+// TestPruningIsSchemaPrune keeps diff and the preflights on one rule: the
+// pruning errors of Schemas are exactly the paths of schema.Prune (a
+// preserve-unknown-fields wildcard ".spec.*" reported at ".spec").
+func TestPruningIsSchemaPrune(t *testing.T) {
+	for _, tc := range propertyCases {
+		for _, dir := range [][2]string{{tc.old, tc.new}, {tc.new, tc.old}} {
+			old, new := parse(t, dir[0]), parse(t, dir[1])
+			var want []string
+			for _, p := range schema.Prune(old, new) {
+				path := p.Path
+				if p.Reason == schema.ReasonUnknown {
+					path = rootPath(strings.TrimSuffix(path, ".*"))
+				}
+				want = append(want, path)
+			}
+			var got []string
+			for _, f := range Schemas(old, new) {
+				pruning := f.Code == CodePreserveUnknownFieldsRemoved || f.Code == CodeNullableRemoved || f.Code == CodeFieldRemoved
+				if pruning && (f.Severity == lifecycle.SeverityError || strings.HasSuffix(f.Message, "rewrites)")) {
+					got = append(got, f.Path)
+				}
+			}
+			sort.Strings(want)
+			sort.Strings(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: pruning findings %q, schema.Prune %q", tc.name, got, want)
+			}
+		}
 	}
 }

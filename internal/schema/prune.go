@@ -425,13 +425,15 @@ func Covers(pattern, path string) bool {
 	}
 	for i := range ps {
 		p, q := ps[i], qs[i]
-		switch {
-		case p == q:
-		case p == "*":
+		if p == q {
+			continue
+		}
+		switch p {
+		case "*":
 			if !strings.HasPrefix(q, "k:") {
 				return false
 			}
-		case p == "[*]":
+		case "[*]":
 			if !strings.HasPrefix(q, "[") {
 				return false
 			}

@@ -173,7 +173,7 @@ func withPruned(out []Finding, old, new *apiextensionsv1.JSONSchemaProps) []Find
 		case schema.ReasonMapEntries:
 			f.Message = "additionalProperties removed: stored map entries (other than declared properties) are pruned"
 		case schema.ReasonEmbeddedResource:
-			f.Message = "x-kubernetes-embedded-resource changed: the embedded resource's apiVersion, kind or metadata stored here is pruned (or coerced to ObjectMeta)"
+			f.Message = "x-kubernetes-embedded-resource changed: the embedded resource's apiVersion, kind or metadata stored here is pruned (or coerced to ObjectMeta); where a stored apiVersion or kind is not a string, or metadata not an ObjectMeta, the API server cannot read the object at all"
 		case schema.ReasonNull:
 			f.Code = CodeNullableRemoved
 			f.Message = "stored null values are pruned (the field is not nullable and has no default)"

@@ -155,6 +155,9 @@ func (v value) mayBeList() bool {
 	return v.s.Type == "array" || untyped(v.s)
 }
 
+// mayBeNull: the API server prunes nulls where the old schema is not
+// nullable when it stores an object (on every write, as on reads), so
+// stored nulls are where the old schema is nullable or has no schema.
 func (v value) mayBeNull() bool {
 	switch v.k {
 	case anyJSON, emptied:
@@ -162,7 +165,7 @@ func (v value) mayBeNull() bool {
 	case objectMeta:
 		return false
 	}
-	return v.s.Nullable || untyped(v.s)
+	return v.s.Nullable
 }
 
 func (v value) isString() bool {

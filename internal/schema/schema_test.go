@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -379,7 +381,39 @@ properties:
 			if g := strings.Join(got, " "); g != tc.want {
 				t.Errorf("Prune =\n  %s\nwant\n  %s", g, tc.want)
 			}
+			// What a schema stored, it keeps: the API server prunes
+			// on every write as on reads.
+			for _, y := range []string{tc.from, tc.to} {
+				if got := Prune(parse(t, y), parse(t, y)); len(got) != 0 {
+					t.Errorf("a schema prunes its own objects: %v", got)
+				}
+			}
 		})
+	}
+}
+
+// TestPruneBySameSchemaIsEmpty: for every schema of the repository's CRD
+// corpus, what it stored it keeps.
+func TestPruneBySameSchemaIsEmpty(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/crds/*/*/*/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs under testdata/crds: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for i := range crd.Spec.Versions {
+			s := Of(&crd.Spec.Versions[i])
+			if got := Prune(s, s); len(got) != 0 {
+				t.Errorf("%s %s prunes its own objects: %v", f, crd.Spec.Versions[i].Name, got)
+			}
+		}
 	}
 }
 

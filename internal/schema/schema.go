@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"sort"
-	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -83,69 +82,6 @@ func stripDocs(node any) {
 				stripDocs(child)
 			}
 		}
-	}
-}
-
-// PrunedFields returns the fields that an object valid under from keeps but
-// that the API server would prune when the object is converted to the
-// version whose schema is to (for example with conversion strategy None).
-//
-// Paths are in kubectl's JSONPath style without braces: ".spec.url",
-// ".spec.items[*].name", ".spec.labels.*" for map values. The result is sorted.
-// A field is kept when to declares it in properties, when to has an
-// additionalProperties schema at that level, or when to sets
-// x-kubernetes-preserve-unknown-fields there; apiVersion, kind and metadata
-// at the root are never pruned. A nil to prunes nothing (no schema, no
-// pruning); a nil from yields nothing (nothing is known about the data).
-func PrunedFields(from, to *apiextensionsv1.JSONSchemaProps) []string {
-	if from == nil || to == nil {
-		return nil
-	}
-	var out []string
-	prune(from, to, "", true, &out)
-	sort.Strings(out)
-	return out
-}
-
-func prune(from, to *apiextensionsv1.JSONSchemaProps, path string, root bool, out *[]string) {
-	if from == nil || to == nil {
-		return
-	}
-	keepsUnknown := to.XPreserveUnknownFields != nil && *to.XPreserveUnknownFields
-	for _, name := range sortedKeys(from.Properties) {
-		if root && (name == "apiVersion" || name == "kind" || name == "metadata") {
-			continue
-		}
-		child := from.Properties[name]
-		childPath := path + "." + name
-		if strings.ContainsAny(name, ".[]* ") {
-			childPath = path + "['" + name + "']"
-		}
-		switch target, declared := to.Properties[name]; {
-		case declared:
-			prune(&child, &target, childPath, false, out)
-		case to.AdditionalProperties != nil && to.AdditionalProperties.Schema != nil:
-			prune(&child, to.AdditionalProperties.Schema, childPath, false, out)
-		case to.AdditionalProperties != nil && to.AdditionalProperties.Allows:
-			// additionalProperties: true keeps any value.
-		case keepsUnknown:
-			// x-kubernetes-preserve-unknown-fields keeps the whole subtree.
-		default:
-			*out = append(*out, childPath)
-		}
-	}
-	if from.AdditionalProperties != nil && from.AdditionalProperties.Schema != nil {
-		mapPath := path + ".*"
-		switch {
-		case to.AdditionalProperties != nil && to.AdditionalProperties.Schema != nil:
-			prune(from.AdditionalProperties.Schema, to.AdditionalProperties.Schema, mapPath, false, out)
-		case to.AdditionalProperties != nil && to.AdditionalProperties.Allows, keepsUnknown:
-		case len(to.Properties) == 0 && to.Type == "object":
-			*out = append(*out, mapPath)
-		}
-	}
-	if from.Items != nil && from.Items.Schema != nil && to.Items != nil && to.Items.Schema != nil {
-		prune(from.Items.Schema, to.Items.Schema, path+"[*]", false, out)
 	}
 }
 

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,11 +103,11 @@ type: object
 properties:
   spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `, ""},
-		{"additionalProperties true keeps values", `
+		{"additionalProperties true keeps scalar values but empties objects", `
 type: object
 properties:
   spec: {type: object, additionalProperties: true}
-`, ""},
+`, ".spec.containers[*].image .spec.containers[*].name .spec.labels.* .spec.raw.*"},
 		{"whole spec gone", `
 type: object
 properties:
@@ -125,6 +127,317 @@ properties:
 	}
 	if PrunedFields(nil, from) != nil || PrunedFields(from, nil) != nil {
 		t.Error("a nil schema must prune nothing")
+	}
+}
+
+// TestPruneClasses covers each way stored data reaches a path the new
+// schema prunes (B1 of the 2026-12-01 preflight holes: the walk over the
+// old schema's declared fields missed all but the first).
+func TestPruneClasses(t *testing.T) {
+	cases := []struct {
+		name, from, to string
+		want           string // paths and reasons, "path=Reason" joined by spaces
+	}{
+		{"preserve-unknown-fields at .spec, fixed properties in new; map to struct (the reproduction)", `
+type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-preserve-unknown-fields: true
+    properties:
+      replicas: {type: integer}
+      labels: {type: object, additionalProperties: {type: string}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      replicas: {type: integer}
+      labels: {type: object, properties: {team: {type: string}}}
+`, ".spec.*=PreserveUnknownFieldsRemoved .spec.labels.*=MapEntriesRemoved"},
+		{"preserve-unknown-fields at the root", `
+type: object
+x-kubernetes-preserve-unknown-fields: true
+`, `
+type: object
+properties:
+  spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, ".*=PreserveUnknownFieldsRemoved"},
+		{"preserve-unknown-fields two levels down and in list items", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      raw: {type: object, x-kubernetes-preserve-unknown-fields: true}
+      steps:
+        type: array
+        items: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {name: {type: string}}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      raw: {type: object, properties: {a: {type: string}}}
+      steps: {type: array, items: {type: object, properties: {name: {type: string}}}}
+`, // An unknown .spec.raw.a may be an object or a list of objects:
+			// the new string schema empties them.
+			".spec.raw.*=PreserveUnknownFieldsRemoved .spec.raw.a.*=UntypedValuesPruned .spec.raw.a[*].**=UntypedValuesPruned .spec.steps[*].*=PreserveUnknownFieldsRemoved"},
+		{"new keeps unknown fields but declares one of them as a struct", `
+type: object
+properties:
+  spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-preserve-unknown-fields: true
+    properties:
+      tpl: {type: object, properties: {a: {type: string}}}
+      items: {type: array, items: {type: object, properties: {b: {type: string}}}}
+`, // unknown data of any type at .spec.tpl and .spec.items: a null is
+			// pruned, and what does not fit the new structure
+			".spec.items=NullPruned .spec.items.*=UntypedValuesPruned .spec.items[*].*=UntypedValuesPruned .spec.items[*].b.*=UntypedValuesPruned .spec.items[*].b[*].**=UntypedValuesPruned .spec.items[*][*].**=UntypedValuesPruned .spec.tpl=NullPruned .spec.tpl.*=UntypedValuesPruned .spec.tpl.a.*=UntypedValuesPruned .spec.tpl.a[*].**=UntypedValuesPruned .spec.tpl[*].**=UntypedValuesPruned"},
+		{"preserve-unknown-fields kept below, nothing lost", `
+type: object
+properties:
+  spec: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: string}}}
+`, `
+type: object
+properties:
+  spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, ""},
+		{"a list of preserving objects keeps unknown fields in its items", `
+type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-preserve-unknown-fields: true
+    properties:
+      l: {type: array, items: {type: object, properties: {a: {type: string}}}}
+`, `
+type: object
+properties:
+  spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, ""},
+		{"map of objects to map of smaller objects, and map of objects to struct", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      m: {type: object, additionalProperties: {type: object, properties: {a: {type: string}, b: {type: string}}}}
+      o: {type: object, additionalProperties: {type: object, properties: {a: {type: string}}}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      m: {type: object, additionalProperties: {type: object, properties: {a: {type: string}}}}
+      o: {type: object, properties: {x: {type: object, properties: {a: {type: string}}}}}
+`, ".spec.m.*.b=FieldRemoved .spec.o.*=MapEntriesRemoved"},
+		{"map values that preserve unknown fields, read as a map of structs", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      m: {type: object, additionalProperties: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      m: {type: object, additionalProperties: {type: object, properties: {a: {type: string}}}}
+`, ".spec.m.*.*=PreserveUnknownFieldsRemoved .spec.m.*.a.*=UntypedValuesPruned .spec.m.*.a[*].**=UntypedValuesPruned"},
+		{"embedded resource no longer embedded", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      template: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {metadata: {type: object, properties: {name: {type: string}}}}}
+`, ".spec.template.metadata.*=EmbeddedResourceChanged"},
+		{"embedded resource to a plain struct", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      template: {type: object, x-kubernetes-embedded-resource: true, properties: {spec: {type: object}}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      template: {type: object, properties: {spec: {type: object}}}
+`, ".spec.template.apiVersion=EmbeddedResourceChanged .spec.template.kind=EmbeddedResourceChanged .spec.template.metadata=EmbeddedResourceChanged"},
+		{"embedded resource kept", `
+type: object
+properties:
+  spec: {type: object, properties: {t: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}}}
+`, `
+type: object
+properties:
+  spec: {type: object, properties: {t: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}}}
+`, ""},
+		{"int-or-string widened, narrowed, and an object read as int-or-string", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      port: {x-kubernetes-int-or-string: true}
+      size: {type: integer}
+      target: {type: object, properties: {a: {type: string}, b: {type: string}}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      port: {type: object, properties: {a: {type: string}}}
+      size: {x-kubernetes-int-or-string: true}
+      target: {x-kubernetes-int-or-string: true}
+`, ".spec.target.a=FieldRemoved .spec.target.b=FieldRemoved"},
+		{"nullable removed, with and without a default", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      a: {type: string, nullable: true}
+      b: {type: string, nullable: true}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      a: {type: string}
+      b: {type: string, default: x}
+`, ".spec.a=NullPruned"},
+		{"a type change of a scalar prunes nothing", `
+type: object
+properties:
+  spec: {type: object, properties: {a: {type: string}}}
+`, `
+type: object
+properties:
+  spec: {type: object, properties: {a: {type: object, properties: {b: {type: string}}}}}
+`, ""},
+		{"anyOf and allOf do not keep fields", `
+type: object
+properties:
+  spec: {type: object, properties: {a: {type: string}, b: {type: string}}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties: {a: {type: string}}
+    anyOf: [{required: [a]}, {required: [b]}]
+    allOf: [{properties: {a: {minLength: 1}}}]
+`, ".spec.b=FieldRemoved"},
+		{"lists of maps of objects", `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      l:
+        type: array
+        items: {type: object, additionalProperties: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: string}}}}
+`, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      l:
+        type: array
+        items: {type: object, additionalProperties: {type: object, properties: {a: {type: string}}}}
+`, ".spec.l[*].*.*=PreserveUnknownFieldsRemoved"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, p := range Prune(parse(t, tc.from), parse(t, tc.to)) {
+				got = append(got, p.Path+"="+string(p.Reason))
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("Prune =\n  %s\nwant\n  %s", g, tc.want)
+			}
+			// What a schema stored, it keeps: the API server prunes
+			// on every write as on reads.
+			for _, y := range []string{tc.from, tc.to} {
+				if got := Prune(parse(t, y), parse(t, y)); len(got) != 0 {
+					t.Errorf("a schema prunes its own objects: %v", got)
+				}
+			}
+		})
+	}
+}
+
+// TestPruneBySameSchemaIsEmpty: for every schema of the repository's CRD
+// corpus, what it stored it keeps.
+func TestPruneBySameSchemaIsEmpty(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/crds/*/*/*/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs under testdata/crds: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for i := range crd.Spec.Versions {
+			s := Of(&crd.Spec.Versions[i])
+			if got := Prune(s, s); len(got) != 0 {
+				t.Errorf("%s %s prunes its own objects: %v", f, crd.Spec.Versions[i].Name, got)
+			}
+		}
+	}
+}
+
+func TestCovers(t *testing.T) {
+	cases := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{".spec.*", ".spec.image", true},
+		{".spec.*", ".spec.extra.deep", false},
+		{".spec.labels.*", ".spec.labels['app.kubernetes.io/name']", true},
+		{".spec.l[*].*.b", ".spec.l[3].x.b", true},
+		{".spec.l[*].*.b", ".spec.l.x.b", false},
+		{".spec.*", ".spec[0]", false},
+		{".spec['*']", ".spec.a", false},
+		{".spec['dotted.name']", ".spec['dotted.name']", true},
+		{".spec.a", ".spec.b", false},
+		{".spec.l[*].**", ".spec.l[1][0].x", true},
+		{".spec.l[*].**", ".spec.l[1]", false},
+	}
+	for _, tc := range cases {
+		if got := Covers(tc.pattern, tc.path); got != tc.want {
+			t.Errorf("Covers(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
+		}
 	}
 }
 

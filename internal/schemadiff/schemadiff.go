@@ -131,6 +131,7 @@ func Schemas(old, new *apiextensionsv1.JSONSchemaProps) []Finding {
 			Message: "the new version has no schema: nothing is pruned or validated"})
 	default:
 		compare(old, new, "", true, &out)
+		out = withPruned(out, old, new)
 	}
 	for i, f := range out {
 		// A controller owns status and rewrites it whole: what it wrote
@@ -141,6 +142,51 @@ func Schemas(old, new *apiextensionsv1.JSONSchemaProps) []Finding {
 		}
 	}
 	Sort(out)
+	return out
+}
+
+// withPruned adds to the findings of compare one error for each path of
+// schema.Prune(old, new): what the API server drops is decided by one rule,
+// the same for diff and check-upgrade as for the preflights of add-version,
+// promote-storage, migrate and status. A NullableRemoved warning of compare
+// gives way to the error at the same path.
+func withPruned(out []Finding, old, new *apiextensionsv1.JSONSchemaProps) []Finding {
+	pruned := schema.Prune(old, new)
+	nulls := map[string]bool{}
+	for _, p := range pruned {
+		if p.Reason == schema.ReasonNull {
+			nulls[p.Path] = true
+		}
+	}
+	kept := out[:0]
+	for _, f := range out {
+		if !(f.Code == CodeNullableRemoved && nulls[f.Path]) {
+			kept = append(kept, f)
+		}
+	}
+	out = kept
+	for _, p := range pruned {
+		f := Finding{Code: CodeFieldRemoved, Severity: lifecycle.SeverityError, Path: p.Path}
+		switch p.Reason {
+		case schema.ReasonUndeclared:
+			f.Message = "field removed: stored values are pruned when objects are read or written through this schema"
+		case schema.ReasonMapEntries:
+			f.Message = "additionalProperties removed: stored map entries (other than declared properties) are pruned"
+		case schema.ReasonEmbeddedResource:
+			f.Message = "x-kubernetes-embedded-resource changed: the embedded resource's apiVersion, kind or metadata stored here is pruned (or coerced to ObjectMeta); where a stored apiVersion or kind is not a string, or metadata not an ObjectMeta, the API server cannot read the object at all"
+		case schema.ReasonNull:
+			f.Code = CodeNullableRemoved
+			f.Message = "stored null values are pruned (the field is not nullable and has no default)"
+		case schema.ReasonUntyped:
+			f.Code = CodePreserveUnknownFieldsRemoved
+			f.Message = "values stored without a schema (kept by x-kubernetes-preserve-unknown-fields) are pruned where they do not fit the new declaration of the field"
+		default: // schema.ReasonUnknown, at path.*
+			f.Code = CodePreserveUnknownFieldsRemoved
+			f.Path = rootPath(strings.TrimSuffix(p.Path, ".*"))
+			f.Message = "x-kubernetes-preserve-unknown-fields removed: stored fields the schema does not declare are pruned"
+		}
+		out = append(out, f)
+	}
 	return out
 }
 
@@ -233,11 +279,9 @@ func compare(old, new *apiextensionsv1.JSONSchemaProps, path string, root bool, 
 
 	compareListMap(old, new, add)
 
-	oldKeeps, newKeeps := preserves(old), preserves(new)
-	switch {
-	case oldKeeps && !newKeeps:
-		add(CodePreserveUnknownFieldsRemoved, lifecycle.SeverityError, "x-kubernetes-preserve-unknown-fields removed: stored fields the schema does not declare are pruned")
-	case !oldKeeps && newKeeps:
+	// What is pruned (x-kubernetes-preserve-unknown-fields removed among
+	// others) is pruneFindings', from schema.Prune.
+	if !preserves(old) && preserves(new) {
 		add(CodePreserveUnknownFieldsAdded, lifecycle.SeverityInfo, "x-kubernetes-preserve-unknown-fields added: fields the schema does not declare are kept now")
 	}
 
@@ -578,10 +622,8 @@ func compareProperties(old, new *apiextensionsv1.JSONSchemaProps, path string, r
 		case new.AdditionalProperties != nil && new.AdditionalProperties.Allows, preserves(new):
 			*out = append(*out, Finding{Code: CodeFieldRemoved, Severity: lifecycle.SeverityInfo, Path: cp,
 				Message: "no longer declared, but kept (additionalProperties or x-kubernetes-preserve-unknown-fields): no validation or defaulting applies to it"})
-		default:
-			*out = append(*out, Finding{Code: CodeFieldRemoved, Severity: lifecycle.SeverityError, Path: cp,
-				Message: "field removed: stored values are pruned when objects are read or written through this schema"})
 		}
+		// A field that is not kept is pruneFindings'.
 	}
 	for _, name := range sortedKeys(new.Properties) {
 		if _, ok := old.Properties[name]; ok || (root && (name == "apiVersion" || name == "kind" || name == "metadata")) {
@@ -598,9 +640,8 @@ func compareAdditional(old, new *apiextensionsv1.JSONSchemaProps, path string, o
 	switch {
 	case oldSchema != nil && newSchema != nil:
 		compare(oldSchema, newSchema, mapPath, false, out)
-	case oldEntries && !newEntries && !preserves(new):
-		*out = append(*out, Finding{Code: CodeFieldRemoved, Severity: lifecycle.SeverityError, Path: mapPath,
-			Message: "additionalProperties removed: stored map entries (other than declared properties) are pruned"})
+	case oldEntries && !newEntries:
+		// Map entries that are pruned are pruneFindings'.
 	case !oldEntries && newEntries && !preserves(old):
 		*out = append(*out, Finding{Code: CodeFieldAdded, Severity: lifecycle.SeverityInfo, Path: mapPath, Message: "map entries (additionalProperties) accepted now"})
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
 func parse(t *testing.T, y string) *apiextensionsv1.JSONSchemaProps {
@@ -71,7 +72,9 @@ var propertyCases = []struct {
 		spec("type: object\nproperties:\n  a: {type: string}\n  b: {type: string}"),
 		spec("type: object\nx-kubernetes-preserve-unknown-fields: true\nproperties:\n  a: {type: string}"),
 		[]string{"FieldRemoved info .spec.b", "PreserveUnknownFieldsAdded info .spec"},
-		[]string{"FieldAdded info .spec.b", "PreserveUnknownFieldsRemoved error .spec"}},
+		// an unknown .spec.b may be an object, or a list of objects: the
+		// new string schema empties them
+		[]string{"FieldAdded info .spec.b", "PreserveUnknownFieldsRemoved error .spec", "PreserveUnknownFieldsRemoved error .spec.b.*", "PreserveUnknownFieldsRemoved error .spec.b[*].**"}},
 	{"type changed",
 		spec("type: object\nproperties:\n  a: {type: string}"),
 		spec("type: object\nproperties:\n  a: {type: integer}"),
@@ -143,7 +146,7 @@ var propertyCases = []struct {
 	{"nullable removed",
 		spec("type: object\nproperties:\n  a: {type: string, nullable: true}"),
 		spec("type: object\nproperties:\n  a: {type: string}"),
-		[]string{"NullableRemoved warning .spec.a"}, []string{"NullableAdded info .spec.a"}},
+		[]string{"NullableRemoved error .spec.a"}, []string{"NullableAdded info .spec.a"}},
 	{"list type atomic to set",
 		spec("type: object\nproperties:\n  a: {type: array, items: {type: string}}"),
 		spec("type: object\nproperties:\n  a: {type: array, x-kubernetes-list-type: set, items: {type: string}}"),
@@ -171,7 +174,10 @@ var propertyCases = []struct {
 	{"another keyword changed",
 		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-preserve-unknown-fields: true}"),
 		spec("type: object\nproperties:\n  a: {type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}"),
-		[]string{"SchemaChanged warning .spec.a"}, []string{"SchemaChanged warning .spec.a"}},
+		// Unknown fields named apiVersion, kind and metadata may hold
+		// anything; an embedded resource keeps only strings and ObjectMeta.
+		[]string{"SchemaChanged warning .spec.a", "FieldRemoved error .spec.a.apiVersion", "FieldRemoved error .spec.a.kind", "FieldRemoved error .spec.a.metadata", "FieldRemoved error .spec.a.metadata.*"},
+		[]string{"SchemaChanged warning .spec.a"}},
 	{"map values removed",
 		spec("type: object\nproperties:\n  labels: {type: object, additionalProperties: {type: string}}"),
 		spec("type: object\nproperties:\n  labels: {type: object}"),
@@ -380,5 +386,36 @@ func TestVersions(t *testing.T) {
 	}
 	if _, err := Versions(c, "v2", "v9"); err == nil || !strings.Contains(err.Error(), "has no version v9 (it has v1, v2)") {
 		t.Errorf("missing version: %v", err)
+	}
+}
+
+// TestPruningIsSchemaPrune keeps diff and the preflights on one rule: the
+// pruning errors of Schemas are exactly the paths of schema.Prune (a
+// preserve-unknown-fields wildcard ".spec.*" reported at ".spec").
+func TestPruningIsSchemaPrune(t *testing.T) {
+	for _, tc := range propertyCases {
+		for _, dir := range [][2]string{{tc.old, tc.new}, {tc.new, tc.old}} {
+			old, new := parse(t, dir[0]), parse(t, dir[1])
+			var want []string
+			for _, p := range schema.Prune(old, new) {
+				path := p.Path
+				if p.Reason == schema.ReasonUnknown {
+					path = rootPath(strings.TrimSuffix(path, ".*"))
+				}
+				want = append(want, path)
+			}
+			var got []string
+			for _, f := range Schemas(old, new) {
+				pruning := f.Code == CodePreserveUnknownFieldsRemoved || f.Code == CodeNullableRemoved || f.Code == CodeFieldRemoved
+				if pruning && (f.Severity == lifecycle.SeverityError || strings.HasSuffix(f.Message, "rewrites)")) {
+					got = append(got, f.Path)
+				}
+			}
+			sort.Strings(want)
+			sort.Strings(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: pruning findings %q, schema.Prune %q", tc.name, got, want)
+			}
+		}
 	}
 }

@@ -85,7 +85,7 @@ func TestFaultPermissionPreflight(t *testing.T) {
 	// retire needs patch on the objects to clean their managedFields: the
 	// refusal comes before v1 is unserved.
 	refused(t, c, name, []string{"refusing to retire v1 of", "patch crontabs.perm.example.com (to rewrite managedFields)"},
-		"retire", name, "v1", "--usage-window=0", "--clean-managed-fields", "--as", "perm-no-patch")
+		"retire", name, "v1", "--skip-usage-check", "--clean-managed-fields", "--as", "perm-no-patch")
 	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {
 		t.Error("v1 was unserved before the refusal")
 	}

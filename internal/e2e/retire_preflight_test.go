@@ -110,7 +110,7 @@ func unserveVersion(v string) func(*apiextensionsv1.CustomResourceDefinition) {
 // --dry-run=client does not ask.
 func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 	c := newClients(t)
-	args := []string{"--usage-window=0", "--clean-managed-fields"}
+	args := []string{"--usage-window=1s", "--clean-managed-fields"}
 
 	t.Run("removal refused", func(t *testing.T) {
 		crd := advance(t, c, "asks-remove.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
@@ -225,7 +225,7 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 	denyCRDEdit(t, c, name, neverRemoved, neverRemovedMsg, removeVersion("v2"))
 	setStorage(t, c, name, "v2") // S2: objects at v1, storedVersions [v1, v2]
 
-	r := plugin(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=0", "-o", "json")
+	r := plugin(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "-o", "json")
 	if r.err == nil {
 		t.Fatalf("retire succeeded although the removal is refused:\n%s", r.stdout)
 	}
@@ -261,7 +261,7 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "records.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS3)
 	name := crd.Name
-	r := mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=0", "-o", "json")
+	r := mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "-o", "json")
 	var rep struct {
 		Outcome string `json:"outcome"`
 		Steps   []struct {
@@ -305,7 +305,7 @@ func TestRetireStorageVersionRefusedAtOnce(t *testing.T) {
 	start := time.Now()
 	r := refused(t, c, name, []string{"stopped at step 2", "v1 is the storage version"}, "retire", name, "v1", "--usage-window=5s", "-o", "json")
 	t.Logf("refused in %s", time.Since(start).Round(time.Millisecond))
-	if strings.Contains(r.stderr, "Measuring client requests") || strings.Contains(r.stdout, `"usage"`) {
+	if strings.Contains(r.stderr, "Measuring the client usage") || strings.Contains(r.stdout, `"usage"`) {
 		t.Errorf("client usage was measured before a refusal the CRD alone shows:\n%s\n%s", r.stderr, r.stdout)
 	}
 }

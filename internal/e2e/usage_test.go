@@ -229,8 +229,8 @@ func mustContain(t *testing.T, what string, text string, wants ...string) {
 
 // TestUsageHAClientOfSecondInstance is the opening scenario of issue 18: a
 // client lists v1beta1 through the second instance while the check runs
-// through the first. The old single-endpoint read passes; the layer reads
-// both instances and sees the client.
+// through the first: the layer reads both instances and sees the client
+// (the commands' side is TestUsageHACommandsClientOfSecondInstance).
 func TestUsageHAClientOfSecondInstance(t *testing.T) {
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "ha-second.usage.example.com")
@@ -251,15 +251,6 @@ func TestUsageHAClientOfSecondInstance(t *testing.T) {
 			}
 		}
 	})
-
-	// Before: the kubeconfig's server alone (what unserve read until now).
-	old, err := c.ClientUsage(ctx, gvr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if old.Verdict != usage.NotInUse || old.APIServers != 2 {
-		t.Errorf("the single-endpoint read: verdict %s with %d API servers, want NotInUse with 2 (the hole of issue 18)", old.Verdict, old.APIServers)
-	}
 
 	a := measure(t, usage.Sources{Cluster: c}, gvr, 2*time.Second)
 	if a.Verdict != usage.InUse {
@@ -405,6 +396,18 @@ func TestUsagePrometheusCatchesStoppedClient(t *testing.T) {
 	mustContain(t, "evidence", strings.Join(a.Evidence(), "\n"), "2 API server target(s) scraped every 2", h.Instances[0].Address, h.Instances[1].Address)
 	if b := as[alpha]; b.Verdict != usage.InUse || source(b, usage.SourcePrometheus).Requests["GET"] != 1 {
 		t.Errorf("v1alpha1 (one GET, a new series): %s %v, want InUse with GET 1", b.Verdict, source(b, usage.SourcePrometheus).Requests)
+	}
+
+	// The same through the commands: unserve and retire refuse, the CRD
+	// unchanged.
+	name := gvr.Resource + "." + gvr.Group
+	hc := haClients(h)
+	refusesAt(t, hc, h.Kubeconfig, []string{name}, []string{"clients still use prom-stopped.usage.example.com/v1beta1 crontabs (seen by: Prometheus " + usageFx.prom.URL, "LIST 5"},
+		"unserve", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", window.String())
+	refusesAt(t, hc, h.Kubeconfig, []string{name}, []string{"stopped at step 1", "clients still use prom-stopped.usage.example.com/v1beta1 crontabs"},
+		"retire", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", window.String(), "--migrate", "--clean-managed-fields")
+	if !servedOn(t, hc, name, "v1beta1") {
+		t.Fatal("v1beta1 is no longer served")
 	}
 
 	// Two reads of /metrics now do not see a client that stopped before.

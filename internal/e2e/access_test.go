@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -91,5 +92,8 @@ func TestFaultPermissionPreflight(t *testing.T) {
 	}
 	// Without /metrics the usage check is unknown: retire is blocked, and
 	// says how to go on.
-	refused(t, c, name, []string{"stopped at step 1", "--skip-usage-check"}, "retire", name, "v1", "--usage-window=0", "--as", "perm-no-status")
+	r := refused(t, c, name, []string{"stopped at step 1", "is unknown"}, "retire", name, "v1", "--usage-window=0", "--as", "perm-no-status")
+	if !strings.Contains(r.stdout, "way out: ") || !strings.Contains(r.stdout, "--skip-usage-check") {
+		t.Errorf("retire does not name the ways out:\n%s", r.stdout)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -158,6 +159,7 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			}
 			crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 3, tc.state)
 			user := grant(t, c, role, "test")
+			writesSettled(t, c, crd, time.Second) // the client-usage checks of unserve and retire
 			for _, args := range tc.runs {
 				args = slices.Clone(args)
 				if args[0] == "check-upgrade" { // the release is the CRD as installed

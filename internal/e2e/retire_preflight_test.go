@@ -261,6 +261,7 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "records.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS3)
 	name := crd.Name
+	writesSettled(t, c, crd, time.Second)
 	r := mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "-o", "json")
 	var rep struct {
 		Outcome string `json:"outcome"`
@@ -279,7 +280,7 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 		step[s.ID+" did"] = strings.Join(s.Did, " | ")
 	}
 	for key, want := range map[string]string{
-		"ClientsMoved checked":       "client usage measured from the API server's metrics: NotInUse",
+		"ClientsMoved checked":       "client usage: no client of records.example.com/v1 crontabs seen in the last 1s (/metrics of 1 API server instance(s) and managedFields of crontabs)",
 		"Unserved checked":           "the API server accepts the write (server-side dry run)",
 		"Unserved did":               "set served: false on v1",
 		"StorageMoved checked":       "done: the storage version is v2",

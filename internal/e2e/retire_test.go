@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -343,6 +344,7 @@ func TestRetireResume(t *testing.T) {
 		t.Run(string(state), func(t *testing.T) {
 			crd := advance(t, c, "resume-"+strings.ToLower(string(state))+".example.com", apiextensionsv1.NamespaceScoped, 4, state)
 			name := crd.Name
+			writesSettled(t, c, crd, time.Second)
 			if state != lifecycle.StateS6 {
 				plan := plugin(t, append([]string{"retire", name, "v1", "--dry-run", "-o", "json"}, args...)...)
 				var rep report.Retire
@@ -369,6 +371,7 @@ func TestRetireResume(t *testing.T) {
 		refused(t, c, name, []string{"stopped at step 2", "v1 is the storage version", "promote-storage " + name + " v2"}, append([]string{"retire", name, "v1"}, args...)...)
 		refused(t, c, name, []string{"has no version v9"}, "retire", name, "v9")
 		setStorage(t, c, name, "v2")
+		writesSettled(t, c, crd, time.Second)
 		refused(t, c, name, []string{"stopped at step 4", "--migrate"}, "retire", name, "v1", "--usage-window=1s", "--clean-managed-fields")
 		r := refused(t, c, name, []string{"stopped at step 5"}, "retire", name, "v1", "--usage-window=1s", "--migrate")
 		if !strings.Contains(r.stdout, "4. TO DO") {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -193,4 +194,28 @@ func TestUsageAuditLogNamedByCommands(t *testing.T) {
 	if !found {
 		t.Errorf("doctor -o json does not name alice:\n%s", js.stdout)
 	}
+}
+
+// writesSettled waits until the newest managedFields entry of crd's
+// objects is older than window (and the second the entries are rounded
+// to), so that a client-usage check over window does not count the
+// test's own setup writes as a client's. It lists the objects once,
+// before the wait, so that its own request is outside the window too.
+func writesSettled(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, window time.Duration) {
+	t.Helper()
+	list, err := c.dyn.Resource(gvr(crd, lifecycle.StorageVersion(crd))).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, o := range list.Items {
+		for _, e := range o.GetManagedFields() {
+			if e.Time != nil && e.Time.After(last) {
+				last = e.Time.Time
+			}
+		}
+	}
+	waitUntil(t, window+time.Minute, "the setup's writes are older than "+window.String(), func() bool {
+		return time.Since(last) > window+time.Second
+	})
 }

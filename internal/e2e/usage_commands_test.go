@@ -115,8 +115,10 @@ func TestUsageHACommandsSecondInstanceUnreadable(t *testing.T) {
 	}
 	want := []string{"whether clients still use cmd-unread.usage.example.com/v1beta1 crontabs is unknown",
 		h.Instances[1].Address + ": its /metrics cannot be read", "--prometheus-url", "--prometheus-service", "--skip-usage-check"}
-	refusesAt(t, c, kc, []string{name}, want, "unserve", name, "v1beta1", "--usage-window=1s")
-	refusesAt(t, c, kc, []string{name}, append(want[:2:2], "stopped at step 1"), "retire", name, "v1beta1", "--usage-window=1s", "--migrate", "--clean-managed-fields")
+	r := refusesAt(t, c, kc, []string{name}, want, "unserve", name, "v1beta1", "--usage-window=1s")
+	t.Logf("unserve:\n%s%s", r.stdout, r.stderr)
+	r = refusesAt(t, c, kc, []string{name}, append(want[:2:2], "stopped at step 1"), "retire", name, "v1beta1", "--usage-window=1s", "--migrate", "--clean-managed-fields")
+	t.Logf("retire:\n%s%s", r.stdout, r.stderr)
 	if !servedOn(t, c, name, "v1beta1") {
 		t.Fatal("v1beta1 is no longer served")
 	}

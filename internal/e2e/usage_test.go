@@ -429,6 +429,14 @@ func TestUsagePrometheusInstanceMissing(t *testing.T) {
 		t.Fatalf("verdict %s, want Unknown", a.Verdict)
 	}
 	mustContain(t, "message", a.Message(), "Prometheus does not scrape", h.Instances[1].Address)
+
+	// unserve through that Prometheus: unknown, refused, nothing changed.
+	name := gvr.Resource + "." + gvr.Group
+	refusesAt(t, haClients(h), h.Kubeconfig, []string{name}, []string{"whether clients still use prom-missing.usage.example.com/v1beta1 crontabs is unknown", "Prometheus does not scrape", h.Instances[1].Address, "--skip-usage-check"},
+		"unserve", name, "v1beta1", "--prometheus-url", usageFx.promPartial.URL, "--usage-window", window.String())
+	if !servedOn(t, haClients(h), name, "v1beta1") {
+		t.Fatal("v1beta1 is no longer served")
+	}
 }
 
 // TestUsagePrometheusBadInput: each problem of the Prometheus source is an

@@ -3,16 +3,24 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -220,4 +228,84 @@ func writesSettled(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceD
 	waitUntil(t, window+time.Minute, "the setup's writes are older than "+window.String(), func() bool {
 		return time.Since(last) > window+time.Second
 	})
+}
+
+// TestUsagePrometheusThroughServiceProxy: --prometheus-service reaches
+// the Prometheus that scrapes both instances through the API server's
+// service proxy (a Service without selector in front of it, its
+// EndpointSlice and pod written by hand: no controller runs here), and
+// unserve refuses on the requests it counted through the second instance.
+func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
+	h := haControlPlane(t)
+	gvr := usageCRD(t, h, "prom-proxy.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	c := haClients(h)
+	ctx := context.Background()
+	const ns, svc = "monitoring", "prometheus"
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The service proxy sends only to endpoints whose target is a pod
+	// with the address: a pod object stands for Prometheus (nothing runs
+	// it; its status is written by hand).
+	if _, err := c.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod, err := c.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: svc},
+		Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.PodIP, pod.Status.PodIPs = usageFx.prom.Host, []corev1.PodIP{{IP: usageFx.prom.Host}}
+	if _, err := c.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	target := &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: svc}
+	port := int32(usageFx.prom.Port)
+	service := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9090, TargetPort: intstr.FromInt32(port)}}}}
+	if _, err := c.kube.CoreV1().Services(ns).Create(ctx, service, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{usageFx.prom.Host}, TargetRef: target, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(""), Port: ptr.To(port)}}}
+	if _, err := c.kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	window := time.Minute
+	waitPrometheusCovers(t, window)
+	listAs(t, h, h.Instances[1], gvr, 3)
+	// The counter of a new series shows up at the next scrape of both.
+	waitUntil(t, time.Minute, "Prometheus scraped the requests", func() bool {
+		return promHasRequests(t, gvr)
+	})
+	if body, err := c.kube.CoreV1().Services(ns).ProxyGet("", svc, "", "/api/v1/query", map[string]string{"query": "up"}).DoRaw(ctx); err != nil {
+		t.Fatalf("the service proxy does not reach Prometheus: %v %.300s", err, body)
+	}
+	r := refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"clients still use prom-proxy.usage.example.com/v1beta1 crontabs (seen by: Prometheus service monitoring/prometheus", "LIST 3"},
+		"unserve", name, "v1beta1", "--prometheus-service", ns+"/"+svc, "--usage-window", window.String())
+	t.Logf("unserve:\n%s%s", r.stdout, r.stderr)
+	if !servedOn(t, c, name, "v1beta1") {
+		t.Fatal("v1beta1 is no longer served")
+	}
+}
+
+// promHasRequests reports whether the fixture's Prometheus has a sample
+// of requests to gvr.
+func promHasRequests(t *testing.T, gvr schema.GroupVersionResource) bool {
+	t.Helper()
+	q := fmt.Sprintf(`apiserver_request_total{group=%q,version=%q,resource=%q}`, gvr.Group, gvr.Version, gvr.Resource)
+	resp, err := http.Get(usageFx.prom.URL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	return json.NewDecoder(resp.Body).Decode(&body) == nil && len(body.Data.Result) > 0
 }

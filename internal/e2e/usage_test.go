@@ -91,7 +91,9 @@ func haControlPlane(t *testing.T) *apiserver.HA {
 		for _, in := range h.Instances {
 			targets = append(targets, in.Address)
 		}
-		popts := apiserver.PrometheusOptions{Targets: targets, BearerToken: apiserver.AdminToken, CAFile: h.CAFile}
+		// Listening at HostIP, where the instances reach it: the service
+		// proxy test puts a Service in front of it.
+		popts := apiserver.PrometheusOptions{Targets: targets, BearerToken: apiserver.AdminToken, CAFile: h.CAFile, ListenHost: h.HostIP}
 		if log != nil {
 			popts.Log = log
 		}

@@ -26,7 +26,7 @@ import (
 type fake struct {
 	calls   []string
 	objects *cluster.ObjectsCheck
-	usage   usage.Report
+	usage   usage.Verdict
 	missing []access.Need
 	written *apiextensionsv1.CustomResourceDefinition
 }
@@ -41,10 +41,16 @@ func (f *fake) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResource
 	return f.objects, nil
 }
 
-func (f *fake) ClientUsage(_ context.Context, gvr schema.GroupVersionResource, _ time.Duration) (usage.Report, error) {
-	f.calls = append(f.calls, "usage@"+gvr.Version)
-	return f.usage, nil
+func (f *fake) Measure(_ context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error) {
+	out := usage.Assessments{}
+	for _, gvr := range targets {
+		f.calls = append(f.calls, "usage@"+gvr.Version)
+		out[gvr] = usage.Assessment{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Verdict: f.usage}
+	}
+	return out, nil
 }
+
+func (f *fake) Describe() string { return "the fake's sources" }
 
 func (f *fake) Missing(context.Context, []access.Need) ([]access.Need, bool) {
 	f.calls = append(f.calls, "access")
@@ -137,7 +143,7 @@ func TestSetServedMeasuresOnlyToUnserve(t *testing.T) {
 			if tc.served {
 				in.Spec.Versions[1].Served = false
 			}
-			f := &fake{usage: usage.Report{Verdict: tc.verdict}}
+			f := &fake{usage: tc.verdict}
 			r, err := SetServed(context.Background(), f, &Target{CRD: in, Live: in}, "v2", tc.served, UsageOptions{Skip: tc.skip})
 			if err != nil {
 				t.Fatal(err)

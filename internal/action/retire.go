@@ -18,14 +18,15 @@ import (
 
 // Retire is retire.Cluster over a cluster.Client: the CRD's reads and writes
 // (pinned to the resourceVersion read; server-side dry runs on the same
-// path), client usage from the API server's /metrics, the managedFields
-// listing and clean-up, SelfSubjectAccessReviews, and the client migrate
-// engine.
+// path), client usage from every source of Usage, the managedFields
+// listing (shared with Usage's managedFields source) and clean-up,
+// SelfSubjectAccessReviews, and the client migrate engine.
 type Retire struct {
 	Client *cluster.Client
-	// UsageWindow is how long ClientUsage watches the metrics (0: one
-	// sample).
-	UsageWindow time.Duration
+	// Usage measures client usage (preflight.Usage); ManagedFields is its
+	// managedFields source, whose scan StaleManagedFields reuses.
+	Usage         UsageMeasurer
+	ManagedFields *cluster.ManagedFieldsSource
 	// Engine are the migrate engine's options (page size, writes in
 	// flight, retries, field manager); DryRun and Progress are set per
 	// migration. ChunkSize also pages the managedFields listing,
@@ -36,6 +37,8 @@ type Retire struct {
 	// that ends the display. Server-side dry runs of the migration show
 	// none.
 	Progress func(crd string) (update func(migrate.Progress), stop func())
+
+	scanUsed bool
 }
 
 var _ retire.Cluster = (*Retire)(nil)
@@ -83,24 +86,31 @@ func (r *Retire) WaitServed(ctx context.Context, name string) error {
 	return r.Client.WaitServed(ctx, name, 30*time.Second)
 }
 
-// ClientUsage measures the use of version of crd from the API server's
-// /metrics over UsageWindow; a *cluster.MetricsError becomes a
-// *retire.UnmeasurableError.
-func (r *Retire) ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.Report, error) {
-	rep, err := r.Client.ClientUsage(ctx, cluster.GVR(crd, version), r.UsageWindow)
-	var unreadable *cluster.MetricsError
-	switch {
-	case errors.As(err, &unreadable):
-		return nil, &retire.UnmeasurableError{Err: err}
-	case err != nil:
+// ClientUsage assesses the use of version of crd from every source of
+// Usage.
+func (r *Retire) ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.Assessment, error) {
+	gvr := cluster.GVR(crd, version)
+	as, err := r.Usage.Measure(ctx, gvr)
+	if err != nil {
 		return nil, err
 	}
-	return &rep, nil
+	a := as[gvr]
+	return &a, nil
 }
 
 // StaleManagedFields lists, Engine.ChunkSize per page, the objects whose
-// managedFields name version.
+// managedFields name version: those of the client-usage check's scan when
+// it made one (one list per run; the first look only), else a list of
+// their own.
 func (r *Retire) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) ([]retire.ObjectRef, error) {
+	if r.ManagedFields != nil && !r.scanUsed {
+		r.scanUsed = true // a later look (after the clean-up) lists again
+		if scan := r.ManagedFields.Scanned(crd.Name); scan != nil {
+			if stale, ok := scan.Stale[version]; ok {
+				return stale, nil
+			}
+		}
+	}
 	return r.Client.StaleManagedFields(ctx, crd, version, r.Engine.ChunkSize)
 }
 

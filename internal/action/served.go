@@ -2,8 +2,6 @@ package action
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -14,29 +12,31 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
-// UsageReader measures how clients use a group/version/resource.
-type UsageReader interface {
-	// ClientUsage measures requests to gvr over window (see
-	// cluster.Client.ClientUsage); a *cluster.MetricsError when the
-	// metrics cannot be read.
-	ClientUsage(ctx context.Context, gvr schema.GroupVersionResource, window time.Duration) (usage.Report, error)
+// UsageMeasurer measures how clients use versions (preflight.Usage).
+type UsageMeasurer interface {
+	// Measure assesses each of targets from every source; an error is
+	// one line (an audit log that is not one, the end of ctx).
+	Measure(ctx context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error)
+	// Describe names the sources, for the line printed before.
+	Describe() string
 }
 
 // UsageOptions are the inputs of the client-usage check.
 type UsageOptions struct {
-	// Window is how long requests are counted.
-	Window time.Duration
 	// Skip skips the check (--skip-usage-check); the output records it.
 	Skip bool
-	// Measuring, when set, is called before a measurement that takes Window.
-	Measuring func(groupVersion string, window time.Duration)
+	// Measuring, when set, is called before the measurement with the
+	// group/version and the sources (UsageMeasurer.Describe).
+	Measuring func(groupVersion, sources string)
 }
 
 // SetServed is the preflight of serving (served) or unserving a version of
 // the target: the rules of edit.SetServed and, to unserve, the check that
-// no client requests the version (the API server's metrics over
-// u.Window). c may be nil (manifest mode without a cluster).
-func SetServed(ctx context.Context, c UsageReader, t *Target, version string, served bool, u UsageOptions) (*edit.Result, error) {
+// no client uses the version, from every source of m (every API server
+// instance's /metrics or Prometheus, managedFields, audit logs). m may be
+// nil (manifest mode without a cluster). The check's details carry the
+// evidence.
+func SetServed(ctx context.Context, m UsageMeasurer, t *Target, version string, served bool, u UsageOptions) (*edit.Result, error) {
 	r := edit.SetServed(t.CRD, version, served)
 	if served || r.NoOp || len(r.Checks.Failed()) > 0 {
 		return r, nil
@@ -46,23 +46,19 @@ func SetServed(ctx context.Context, c UsageReader, t *Target, version string, se
 	case u.Skip:
 		r.Checks = append(r.Checks, preflight.ClientUsageSkipped(gv))
 		return r, nil
-	case c == nil || !t.live():
+	case m == nil || !t.live():
 		r.Checks = append(r.Checks, edit.Check{Name: preflight.CheckClientUsage, Outcome: edit.Skip, Message: "client usage of " + gv + " not checked: " + t.LiveSkip})
 		return r, nil
 	}
 	if u.Measuring != nil {
-		u.Measuring(gv, u.Window)
+		u.Measuring(gv, m.Describe())
 	}
-	rep, err := c.ClientUsage(ctx, cluster.GVR(t.CRD, version), u.Window)
-	var me *cluster.MetricsError
-	switch {
-	case errors.As(err, &me):
-		r.Checks = append(r.Checks, preflight.ClientUsageUnmeasured(gv, me))
-	case err != nil:
+	gvr := cluster.GVR(t.CRD, version)
+	as, err := m.Measure(ctx, gvr)
+	if err != nil {
 		return nil, err
-	default:
-		r.Checks = append(r.Checks, preflight.ClientUsage(rep, gv))
 	}
+	r.Checks = append(r.Checks, preflight.ClientUsage(as[gvr]))
 	return r, nil
 }
 

@@ -39,16 +39,21 @@ var doctorLong = templates.LongDesc(`
 	port with a ready endpoint and, when an endpoint is reachable from this
 	client, serve a certificate the caBundle verifies and convert),
 	status.storedVersions entries ready to trim (no object left that could be
-	stored at them), and deprecated versions that clients still use (from the
-	API server's metrics).
+	stored at them), and, per deprecated served version, whether clients
+	still use it and who: from every API server instance's /metrics (or
+	--prometheus-url / --prometheus-service), the objects' managedFields and
+	--audit-log files, with the sources each verdict rests on.
 
 	Cost: one CRD list, then per CRD a metadata-only object list (pages of
 	--chunk-size); one more per other served version when the first fails,
 	or when it lists objects that a conversion webhook converts; when the API
 	server's answer to a failed list does not name the objects that break
 	it, one list of their names and one read per object (at most 1000); two
-	reads for a Service-referenced webhook; one read of /metrics (two
-	--usage-window apart) when a CRD has a deprecated served version. The
+	reads for a Service-referenced webhook; when a CRD has a deprecated
+	served version, one list of the identity leases and of the kubernetes
+	Service's EndpointSlices and one read of each instance's /metrics (two,
+	--usage-window apart, for all CRDs at once; or Prometheus queries), and
+	one more metadata-only list of its objects for their managedFields. The
 	output states how many API requests were made. On a terminal, a long
 	list shows its progress on stderr.
 
@@ -102,8 +107,7 @@ type DoctorOptions struct {
 	All            bool
 	ChunkSize      int64
 	WebhookTimeout time.Duration
-	UsageWindow    time.Duration
-	SkipUsageCheck bool
+	Usage          preflight.UsageConfig
 	// Contexts are the kubeconfig contexts of a fleet run; empty for one
 	// cluster.
 	Contexts []string
@@ -150,7 +154,7 @@ func (fl *DoctorFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	}
 	o := &DoctorOptions{
 		Names: args, All: fl.All, ChunkSize: fl.ChunkSize, WebhookTimeout: fl.WebhookTimeout,
-		UsageWindow: fl.Usage.UsageWindow, SkipUsageCheck: fl.Usage.SkipUsageCheck,
+		Usage: fl.Usage.config(),
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams,
 	}
 	var err error
@@ -175,7 +179,7 @@ func (o *DoctorOptions) Validate() error {
 	if err := positiveDuration("--webhook-timeout", o.WebhookTimeout); err != nil {
 		return err
 	}
-	return (&UsageFlags{UsageWindow: o.UsageWindow}).validate()
+	return o.Usage.Validate()
 }
 
 // Run checks the CRDs of one cluster, or of every context of a fleet run,
@@ -208,8 +212,12 @@ func (o *DoctorOptions) doctor(ctx context.Context, getter genericclioptions.RES
 	}
 	d := &doctor.Doctor{Reader: c, Webhooks: preflight.NewWebhooks(c, o.WebhookTimeout), Requests: requests.Count,
 		ChunkSize: o.ChunkSize, Conn: conn, Progress: progress}
-	if !o.SkipUsageCheck {
-		d.Usage = doctor.MetricsUsage(c, o.UsageWindow)
+	if !o.Usage.Skip {
+		u, err := preflight.NewUsage(c, o.Usage, c.ManagedFieldsSource(o.ChunkSize, nil))
+		if err != nil {
+			return nil, err
+		}
+		d.Usage = doctor.ClientUsage(u)
 	}
 	return d.Run(ctx, o.Names, o.All)
 }
@@ -322,6 +330,18 @@ func printDoctor(out io.Writer, r *report.Doctor) error {
 			fmt.Fprintf(out, "  %s: %s\n", strings.ToUpper(string(f.Severity)), f.Message)
 			if f.Fix != "" {
 				fmt.Fprintf(out, "    fix: %s\n", f.Fix)
+			}
+		}
+	}
+	for _, c := range r.CRDs {
+		if len(c.Usage) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\n%s: client usage of its deprecated versions\n", c.Name)
+		for _, a := range c.Usage {
+			fmt.Fprintf(out, "  %s: %s\n", strings.ToUpper(string(a.Verdict)), a.Message())
+			for _, cl := range doctor.Clients(a) {
+				fmt.Fprintf(out, "    client: %s\n", cl)
 			}
 		}
 	}

@@ -5,13 +5,17 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/doctor"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
 // flagsCase is one command line of a flag-rule table: err is a substring
@@ -115,5 +119,29 @@ func TestDoctorProgress(t *testing.T) {
 	stop()
 	if !strings.Contains(b.String(), "checking widgets.example.com at v2") {
 		t.Errorf("drew %q", b.String())
+	}
+}
+
+// TestPrintDoctorUsage: the table view lists, per CRD, the verdict of
+// each deprecated version and the clients its sources name.
+func TestPrintDoctorUsage(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1beta1", Resource: "crontabs"}
+	last := time.Date(2026, 11, 30, 10, 2, 11, 0, time.UTC)
+	a := usage.Combine(gvr, time.Hour,
+		usage.SourceReport{Source: usage.SourcePrometheus, Name: "Prometheus http://p:9090", Requests: map[string]int64{"LIST": 3}},
+		usage.SourceReport{Source: usage.SourceAuditLog, Name: "audit log a.log", Clients: []usage.Client{{User: "alice", UserAgent: "nightly-backup/1.0", Verb: "LIST", Count: 3, Last: last, InWindow: true}}})
+	r := &report.Doctor{CRDs: []report.DoctorCRD{{Name: "crontabs.stable.example.com", Usage: []usage.Assessment{a}}}}
+	var b strings.Builder
+	if err := printDoctor(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"crontabs.stable.example.com: client usage of its deprecated versions",
+		"  INUSE: clients still use stable.example.com/v1beta1 crontabs (seen by: Prometheus http://p:9090 and audit log a.log)",
+		`    client: user alice, agent "nightly-backup/1.0": LIST 3, last 2026-11-30T10:02:11Z (inside the window)`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
@@ -29,9 +30,14 @@ var retireLong = templates.LongDesc(`
 	steps of the Kubernetes task page "Versions in CustomResourceDefinitions"
 	for removing it, each after its preflight:
 
-	1. clients moved off the version: the API server's metrics show no request
-	   to it during --usage-window and no watch open on it (the tool sends no
-	   request to it itself);
+	1. clients moved off the version: no request to it during --usage-window
+	   and no watch open on it, counted on every API server instance (each
+	   one's /metrics, read twice --usage-window apart, or the history of
+	   --prometheus-url / --prometheus-service), no write through it in the
+	   objects' managedFields and, with --audit-log, no client of it in the
+	   audit logs; an instance or a source that could not be read makes the
+	   verdict unknown, which blocks (the tool sends no request to the
+	   version itself);
 	2. the version is unserved;
 	3. another version is the storage version;
 	4. every object was rewritten at the storage version and
@@ -127,10 +133,10 @@ type RetireOptions struct {
 	DryRun       cmdutil.DryRunStrategy
 	// Retire are the executor's options (dry run, --migrate,
 	// --clean-managed-fields, --skip-usage-check, connection flags).
-	Retire      retire.Options
-	UsageWindow time.Duration
-	Engine      migrate.Options
-	Progress    bool
+	Retire   retire.Options
+	Usage    preflight.UsageConfig
+	Engine   migrate.Options
+	Progress bool
 
 	// fleet and contexts: the clusters of a fleet run (--contexts,
 	// --all-contexts); client the cluster otherwise.
@@ -142,24 +148,6 @@ type RetireOptions struct {
 	print printers.ResourcePrinterFunc
 	log   io.Writer
 	genericiooptions.IOStreams
-}
-
-// UsageFlags are the client-usage check's flags, shared by retire and unserve.
-type UsageFlags struct {
-	UsageWindow    time.Duration
-	SkipUsageCheck bool
-}
-
-func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
-	cmd.Flags().DurationVar(&u.UsageWindow, "usage-window", window, "How long to watch the API server's request counters for client requests to the version (0: one sample; only open watches then count as use).")
-	cmd.Flags().BoolVar(&u.SkipUsageCheck, "skip-usage-check", false, "Do not check the API server's metrics for clients of the version (the output records that the check was skipped).")
-}
-
-func (u *UsageFlags) validate() error {
-	if u.UsageWindow < 0 {
-		return fmt.Errorf("--usage-window must not be negative, got %s", u.UsageWindow)
-	}
-	return nil
 }
 
 // NewCmdRetire returns the retire command.
@@ -194,7 +182,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if err != nil {
 		return nil, err
 	}
-	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, UsageWindow: fl.UsageWindow, Engine: fl.Engine,
+	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
 		Progress: fl.Progress, log: fl.Out, IOStreams: fl.IOStreams}
 	o.Retire = retire.Options{DryRun: map[cmdutil.DryRunStrategy]retire.DryRun{cmdutil.DryRunClient: retire.DryRunClient, cmdutil.DryRunServer: retire.DryRunServer}[dryRun],
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields,
@@ -227,10 +215,8 @@ func (o *RetireOptions) Validate() error {
 		return fmt.Errorf("--concurrency must be positive, got %d", o.Engine.Concurrency)
 	case o.Engine.FieldManager == "":
 		return fmt.Errorf("--field-manager must not be empty")
-	case o.UsageWindow < 0:
-		return fmt.Errorf("--usage-window must not be negative, got %s", o.UsageWindow)
 	}
-	return nil
+	return o.Usage.Validate()
 }
 
 // Run retires the version (in every cluster of a fleet run) and prints the
@@ -254,11 +240,16 @@ func (o *RetireOptions) Run(ctx context.Context) error {
 // retire runs the executor on one cluster, its progress log going to log
 // (warnings to errOut), and returns the run's report.
 func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition, opts retire.Options, log, errOut io.Writer, progress bool) (*report.Retire, error) {
-	rc := &action.Retire{Client: c, UsageWindow: o.UsageWindow, Engine: o.Engine}
+	mf := c.ManagedFieldsSource(o.Engine.ChunkSize, map[string][]string{crd.Name: {o.Version}})
+	u, err := preflight.NewUsage(c, o.Usage, mf)
+	if err != nil {
+		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
+	}
+	rc := &action.Retire{Client: c, Usage: u, ManagedFields: mf, Engine: o.Engine}
 	if progress {
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return progressBar(errOut, name) }
 	}
-	l := &retireLog{log: log, errOut: errOut, window: o.UsageWindow}
+	l := &retireLog{log: log, errOut: errOut, sources: u.Describe()}
 	res, err := (&retire.Executor{Cluster: rc, Events: l.event}).Run(ctx, crd, o.Version, opts)
 	rep := &report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone,
 		Outcome: string(res.Outcome), Steps: res.Steps, Usage: res.Usage, ManagedFields: res.ManagedFields}
@@ -279,14 +270,15 @@ func printRetireLogged(io.Writer, *report.Retire) error { return nil }
 // warnings to errOut.
 type retireLog struct {
 	log, errOut io.Writer
-	window      time.Duration
+	// sources names where the client-usage check looks.
+	sources string
 }
 
 func (l *retireLog) event(e retire.Event) {
 	w := l.log
 	switch e.Kind {
 	case retire.EventMeasuring:
-		fmt.Fprintf(w, "Measuring client requests to %s/%s over %s from the API server's metrics…\n", e.Group, e.Version, l.window)
+		fmt.Fprintf(w, "Measuring the client usage of %s/%s from %s…\n", e.Group, e.Version, l.sources)
 	case retire.EventChecking:
 		fmt.Fprintf(w, "Checking, with a server-side dry run of the migration, that the API server accepts the rewrite of every object of %s…\n", e.CRD)
 	case retire.EventPlan:

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,12 @@ func TestRetireFlags(t *testing.T) {
 		{[]string{crd, "v1", "--concurrency", "-1"}, "--concurrency must be positive, got -1"},
 		{[]string{crd, "v1", "--field-manager", ""}, "--field-manager must not be empty"},
 		{[]string{crd, "v1", "--usage-window", "-1s"}, "--usage-window must not be negative, got -1s"},
+		{[]string{crd, "v1", "--usage-window", "fortnight"}, `invalid argument "fortnight" for "--usage-window" flag`},
+		{[]string{crd, "v1", "--prometheus-url", "prometheus:9090"}, `--prometheus-url "prometheus:9090" is not an http(s) URL`},
+		{[]string{crd, "v1", "--prometheus-service", "prometheus:9090"}, `--prometheus-service "prometheus:9090" is not NAMESPACE/NAME:PORT`},
+		{[]string{crd, "v1", "--prometheus-url", "http://p:9090", "--prometheus-service", "monitoring/p:9090"}, "give --prometheus-url or --prometheus-service, not both"},
+		{[]string{crd, "v1", "--audit-log", "/nonexistent/audit.log"}, "--audit-log /nonexistent/audit.log: no such file or directory"},
+		{[]string{crd, "v1", "--audit-log", "/"}, "--audit-log / is a directory"},
 		{[]string{crd, "v1", "--contexts", "a", "--all-contexts"}, "--contexts and --all-contexts cannot be used together"},
 		{[]string{crd, "v1", "--contexts", "a", "--parallel", "0"}, "--parallel must be positive, got 0"},
 		{[]string{crd, "v1", "--contexts", "a", "--cluster-timeout", "0s"}, "--cluster-timeout must be positive, got 0s"},
@@ -77,7 +84,12 @@ func TestRetireFlags(t *testing.T) {
 
 // TestRetireOptions: what the flags resolve to.
 func TestRetireOptions(t *testing.T) {
-	o, err := retireOptions(t, "crontabs.stable.example.com", "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check", "--dry-run=server", "-o", "json", "--usage-window", "1m")
+	audit := t.TempDir() + "/audit.log"
+	if err := os.WriteFile(audit, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := retireOptions(t, "crontabs.stable.example.com", "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check", "--dry-run=server", "-o", "json", "--usage-window", "7d",
+		"--prometheus-url", "http://prometheus.monitoring:9090", "--audit-log", audit, "--audit-log", audit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +97,11 @@ func TestRetireOptions(t *testing.T) {
 	if got := o.Retire; got.DryRun != want.DryRun || got.SkipUsageCheck != want.SkipUsageCheck || got.Migrate != want.Migrate || got.CleanManagedFields != want.CleanManagedFields {
 		t.Errorf("retire options %+v, want %+v", got, want)
 	}
-	if o.log != o.ErrOut || o.UsageWindow.String() != "1m0s" || o.CRD != "crontabs.stable.example.com" || o.Version != "v1" {
-		t.Errorf("log to stdout with -o, or window %s, or %s %s", o.UsageWindow, o.CRD, o.Version)
+	if o.log != o.ErrOut || o.Usage.Window != 7*24*time.Hour || o.CRD != "crontabs.stable.example.com" || o.Version != "v1" {
+		t.Errorf("log to stdout with -o, or window %s, or %s %s", o.Usage.Window, o.CRD, o.Version)
+	}
+	if o.Usage.PrometheusURL != "http://prometheus.monitoring:9090" || len(o.Usage.AuditLogs) != 2 || !o.Usage.Skip {
+		t.Errorf("usage configuration %+v", o.Usage)
 	}
 	if len(o.Retire.Global) != 1 || o.Retire.Global[0].Name != "server" {
 		t.Errorf("connection flags %v, want --server", o.Retire.Global)
@@ -111,7 +126,7 @@ func TestRetireOptions(t *testing.T) {
 // the executor moved to internal/retire.
 func TestRetireLog(t *testing.T) {
 	var log, errOut bytes.Buffer
-	l := &retireLog{log: &log, errOut: &errOut, window: 15 * time.Second}
+	l := &retireLog{log: &log, errOut: &errOut, sources: "every API server instance's /metrics, read 15s apart and the objects' managedFields"}
 	blocked := retire.Step{Number: 1, ID: retire.ClientsMoved, Title: "clients moved off v1", Status: retire.Blocked, Message: "clients still use v1",
 		Command: "kubectl crdversion retire c.example.com v1", Evidence: []string{"open now: WATCH 1"}}
 	done := retire.Step{Number: 3, ID: retire.StorageMoved, Title: "another version is the storage version", Status: retire.Done, Message: "the storage version is v2"}
@@ -131,7 +146,7 @@ func TestRetireLog(t *testing.T) {
 		e.CRD, e.Group, e.Version = "c.example.com", "example.com", "v1"
 		l.event(e)
 	}
-	want := `Measuring client requests to example.com/v1 over 15s from the API server's metrics…
+	want := `Measuring the client usage of example.com/v1 from every API server instance's /metrics, read 15s apart and the objects' managedFields…
 Plan to retire v1 from c.example.com:
   1. BLOCKED  clients moved off v1: clients still use v1
               · open now: WATCH 1

@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 )
 
 // NewCmdServe returns the serve command.
@@ -35,15 +36,25 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			endpoint leaves the API, and clients that still use it fail.
 
 			Preflight: the version is not the storage version; another version
-			stays served; and no client requests it: the API server's metrics show
-			no request to the version during --usage-window and no watch open on
-			it (the evidence is printed; --skip-usage-check skips this, and the
-			output records it). Objects stay readable through the other versions.`), templates.Examples(`
+			stays served; and no client uses it: no request to the version during
+			--usage-window and no watch open on it on any API server instance
+			(each one's /metrics, read twice --usage-window apart, or the
+			history of --prometheus-url / --prometheus-service), no write through
+			it in the objects' managedFields, and, with --audit-log, no client of
+			it in the audit logs. When an instance or a source cannot be read the
+			verdict is unknown and unserve refuses, naming what it could not see
+			and the ways to see it. The evidence is printed; --skip-usage-check
+			skips the check, and the output records it. Objects stay readable
+			through the other versions.`), templates.Examples(`
 			# Stop serving v1beta1 after clients moved to v1
 			kubectl crdversion unserve crontabs.stable.example.com v1beta1
 
 			# Watch for clients for a minute first
 			kubectl crdversion unserve crontabs.stable.example.com v1beta1 --usage-window 1m
+
+			# Look at a week of history in Prometheus, and name the clients from the audit logs
+			kubectl crdversion unserve crontabs.stable.example.com v1beta1 --usage-window 7d \
+			  --prometheus-service monitoring/prometheus-k8s:9090 --audit-log audit-1.log --audit-log audit-2.log
 
 			# See what would change, validated by the API server, without writing
 			kubectl crdversion unserve crontabs.stable.example.com v1beta1 --dry-run=server`)
@@ -85,7 +96,7 @@ func (o *ServedOptions) Validate() error {
 	if err := o.EditOptions.Validate(); err != nil {
 		return err
 	}
-	return o.Usage.validate()
+	return o.Usage.config().Validate()
 }
 
 // Run reads the CRD, runs the preflight (for unserve, the client-usage
@@ -95,10 +106,18 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := action.SetServed(ctx, clusterAs[action.UsageReader](o.client), r.target, o.Version, o.Served, action.UsageOptions{
-		Window: o.Usage.UsageWindow, Skip: o.Usage.SkipUsageCheck,
-		Measuring: func(gv string, window time.Duration) {
-			fmt.Fprintf(o.ErrOut, "Measuring client requests to %s over %s from the API server's metrics…\n", gv, window)
+	var m action.UsageMeasurer
+	if o.client != nil && !o.Served {
+		u, err := preflight.NewUsage(o.client, o.Usage.config(), nil)
+		if err != nil {
+			return err
+		}
+		m = u
+	}
+	res, err := action.SetServed(ctx, m, r.target, o.Version, o.Served, action.UsageOptions{
+		Skip: o.Usage.SkipUsageCheck,
+		Measuring: func(gv, sources string) {
+			fmt.Fprintf(o.ErrOut, "Measuring the client usage of %s from %s…\n", gv, sources)
 		}})
 	if err != nil {
 		return err

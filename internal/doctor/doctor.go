@@ -6,7 +6,7 @@
 // trim; deprecated versions that clients still use.
 //
 // It reads the cluster through narrow interfaces (Reader, WebhookChecker,
-// UsageSource), which cluster.Client, preflight.Webhooks and MetricsUsage
+// UsageSource), which cluster.Client, preflight.Webhooks and ClientUsage
 // implement, and reports progress through an event sink (Doctor.Progress)
 // that the command renders.
 package doctor
@@ -22,6 +22,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
 // Reader reads the CRDs and their objects (see cluster.Client). Errors are
@@ -48,9 +49,12 @@ type WebhookChecker interface {
 }
 
 // UsageSource says which versions of a CRD clients still use (see
-// MetricsUsage): findings of code lifecycle.CodeDeprecatedVersionInUse.
+// ClientUsage): findings of code lifecycle.CodeDeprecatedVersionInUse, and
+// the assessments they come from. Prepare, called once with every CRD of
+// the run before the first Findings, lets it measure them all at once.
 type UsageSource interface {
-	Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) ([]lifecycle.Finding, error)
+	Prepare(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error
+	Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) ([]lifecycle.Finding, []usage.Assessment, error)
 }
 
 // Event is a progress report of a list of objects: Objects listed so far
@@ -100,6 +104,11 @@ func (d *Doctor) Run(ctx context.Context, names []string, all bool) (*report.Doc
 	if err != nil {
 		return nil, err
 	}
+	if d.Usage != nil {
+		if err := d.Usage.Prepare(ctx, crds); err != nil {
+			return nil, err
+		}
+	}
 	r := &report.Doctor{CRDs: []report.DoctorCRD{}}
 	for _, crd := range crds {
 		c, err := d.Check(ctx, crd)
@@ -139,10 +148,11 @@ func (d *Doctor) Check(ctx context.Context, crd *apiextensionsv1.CustomResourceD
 		a.AddFinding(f)
 	}
 	if d.Usage != nil {
-		fs, err := d.Usage.Findings(ctx, crd)
+		fs, as, err := d.Usage.Findings(ctx, crd)
 		if err != nil {
 			return c, err
 		}
+		c.Usage = as
 		for _, f := range fs {
 			a.AddFinding(f)
 		}

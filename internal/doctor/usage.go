@@ -2,118 +2,126 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
-// MetricsReader reads the API server's /metrics once, or twice window
-// apart (see cluster.Client.MetricsSamples); metrics that cannot be read
-// are a *cluster.MetricsError.
-type MetricsReader interface {
-	MetricsSamples(ctx context.Context, window time.Duration) (first, second *usage.Metrics, err error)
+// UsageMeasurer assesses how clients use versions from every source it
+// has (preflight.Usage).
+type UsageMeasurer interface {
+	Measure(ctx context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error)
 }
 
-// MetricsUsage is the check of deprecated served versions that still
-// receive requests, from the API server's metrics
-// (apiserver_request_total, apiserver_longrunning_requests,
-// apiserver_requested_deprecated_apis), read once for the whole run — or
-// twice window apart — when the first CRD with a deprecated served version
-// is checked. Per deprecated served version: a warning when requests
-// finished during the window or are open (watches), information when
-// requests were made only since the API server started, or when the
-// verdict is unknown (metrics that cannot be read or compared).
-func MetricsUsage(m MetricsReader, window time.Duration) UsageSource {
-	return &metricsUsage{reader: m, window: window}
+// ClientUsage is the check of the deprecated served versions of the CRDs
+// of a run: the versions of every CRD are measured at once (Prepare: one
+// wait of the window for all, one scan per CRD of the objects'
+// managedFields), and each deprecated served version gets a finding with
+// its verdict, the sources it rests on and the clients they name:
+//
+//   - InUse: a warning, with a retire dry run to see the plan;
+//   - Unknown: information, naming what was not seen;
+//   - NotInUse: information.
+//
+// The assessments themselves go into the report (report.DoctorCRD.Usage).
+func ClientUsage(m UsageMeasurer) UsageSource {
+	return &clientUsage{m: m}
 }
 
-type metricsUsage struct {
-	reader        MetricsReader
-	window        time.Duration
-	read          bool
-	first, second *usage.Metrics
-	unreadable    error // why the metrics could not be read
+type clientUsage struct {
+	m        UsageMeasurer
+	measured usage.Assessments
 }
 
-func (u *metricsUsage) Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) ([]lifecycle.Finding, error) {
-	var deprecated []string
+// deprecatedServed are the deprecated served versions of crd.
+func deprecatedServed(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
 	for _, v := range crd.Spec.Versions {
 		if v.Served && v.Deprecated {
-			deprecated = append(deprecated, v.Name)
+			out = append(out, v.Name)
 		}
 	}
-	if len(deprecated) == 0 {
-		return nil, nil
-	}
-	if !u.read {
-		first, second, err := u.reader.MetricsSamples(ctx, u.window)
-		var me *cluster.MetricsError
-		switch {
-		case errors.As(err, &me):
-			u.unreadable = me
-		case err != nil:
-			return nil, err
-		}
-		u.read, u.first, u.second = true, first, second
-	}
-	var out []lifecycle.Finding
-	for _, v := range deprecated {
-		if u.unreadable != nil {
-			out = append(out, unknownUsage(v, u.unreadable.Error()))
-			continue
-		}
-		if f, ok := deprecatedUsage(crd, v, usage.CompareMetrics(cluster.GVR(crd, v), u.first, u.second)); ok {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return out
 }
 
-// deprecatedUsage is the finding for deprecated version v of crd from the
-// usage report r; ok is false when r shows no use at all.
-func deprecatedUsage(crd *apiextensionsv1.CustomResourceDefinition, v string, r usage.Report) (lifecycle.Finding, bool) {
-	f := lifecycle.Finding{Code: lifecycle.CodeDeprecatedVersionInUse, Version: v}
-	switch {
-	case r.Verdict == usage.InUse:
-		evidence := r.Evidence()
+// Prepare measures the deprecated served versions of every CRD of crds.
+func (u *clientUsage) Prepare(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	var targets []schema.GroupVersionResource
+	for _, crd := range crds {
+		for _, v := range deprecatedServed(crd) {
+			targets = append(targets, cluster.GVR(crd, v))
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	as, err := u.m.Measure(ctx, targets...)
+	if err != nil {
+		return err
+	}
+	u.measured = as
+	return nil
+}
+
+func (u *clientUsage) Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) ([]lifecycle.Finding, []usage.Assessment, error) {
+	var fs []lifecycle.Finding
+	var as []usage.Assessment
+	for _, v := range deprecatedServed(crd) {
+		gvr := cluster.GVR(crd, v)
+		a, ok := u.measured[gvr]
+		if !ok {
+			// A CRD Prepare did not see (Check called alone).
+			m, err := u.m.Measure(ctx, gvr)
+			if err != nil {
+				return nil, nil, err
+			}
+			a = m[gvr]
+		}
+		as = append(as, a)
+		fs = append(fs, deprecatedUsage(crd, v, a))
+	}
+	return fs, as, nil
+}
+
+// deprecatedUsage is the finding for deprecated version v of crd from its
+// assessment a.
+func deprecatedUsage(crd *apiextensionsv1.CustomResourceDefinition, v string, a usage.Assessment) lifecycle.Finding {
+	f := lifecycle.Finding{Code: lifecycle.CodeDeprecatedVersionInUse, Version: v, Severity: lifecycle.SeverityInfo}
+	named := ""
+	if cs := Clients(a); len(cs) > 0 {
+		named = "; named clients: " + strings.Join(cs, "; ")
+	}
+	switch a.Verdict {
+	case usage.InUse:
 		f.Severity = lifecycle.SeverityWarning
-		// The last line counts API server instances, which doctor does not
-		// read.
-		f.Message = fmt.Sprintf("deprecated version %s still receives requests: %s; move those clients to %s", v, strings.Join(evidence[:len(evidence)-1], "; "), orNew(lifecycle.StorageVersion(crd)))
+		f.Message = fmt.Sprintf("deprecated version %s: %s%s; move those clients to %s", v, a.Message(), named, orNew(lifecycle.StorageVersion(crd)))
 		f = f.WithRun(lifecycle.Crdversion("retire", crd.Name, v).With("dry-run", ""))
-	case r.Verdict == usage.Unknown:
-		return unknownUsage(v, r.Reason), true
-	case len(r.Lifetime) > 0:
-		f.Severity = lifecycle.SeverityInfo
-		f.Message = fmt.Sprintf("deprecated version %s received requests since the API server started (%s), none open now", v, lifetime(r))
 	default:
-		return f, false
+		f.Message = fmt.Sprintf("deprecated version %s: %s%s", v, a.Message(), named)
 	}
-	return f, true
+	return f
 }
 
-// unknownUsage is the note on deprecated version v when whether clients
-// use it is not known, and why.
-func unknownUsage(v, why string) lifecycle.Finding {
-	return lifecycle.Finding{Code: lifecycle.CodeDeprecatedVersionInUse, Severity: lifecycle.SeverityInfo, Version: v,
-		Message: fmt.Sprintf("whether clients still use deprecated version %s is not known: %s", v, why)}
-}
-
-func lifetime(r usage.Report) string {
-	var parts []string
-	for _, line := range r.Evidence() {
-		if strings.HasPrefix(line, "lifetime") {
-			parts = append(parts, line)
+// Clients are the clients the sources of a name, one line each, the
+// sources that count requests left out (they name no client).
+func Clients(a usage.Assessment) []string {
+	var out []string
+	for _, s := range a.Sources {
+		for _, c := range s.Clients {
+			line := c.String(a.GroupVersion())
+			if c.InWindow {
+				line += " (inside the window)"
+			}
+			out = append(out, line)
 		}
 	}
-	return strings.Join(parts, "; ")
+	return out
 }
 
 func orNew(v string) string {

@@ -2,44 +2,33 @@ package doctor
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
-// fakeMetrics answers MetricsSamples with text parsed as /metrics, or err.
-type fakeMetrics struct {
-	text  string
-	err   error
-	reads int
+// fakeMeasurer answers with the assessment its function makes of each
+// target, and records the calls.
+type fakeMeasurer struct {
+	assess func(gvr schema.GroupVersionResource) usage.Assessment
+	calls  [][]schema.GroupVersionResource
 }
 
-func (f *fakeMetrics) MetricsSamples(context.Context, time.Duration) (*usage.Metrics, *usage.Metrics, error) {
-	f.reads++
-	if f.err != nil {
-		return nil, nil, f.err
+func (f *fakeMeasurer) Measure(_ context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error) {
+	f.calls = append(f.calls, slices.Clone(targets))
+	out := usage.Assessments{}
+	for _, gvr := range targets {
+		out[gvr] = f.assess(gvr)
 	}
-	m, err := usage.ParseMetrics(strings.NewReader(f.text), time.Unix(1700000100, 0))
-	return m, nil, err
+	return out, nil
 }
-
-// metricsText: an informer watches example.com/v1 widgets; v3 was listed
-// once since the API server started.
-const metricsText = `# TYPE apiserver_request_total counter
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="example.com",resource="widgets",scope="namespace",subresource="",verb="LIST",version="v1"} 4
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="example.com",resource="widgets",scope="namespace",subresource="",verb="LIST",version="v3"} 1
-# TYPE apiserver_longrunning_requests gauge
-apiserver_longrunning_requests{component="apiserver",group="example.com",resource="widgets",scope="cluster",subresource="",verb="WATCH",version="v1"} 1
-# TYPE process_start_time_seconds gauge
-process_start_time_seconds 1.7e+09
-`
 
 func deprecate(crd *apiextensionsv1.CustomResourceDefinition, versions ...string) *apiextensionsv1.CustomResourceDefinition {
 	for i := range crd.Spec.Versions {
@@ -52,44 +41,76 @@ func deprecate(crd *apiextensionsv1.CustomResourceDefinition, versions ...string
 	return crd
 }
 
-// TestMetricsUsage: per deprecated served version, a warning when a client
-// uses it now, a note when it was used since the API server started, none
-// when never; the metrics are read once, and only for a CRD with a
-// deprecated served version.
-func TestMetricsUsage(t *testing.T) {
-	m := &fakeMetrics{text: metricsText}
-	u := MetricsUsage(m, 0)
-	ctx := context.Background()
-	if fs, err := u.Findings(ctx, widgets(false, "v2", "v1")); err != nil || len(fs) != 0 || m.reads != 0 {
-		t.Fatalf("no deprecated version: %v %+v, %d reads", err, fs, m.reads)
+// byVersion: v1 is watched (metrics) and written by my-operator
+// (managedFields); v3 has a metrics source that could not read an
+// instance; v4 has no client.
+func byVersion(gvr schema.GroupVersionResource) usage.Assessment {
+	now := time.Date(2026, 11, 30, 10, 2, 11, 0, time.UTC)
+	metrics := usage.SourceReport{Source: usage.SourceMetrics, Name: "/metrics of 2 API server instance(s)"}
+	mf := usage.SourceReport{Source: usage.SourceManagedFields, Name: "managedFields of widgets"}
+	switch gvr.Version {
+	case "v1":
+		metrics.Open = map[string]int64{"WATCH": 1}
+		mf.Clients = []usage.Client{{Manager: "my-operator", Operation: "Update", Count: 37, Last: now, InWindow: true}}
+	case "v3":
+		metrics.Unseen = []string{"apiserver-b at 10.0.0.3:6443: its /metrics cannot be read: forbidden"}
+		mf.Clients = []usage.Client{{Manager: "old-job", Operation: "Apply", Count: 2, Last: now.Add(-30 * 24 * time.Hour)}}
 	}
+	return usage.Combine(gvr, 10*time.Second, metrics, mf)
+}
+
+// TestClientUsage: every deprecated served version of every CRD of the run
+// is measured at once; per version a warning when a client uses it, with
+// the named clients and a retire dry run; information when unknown
+// (naming what was not seen) or when no client was seen; the
+// assessments are returned for the report.
+func TestClientUsage(t *testing.T) {
+	m := &fakeMeasurer{assess: byVersion}
+	u := ClientUsage(m)
+	ctx := context.Background()
+	plain := widgets(false, "v2", "v1")
 	crd := deprecate(widgets(false, "v2", "v1", "v3", "v4"), "v1", "v3", "v4")
-	fs, err := u.Findings(ctx, crd)
+	if err := u.Prepare(ctx, []*apiextensionsv1.CustomResourceDefinition{plain, crd}); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.calls) != 1 || len(m.calls[0]) != 3 {
+		t.Fatalf("measured %v, want one call with the 3 deprecated served versions", m.calls)
+	}
+	if fs, as, err := u.Findings(ctx, plain); err != nil || len(fs) != 0 || len(as) != 0 {
+		t.Fatalf("no deprecated version: %v %+v %+v", err, fs, as)
+	}
+	fs, as, err := u.Findings(ctx, crd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fs) != 2 || fs[0].Version != "v1" || fs[0].Severity != lifecycle.SeverityWarning || fs[1].Version != "v3" || fs[1].Severity != lifecycle.SeverityInfo {
-		t.Fatalf("findings %+v", fs)
+	if len(m.calls) != 1 {
+		t.Errorf("measured again: %v", m.calls)
 	}
-	if !strings.Contains(fs[0].Message, "open now: WATCH 1") || !strings.Contains(fs[0].Message, "move those clients to v2") ||
-		fs[0].Fix != "kubectl crdversion retire widgets.example.com v1 --dry-run" {
-		t.Errorf("warning %+v", fs[0])
+	if len(fs) != 3 || len(as) != 3 {
+		t.Fatalf("findings %+v, assessments %d", fs, len(as))
 	}
-	if _, err := u.Findings(ctx, crd); err != nil || m.reads != 1 {
-		t.Errorf("%v, %d reads of /metrics, want 1", err, m.reads)
+	for i, want := range []struct {
+		version  string
+		severity lifecycle.Severity
+		texts    []string
+	}{
+		{"v1", lifecycle.SeverityWarning, []string{"clients still use example.com/v1 widgets (seen by: /metrics of 2 API server instance(s) and managedFields of widgets)",
+			"named clients: manager my-operator (Update) wrote 37 object(s) through example.com/v1, last 2026-11-30T10:02:11Z (inside the window)", "move those clients to v2"}},
+		{"v3", lifecycle.SeverityInfo, []string{"whether clients still use example.com/v3 widgets is unknown: /metrics of 2 API server instance(s): apiserver-b at 10.0.0.3:6443: its /metrics cannot be read: forbidden",
+			"manager old-job (Apply) wrote 2 object(s) through example.com/v3, last 2026-10-31T10:02:11Z"}},
+		{"v4", lifecycle.SeverityInfo, []string{"no client of example.com/v4 widgets seen in the last 10s"}},
+	} {
+		f := fs[i]
+		if f.Version != want.version || f.Severity != want.severity {
+			t.Errorf("finding %d: %s %s, want %s %s", i, f.Version, f.Severity, want.version, want.severity)
+		}
+		for _, text := range want.texts {
+			if !strings.Contains(f.Message, text) {
+				t.Errorf("finding %s lacks %q:\n%s", f.Version, text, f.Message)
+			}
+		}
 	}
-}
-
-// TestMetricsUnreadable: metrics that cannot be read make the usage of each
-// deprecated served version unknown; any other error stops the run.
-func TestMetricsUnreadable(t *testing.T) {
-	crd := deprecate(widgets(false, "v2", "v1"), "v1")
-	fs, err := MetricsUsage(&fakeMetrics{err: &cluster.MetricsError{Err: errors.New("forbidden")}}, 0).Findings(context.Background(), crd)
-	if err != nil || len(fs) != 1 || fs[0].Severity != lifecycle.SeverityInfo || !strings.Contains(fs[0].Message, "whether clients still use deprecated version v1 is not known: the API server's metrics cannot be read: forbidden") {
-		t.Errorf("%v %+v", err, fs)
-	}
-	canceled := context.Canceled
-	if _, err := MetricsUsage(&fakeMetrics{err: canceled}, 0).Findings(context.Background(), crd); !errors.Is(err, canceled) {
-		t.Errorf("err %v, want %v", err, canceled)
+	if fs[0].Fix != "kubectl crdversion retire widgets.example.com v1 --dry-run" || fs[1].Fix != "" {
+		t.Errorf("fixes %q %q", fs[0].Fix, fs[1].Fix)
 	}
 }

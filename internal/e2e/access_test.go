@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -85,11 +86,14 @@ func TestFaultPermissionPreflight(t *testing.T) {
 	// retire needs patch on the objects to clean their managedFields: the
 	// refusal comes before v1 is unserved.
 	refused(t, c, name, []string{"refusing to retire v1 of", "patch crontabs.perm.example.com (to rewrite managedFields)"},
-		"retire", name, "v1", "--usage-window=0", "--clean-managed-fields", "--as", "perm-no-patch")
+		"retire", name, "v1", "--skip-usage-check", "--clean-managed-fields", "--as", "perm-no-patch")
 	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {
 		t.Error("v1 was unserved before the refusal")
 	}
 	// Without /metrics the usage check is unknown: retire is blocked, and
 	// says how to go on.
-	refused(t, c, name, []string{"stopped at step 1", "--skip-usage-check"}, "retire", name, "v1", "--usage-window=0", "--as", "perm-no-status")
+	r := refused(t, c, name, []string{"stopped at step 1", "is unknown"}, "retire", name, "v1", "--usage-window=0", "--as", "perm-no-status")
+	if !strings.Contains(r.stdout, "way out: ") || !strings.Contains(r.stdout, "--skip-usage-check") {
+		t.Errorf("retire does not name the ways out:\n%s", r.stdout)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -725,7 +726,10 @@ func TestCase23DeprecationWarningNoise(t *testing.T) {
 	}
 	succeeds(t, "promote-storage", name, "v1beta1")
 	succeeds(t, "migrate", name)
-	succeeds(t, "unserve", name, "v1alpha1")
+	// The objects written through v1alpha1 above are its clients' writes:
+	// unserve waits until they are older than its window.
+	writesSettled(t, c, crd, time.Second)
+	succeeds(t, "unserve", name, "v1alpha1", "--usage-window=1s")
 	assertHealthy(t, c, name, before)
 }
 
@@ -740,7 +744,10 @@ func TestCase24UnservedVersionBreaksClients(t *testing.T) {
 	fx, crd, before := buildCase(t, c, "24-served-false-breaks-clients", name)
 	consumer := fx.read(t, "consumer.yaml")
 
-	r := succeeds(t, "unserve", name, "v1alpha2")
+	// The fixture's writes through v1alpha2 are a client's: unserve waits
+	// until they are older than its window.
+	writesSettled(t, c, crd, time.Second)
+	r := succeeds(t, "unserve", name, "v1alpha2", "--usage-window=1s")
 	if !strings.Contains(r.stdout, "WARN  v1alpha2 is still in status.storedVersions") {
 		t.Errorf("unserve:\n%s", r.stdout)
 	}
@@ -761,7 +768,9 @@ func TestCase24UnservedVersionBreaksClients(t *testing.T) {
 	addContents(before, crd, consumer)
 
 	succeeds(t, "migrate", name)
-	succeeds(t, "unserve", name, "v1alpha2")
+	// The consumer stopped writing through v1alpha2 (it moved to v1).
+	writesSettled(t, c, crd, time.Second)
+	succeeds(t, "unserve", name, "v1alpha2", "--usage-window=1s")
 	assertHealthy(t, c, name, before)
 
 	t.Run("retire", func(t *testing.T) {

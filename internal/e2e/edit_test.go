@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,7 +101,8 @@ func TestEditsThroughTheLifecycle(t *testing.T) {
 		t.Errorf("promote-storage v1 --dry-run=server: exit %d, the deprecation warning shown %d times, want once:\n%s", warned.code, n, warned.stderr)
 	}
 
-	mustRun(t, "unserve", name, "v1", "--usage-window=0")
+	writesSettled(t, c, crd, time.Second)
+	mustRun(t, "unserve", name, "v1", "--usage-window=1s")
 	if s := statusJSON(t, name); s.State != lifecycle.StateS5 {
 		t.Errorf("state %s, want S5", s.State)
 	}
@@ -136,7 +138,8 @@ func TestEditRefusals(t *testing.T) {
 
 	// Unserving v2 leaves v1; unserving v1 too would leave nothing served —
 	// v1 is also the storage version, and both reasons are given.
-	mustRun(t, "unserve", name, "v2", "--usage-window=0")
+	writesSettled(t, c, crd, time.Second)
+	mustRun(t, "unserve", name, "v2", "--usage-window=1s")
 	refused(t, c, name, []string{"v1 is the storage version", "v1 is the last served version"}, "unserve", name, "v1")
 	refused(t, c, name, []string{"version v2 is not served"}, "promote-storage", name, "v2")
 

@@ -193,7 +193,7 @@ func TestFleet(t *testing.T) {
 	// refused at step 4 (no --migrate) and left untouched, the unreachable
 	// one is reported.
 	rvPending := getCRD(t, pendingC, name).ResourceVersion
-	r = run("retire", name, "v1", "--all-contexts", "--usage-window=0", "--clean-managed-fields")
+	r = run("retire", name, "v1", "--all-contexts", "--usage-window=1s", "--clean-managed-fields")
 	if r.code == 0 {
 		t.Fatalf("fleet retire succeeded with a blocked and an unreachable cluster:\n%s", r.stdout)
 	}
@@ -210,7 +210,7 @@ func TestFleet(t *testing.T) {
 	}
 
 	// A dry run prints the combined plan and changes nothing.
-	plan := run("retire", name, "v1", "--contexts", "pending", "--usage-window=0", "--clean-managed-fields", "--migrate", "--dry-run")
+	plan := run("retire", name, "v1", "--contexts", "pending", "--usage-window=1s", "--clean-managed-fields", "--migrate", "--dry-run")
 	if plan.code != 0 || !strings.Contains(plan.stdout, "=== pending") || !strings.Contains(plan.stdout, "4. TO DO") || !strings.Contains(plan.stdout, "Planned") {
 		t.Errorf("fleet dry run: exit %d\n%s\n%s", plan.code, plan.stdout, plan.stderr)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -123,15 +124,15 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 		}},
 		{"crdversion-promote-storage", lifecycle.StateS1, lifecycle.StateS2, [][]string{{"promote-storage", "CRD", "v2"}}},
 		{"crdversion-migrate", lifecycle.StateS2, lifecycle.StateS3, [][]string{{"migrate", "CRD"}}},
-		{"crdversion-unserve", lifecycle.StateS4, lifecycle.StateS5, [][]string{{"unserve", "CRD", "v1", "--usage-window=0"}}},
+		{"crdversion-unserve", lifecycle.StateS4, lifecycle.StateS5, [][]string{{"unserve", "CRD", "v1", "--usage-window=1s"}}},
 		{"crdversion-retire", lifecycle.StateS2, lifecycle.StateS6, [][]string{
-			{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"},
+			{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s"},
 		}},
 		{"crdversion-diff", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"diff", "CRD", "v1", "v2"}}},
 		{"crdversion-check-upgrade", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"check-upgrade", "CRD", "-f", "FILE"}}},
 		{"crdversion-doctor", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"doctor", "CRD"}}},
 		{"crdversion-operator", lifecycle.StateS1, lifecycle.StateS6, [][]string{
-			{"status", "CRD"}, {"promote-storage", "CRD", "v2"}, {"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"},
+			{"status", "CRD"}, {"promote-storage", "CRD", "v2"}, {"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s"},
 		}},
 	}
 	// Last: the storage version migrator it needs runs a garbage
@@ -158,6 +159,7 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			}
 			crd := advance(t, c, group, apiextensionsv1.NamespaceScoped, 3, tc.state)
 			user := grant(t, c, role, "test")
+			writesSettled(t, c, crd, time.Second) // the client-usage checks of unserve and retire
 			for _, args := range tc.runs {
 				args = slices.Clone(args)
 				if args[0] == "check-upgrade" { // the release is the CRD as installed
@@ -232,8 +234,8 @@ func TestEachPermissionIsNeeded(t *testing.T) {
 		{"crdversion-promote-storage", lifecycle.StateS1, []string{"promote-storage", "CRD", "v2"}},
 		{"crdversion-migrate", lifecycle.StateS2, []string{"migrate", "CRD"}},
 		{"crdversion-migrate-server", lifecycle.StateS2, []string{"migrate", "CRD", "--engine=server"}},
-		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=0"}},
-		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=0"}},
+		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=1s"}},
+		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s"}},
 	}
 	// Either is enough to count the API server instances (the identity
 	// leases, else the kubernetes Service's EndpointSlices); Services and

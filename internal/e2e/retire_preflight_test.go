@@ -110,7 +110,7 @@ func unserveVersion(v string) func(*apiextensionsv1.CustomResourceDefinition) {
 // --dry-run=client does not ask.
 func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 	c := newClients(t)
-	args := []string{"--usage-window=0", "--clean-managed-fields"}
+	args := []string{"--usage-window=1s", "--clean-managed-fields"}
 
 	t.Run("removal refused", func(t *testing.T) {
 		crd := advance(t, c, "asks-remove.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
@@ -225,7 +225,7 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 	denyCRDEdit(t, c, name, neverRemoved, neverRemovedMsg, removeVersion("v2"))
 	setStorage(t, c, name, "v2") // S2: objects at v1, storedVersions [v1, v2]
 
-	r := plugin(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=0", "-o", "json")
+	r := plugin(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "-o", "json")
 	if r.err == nil {
 		t.Fatalf("retire succeeded although the removal is refused:\n%s", r.stdout)
 	}
@@ -261,7 +261,8 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "records.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS3)
 	name := crd.Name
-	r := mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=0", "-o", "json")
+	writesSettled(t, c, crd, time.Second)
+	r := mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "-o", "json")
 	var rep struct {
 		Outcome string `json:"outcome"`
 		Steps   []struct {
@@ -279,7 +280,7 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 		step[s.ID+" did"] = strings.Join(s.Did, " | ")
 	}
 	for key, want := range map[string]string{
-		"ClientsMoved checked":       "client usage measured from the API server's metrics: NotInUse",
+		"ClientsMoved checked":       "client usage: no client of records.example.com/v1 crontabs seen in the last 1s (/metrics of 1 API server instance(s) and managedFields of crontabs)",
 		"Unserved checked":           "the API server accepts the write (server-side dry run)",
 		"Unserved did":               "set served: false on v1",
 		"StorageMoved checked":       "done: the storage version is v2",
@@ -305,7 +306,7 @@ func TestRetireStorageVersionRefusedAtOnce(t *testing.T) {
 	start := time.Now()
 	r := refused(t, c, name, []string{"stopped at step 2", "v1 is the storage version"}, "retire", name, "v1", "--usage-window=5s", "-o", "json")
 	t.Logf("refused in %s", time.Since(start).Round(time.Millisecond))
-	if strings.Contains(r.stderr, "Measuring client requests") || strings.Contains(r.stdout, `"usage"`) {
+	if strings.Contains(r.stderr, "Measuring the client usage") || strings.Contains(r.stdout, `"usage"`) {
 		t.Errorf("client usage was measured before a refusal the CRD alone shows:\n%s\n%s", r.stderr, r.stdout)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,13 +241,13 @@ func TestRetireClientUsage(t *testing.T) {
 			_, _ = v1.Get(ctx, "crontab-0", metav1.GetOptions{})
 		}
 	}()
-	r := refused(t, c, name, []string{"clients still use usage.example.com/v1"}, "unserve", name, "v1", "--usage-window=1s")
-	evidence := regexp.MustCompile(`requests to usage.example.com/v1 crontabs in the last [0-9.]+s: GET [1-9][0-9]*, LIST [1-9][0-9]*`)
+	r := refused(t, c, name, []string{"clients still use usage.example.com/v1 crontabs (seen by: /metrics of 1 API server instance(s))"}, "unserve", name, "v1", "--usage-window=1s")
+	evidence := regexp.MustCompile(`requests in the last [0-9.]+s: GET [1-9][0-9]*, LIST [1-9][0-9]*`)
 	if !evidence.MatchString(r.stdout) {
 		t.Errorf("unserve does not name the verbs and counts:\n%s", r.stdout)
 	}
-	r = refused(t, c, name, []string{"stopped at step 1", "nothing was changed", "clients still use v1"}, "retire", name, "v1", "--usage-window=1s", "--clean-managed-fields")
-	if !evidence.MatchString(r.stdout) || !strings.Contains(r.stdout, "1. BLOCKED") || !strings.Contains(r.stdout, "1 API server instance") {
+	r = refused(t, c, name, []string{"stopped at step 1", "nothing was changed", "clients still use usage.example.com/v1 crontabs"}, "retire", name, "v1", "--usage-window=1s", "--clean-managed-fields")
+	if !evidence.MatchString(r.stdout) || !strings.Contains(r.stdout, "1. BLOCKED") || !strings.Contains(r.stdout, "/metrics of 1 API server instance(s)") {
 		t.Errorf("retire does not show the evidence:\n%s", r.stdout)
 	}
 	stop()
@@ -261,7 +262,7 @@ func TestRetireClientUsage(t *testing.T) {
 	}
 	stopWatching()
 	waitFor(t, "the watch to end on the server", func() (bool, error) {
-		return plugin(t, "retire", name, "v1", "--usage-window=0", "--dry-run", "--clean-managed-fields").err == nil, nil
+		return plugin(t, "retire", name, "v1", "--usage-window=500ms", "--dry-run", "--clean-managed-fields").err == nil, nil
 	})
 
 	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--clean-managed-fields")
@@ -338,11 +339,12 @@ func TestRetireManagedFields(t *testing.T) {
 // nothing, and that each refusal leaves the CRD unchanged.
 func TestRetireResume(t *testing.T) {
 	c := newClients(t)
-	args := []string{"--migrate", "--clean-managed-fields", "--usage-window=0"}
+	args := []string{"--migrate", "--clean-managed-fields", "--usage-window=1s"}
 	for _, state := range []lifecycle.State{lifecycle.StateS2, lifecycle.StateS3, lifecycle.StateS4, lifecycle.StateS5, lifecycle.StateS6} {
 		t.Run(string(state), func(t *testing.T) {
 			crd := advance(t, c, "resume-"+strings.ToLower(string(state))+".example.com", apiextensionsv1.NamespaceScoped, 4, state)
 			name := crd.Name
+			writesSettled(t, c, crd, time.Second)
 			if state != lifecycle.StateS6 {
 				plan := plugin(t, append([]string{"retire", name, "v1", "--dry-run", "-o", "json"}, args...)...)
 				var rep report.Retire
@@ -369,8 +371,9 @@ func TestRetireResume(t *testing.T) {
 		refused(t, c, name, []string{"stopped at step 2", "v1 is the storage version", "promote-storage " + name + " v2"}, append([]string{"retire", name, "v1"}, args...)...)
 		refused(t, c, name, []string{"has no version v9"}, "retire", name, "v9")
 		setStorage(t, c, name, "v2")
-		refused(t, c, name, []string{"stopped at step 4", "--migrate"}, "retire", name, "v1", "--usage-window=0", "--clean-managed-fields")
-		r := refused(t, c, name, []string{"stopped at step 5"}, "retire", name, "v1", "--usage-window=0", "--migrate")
+		writesSettled(t, c, crd, time.Second)
+		refused(t, c, name, []string{"stopped at step 4", "--migrate"}, "retire", name, "v1", "--usage-window=1s", "--clean-managed-fields")
+		r := refused(t, c, name, []string{"stopped at step 5"}, "retire", name, "v1", "--usage-window=1s", "--migrate")
 		if !strings.Contains(r.stdout, "4. TO DO") {
 			t.Errorf("plan:\n%s", r.stdout)
 		}

@@ -91,7 +91,9 @@ func haControlPlane(t *testing.T) *apiserver.HA {
 		for _, in := range h.Instances {
 			targets = append(targets, in.Address)
 		}
-		popts := apiserver.PrometheusOptions{Targets: targets, BearerToken: apiserver.AdminToken, CAFile: h.CAFile}
+		// Listening at HostIP, where the instances reach it: the service
+		// proxy test puts a Service in front of it.
+		popts := apiserver.PrometheusOptions{Targets: targets, BearerToken: apiserver.AdminToken, CAFile: h.CAFile, ListenHost: h.HostIP}
 		if log != nil {
 			popts.Log = log
 		}
@@ -229,8 +231,8 @@ func mustContain(t *testing.T, what string, text string, wants ...string) {
 
 // TestUsageHAClientOfSecondInstance is the opening scenario of issue 18: a
 // client lists v1beta1 through the second instance while the check runs
-// through the first. The old single-endpoint read passes; the layer reads
-// both instances and sees the client.
+// through the first: the layer reads both instances and sees the client
+// (the commands' side is TestUsageHACommandsClientOfSecondInstance).
 func TestUsageHAClientOfSecondInstance(t *testing.T) {
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "ha-second.usage.example.com")
@@ -251,15 +253,6 @@ func TestUsageHAClientOfSecondInstance(t *testing.T) {
 			}
 		}
 	})
-
-	// Before: the kubeconfig's server alone (what unserve read until now).
-	old, err := c.ClientUsage(ctx, gvr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if old.Verdict != usage.NotInUse || old.APIServers != 2 {
-		t.Errorf("the single-endpoint read: verdict %s with %d API servers, want NotInUse with 2 (the hole of issue 18)", old.Verdict, old.APIServers)
-	}
 
 	a := measure(t, usage.Sources{Cluster: c}, gvr, 2*time.Second)
 	if a.Verdict != usage.InUse {
@@ -407,6 +400,18 @@ func TestUsagePrometheusCatchesStoppedClient(t *testing.T) {
 		t.Errorf("v1alpha1 (one GET, a new series): %s %v, want InUse with GET 1", b.Verdict, source(b, usage.SourcePrometheus).Requests)
 	}
 
+	// The same through the commands: unserve and retire refuse, the CRD
+	// unchanged.
+	name := gvr.Resource + "." + gvr.Group
+	hc := haClients(h)
+	refusesAt(t, hc, h.Kubeconfig, []string{name}, []string{"clients still use prom-stopped.usage.example.com/v1beta1 crontabs (seen by: Prometheus " + usageFx.prom.URL, "LIST 5"},
+		"unserve", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", window.String())
+	refusesAt(t, hc, h.Kubeconfig, []string{name}, []string{"stopped at step 1", "clients still use prom-stopped.usage.example.com/v1beta1 crontabs"},
+		"retire", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", window.String(), "--migrate", "--clean-managed-fields")
+	if !servedOn(t, hc, name, "v1beta1") {
+		t.Fatal("v1beta1 is no longer served")
+	}
+
 	// Two reads of /metrics now do not see a client that stopped before.
 	now := measure(t, usage.Sources{Cluster: c}, gvr, time.Second)
 	if now.Verdict != usage.NotInUse {
@@ -426,6 +431,14 @@ func TestUsagePrometheusInstanceMissing(t *testing.T) {
 		t.Fatalf("verdict %s, want Unknown", a.Verdict)
 	}
 	mustContain(t, "message", a.Message(), "Prometheus does not scrape", h.Instances[1].Address)
+
+	// unserve through that Prometheus: unknown, refused, nothing changed.
+	name := gvr.Resource + "." + gvr.Group
+	refusesAt(t, haClients(h), h.Kubeconfig, []string{name}, []string{"whether clients still use prom-missing.usage.example.com/v1beta1 crontabs is unknown", "Prometheus does not scrape", h.Instances[1].Address, "--skip-usage-check"},
+		"unserve", name, "v1beta1", "--prometheus-url", usageFx.promPartial.URL, "--usage-window", window.String())
+	if !servedOn(t, haClients(h), name, "v1beta1") {
+		t.Fatal("v1beta1 is no longer served")
+	}
 }
 
 // TestUsagePrometheusBadInput: each problem of the Prometheus source is an

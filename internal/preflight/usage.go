@@ -1,8 +1,16 @@
 package preflight
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -10,28 +18,142 @@ import (
 // CheckClientUsage is the name of the client-usage check.
 const CheckClientUsage = "ClientUsage"
 
-// ClientUsage is the client-usage check of the group/version gv from a
-// measured report: a client seen fails it, an unknown verdict fails it
-// (unknown is not pass), no client seen passes it. The evidence is in the
-// details.
-func ClientUsage(rep usage.Report, gv string) edit.Check {
-	c := edit.Check{Name: CheckClientUsage, Details: rep.Evidence()}
-	switch rep.Verdict {
-	case usage.InUse:
-		c.Outcome, c.Message = edit.Fail, fmt.Sprintf("clients still use %s: move them to another version first (or pass --skip-usage-check)", gv)
-	case usage.Unknown:
-		c.Outcome, c.Message = edit.Fail, fmt.Sprintf("whether clients still use %s is unknown: %s; re-run", gv, rep.Reason)
-	default:
-		c.Outcome, c.Message = edit.Pass, "no client request to "+gv+" seen"
-	}
-	return c
+// UsageConfig are the inputs of the client-usage check that unserve,
+// retire (step 1) and doctor share: the --usage-window,
+// --skip-usage-check, --prometheus-url, --prometheus-service and
+// --audit-log flags.
+type UsageConfig struct {
+	// Window is how far back to look (Prometheus, managedFields, audit
+	// logs), and how long to wait between the two reads of every
+	// instance's /metrics when no Prometheus is given.
+	Window time.Duration
+	// Skip skips the check; the output records it.
+	Skip bool
+	// PrometheusURL or PrometheusService (NAMESPACE/NAME:PORT, through
+	// the API server's service proxy) replaces the /metrics reads by the
+	// history of a Prometheus server scraping the API servers.
+	PrometheusURL, PrometheusService string
+	// AuditLogs are audit log files (plain or gzip) that name the clients.
+	AuditLogs []string
 }
 
-// ClientUsageUnmeasured is the check when the metrics could not be read
-// (why): it fails, naming the ways out.
-func ClientUsageUnmeasured(gv string, why error) edit.Check {
-	return edit.Check{Name: CheckClientUsage, Outcome: edit.Fail,
-		Message: fmt.Sprintf("whether clients still use %s is unknown: %v (grant get on the non-resource URL /metrics, or pass --skip-usage-check once you know no client uses it)", gv, why)}
+// Validate checks the configuration without contacting anything: a
+// window that is not negative, at most one Prometheus, a URL or service
+// reference that parses, audit logs that exist.
+func (u UsageConfig) Validate() error {
+	switch {
+	case u.Window < 0:
+		return fmt.Errorf("--usage-window must not be negative, got %s", u.Window)
+	case u.PrometheusURL != "" && u.PrometheusService != "":
+		return errors.New("give --prometheus-url or --prometheus-service, not both")
+	}
+	if u.PrometheusURL != "" {
+		if _, err := cluster.NewPrometheus(u.PrometheusURL); err != nil {
+			return err
+		}
+	}
+	if u.PrometheusService != "" {
+		if _, _, err := cluster.ParseServiceRef(u.PrometheusService); err != nil {
+			return err
+		}
+	}
+	for _, f := range u.AuditLogs {
+		st, err := os.Stat(f)
+		switch {
+		case err != nil:
+			return fmt.Errorf("--audit-log %s: %w", f, errors.Unwrap(err))
+		case st.IsDir():
+			return fmt.Errorf("--audit-log %s is a directory, not an audit log file", f)
+		}
+	}
+	return nil
+}
+
+// Usage is the client-usage check on one cluster, from every source its
+// configuration names: every API server instance's /metrics (or
+// Prometheus), the managedFields of the objects, and audit logs.
+type Usage struct {
+	Config  UsageConfig
+	Sources usage.Sources
+}
+
+// NewUsage assembles the sources of cfg on c. mf is the managedFields
+// source to share with a later step of the same run (retire's
+// managedFields step); nil makes one of its own. It contacts nothing.
+func NewUsage(c *cluster.Client, cfg UsageConfig, mf *cluster.ManagedFieldsSource) (*Usage, error) {
+	if mf == nil {
+		mf = c.ManagedFieldsSource(500, nil)
+	}
+	src := usage.Sources{Cluster: c, ManagedFields: mf, AuditLogs: cfg.AuditLogs}
+	var p *cluster.Prometheus
+	var err error
+	switch {
+	case cfg.PrometheusURL != "":
+		p, err = cluster.NewPrometheus(cfg.PrometheusURL)
+	case cfg.PrometheusService != "":
+		p, err = c.PrometheusThroughService(cfg.PrometheusService)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		src.Prometheus, src.PrometheusName = p, p.Name
+	}
+	return &Usage{Config: cfg, Sources: src}, nil
+}
+
+// Describe says where the check looks and how long it takes, for the
+// line printed before it: "every API server instance's /metrics, read
+// 15s apart, the objects' managedFields and 1 audit log(s)".
+func (u *Usage) Describe() string {
+	var parts []string
+	if u.Sources.Prometheus != nil {
+		parts = append(parts, fmt.Sprintf("%s over the last %s", u.Sources.PrometheusName, u.Config.Window))
+	} else if u.Sources.Cluster != nil {
+		parts = append(parts, fmt.Sprintf("every API server instance's /metrics, read %s apart", u.Config.Window))
+	}
+	if u.Sources.ManagedFields != nil {
+		parts = append(parts, "the objects' managedFields")
+	}
+	if n := len(u.Sources.AuditLogs); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d audit log(s)", n))
+	}
+	switch len(parts) {
+	case 0:
+		return "no source"
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// Measure assesses each of targets from every source (usage.Measure over
+// Config.Window). Its errors are one line: an audit log that is not one,
+// or the end of ctx; everything a source could not see is in the
+// assessments, never an error.
+func (u *Usage) Measure(ctx context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error) {
+	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window})
+}
+
+// ClientUsage is the client-usage check of one version from its
+// assessment: a client seen fails it, an unknown verdict fails it
+// (unknown is not pass), no client seen passes it. The message is the
+// verdict's, naming the sources it rests on; the details are what each
+// source saw and could not see, and, when unknown, the ways out.
+func ClientUsage(a usage.Assessment) edit.Check {
+	c := edit.Check{Name: CheckClientUsage, Details: a.Evidence()}
+	switch a.Verdict {
+	case usage.InUse:
+		c.Outcome, c.Message = edit.Fail, a.Message()+": move them to another version first (or, once they moved, re-run)"
+	case usage.Unknown:
+		c.Outcome, c.Message = edit.Fail, a.Message()
+		for _, w := range a.WaysOut() {
+			c.Details = append(c.Details, "way out: "+w)
+		}
+	default:
+		c.Outcome, c.Message = edit.Pass, a.Message()
+	}
+	return c
 }
 
 // ClientUsageSkipped is the check when --skip-usage-check was given: a

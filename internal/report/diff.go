@@ -9,6 +9,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
 // Diff (kind SchemaDiff) is the output of `kubectl crdversion diff`: the
@@ -140,6 +141,9 @@ type DoctorCRD struct {
 	// Lists are the lists of the objects that doctor made, one per served
 	// version it listed at (the list version first).
 	Lists []ObjectList `json:"lists,omitempty"`
+	// Usage are the client-usage assessments of its deprecated served
+	// versions, with the evidence of every source.
+	Usage []usage.Assessment `json:"usage,omitempty"`
 }
 
 // ObjectList is the outcome of listing a CRD's objects at one served
@@ -176,6 +180,7 @@ func (d *Doctor) DeepCopyObject() runtime.Object {
 	for i, c := range d.CRDs {
 		c.StoredVersions = slices.Clone(c.StoredVersions)
 		c.Findings = slices.Clone(c.Findings)
+		c.Usage = slices.Clone(c.Usage)
 		if c.Lists != nil {
 			c.Lists = make([]ObjectList, len(c.Lists))
 			for j, l := range d.CRDs[i].Lists {

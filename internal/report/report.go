@@ -128,8 +128,9 @@ type Retire struct {
 	Steps   []retire.Step `json:"steps"`
 	// Taken lists the steps this run took, in order.
 	Taken []string `json:"taken,omitempty"`
-	// Usage is the client-usage evidence, when measured.
-	Usage *usage.Report `json:"usage,omitempty"`
+	// Usage is the client-usage assessment of step 1, with the evidence
+	// of every source, when measured.
+	Usage *usage.Assessment `json:"usage,omitempty"`
 	// Migration is the migrate report, when this run migrated.
 	Migration *migrate.Result `json:"migration,omitempty"`
 	// ManagedFields is the managedFields clean-up, when this run did one.

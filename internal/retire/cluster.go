@@ -26,10 +26,13 @@ type Cluster interface {
 	// WaitServed waits, bounded, until the API server serves the CRD's
 	// served versions as last written (discovery).
 	WaitServed(ctx context.Context, name string) error
-	// ClientUsage measures how clients use version of crd, without
-	// requesting version itself. When the evidence cannot be read (the
-	// metrics are forbidden or absent) the error is an *UnmeasurableError.
-	ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.Report, error)
+	// ClientUsage assesses how clients use version of crd from every
+	// source (every API server instance's /metrics or Prometheus,
+	// managedFields, audit logs), without requesting version itself.
+	// What a source could not see is in the assessment (an Unknown
+	// verdict), never an error; an error is one line (an audit log that is
+	// not one, the end of ctx).
+	ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.Assessment, error)
 	// StaleManagedFields lists the objects of crd whose managedFields have
 	// an entry naming version, without requesting version itself.
 	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) ([]ObjectRef, error)
@@ -47,15 +50,6 @@ type Cluster interface {
 	// the migration could not go through the objects.
 	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*Migration, error)
 }
-
-// UnmeasurableError is returned by Cluster.ClientUsage when the evidence of
-// client usage cannot be read. Step 1 is then blocked, unless the check is
-// skipped, with the error's message.
-type UnmeasurableError struct{ Err error }
-
-func (e *UnmeasurableError) Error() string { return e.Err.Error() }
-
-func (e *UnmeasurableError) Unwrap() error { return e.Err }
 
 // RefusedError is a write the API server refused: Message is its message,
 // Fields the field paths of its causes (metav1.StatusDetails.Causes), Err

@@ -63,8 +63,8 @@ type Result struct {
 	Steps []Step
 	// Taken are the steps this run took, in order.
 	Taken []StepID
-	// Usage is the client-usage evidence, when measured.
-	Usage *usage.Report
+	// Usage is the client-usage assessment, when measured.
+	Usage *usage.Assessment
 	// Migration, when this run migrated; ManagedFields, when it cleaned
 	// managedFields.
 	Migration     *Migration
@@ -227,18 +227,12 @@ func (r *run) measure(ctx context.Context) error {
 	if v != nil && v.Served && !r.opts.SkipUsageCheck && !r.usageMeasured {
 		r.usageMeasured = true
 		r.emit(Event{Kind: EventMeasuring})
-		rep, err := r.e.Cluster.ClientUsage(ctx, r.crd, r.old)
-		var unmeasurable *UnmeasurableError
-		switch {
-		case errors.As(err, &unmeasurable):
-			r.facts.UsageError = unmeasurable.Error()
-			r.observe(ClientsMoved, "client usage could not be measured: "+r.facts.UsageError)
-		case err != nil:
-			return err
-		default:
-			r.facts.Usage, r.res.Usage = rep, rep
-			r.observe(ClientsMoved, append([]string{fmt.Sprintf("client usage measured from the API server's metrics: %s", rep.Verdict)}, rep.Evidence()...)...)
+		a, err := r.e.Cluster.ClientUsage(ctx, r.crd, r.old)
+		if err != nil {
+			return fmt.Errorf("measuring client usage of %s: %w", lifecycle.GroupVersion(r.crd, r.old), err)
 		}
+		r.facts.Usage, r.res.Usage = a, a
+		r.observe(ClientsMoved, append([]string{"client usage: " + a.Message()}, a.Evidence()...)...)
 	}
 	if v != nil && !v.Storage && r.facts.StaleManagedFields == nil {
 		stale, err := r.e.Cluster.StaleManagedFields(ctx, r.crd, r.old)

@@ -23,7 +23,7 @@ type fakeCluster struct {
 	// calls logs every call, e.g. "update", "dry-run update", "migrate".
 	calls []string
 
-	usage *usage.Report
+	usage *usage.Assessment
 	stale []ObjectRef
 	// missing are the permissions the user lacks.
 	missing []access.Need
@@ -99,7 +99,7 @@ func (f *fakeCluster) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomRe
 
 func (f *fakeCluster) WaitServed(context.Context, string) error { return nil }
 
-func (f *fakeCluster) ClientUsage(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*usage.Report, error) {
+func (f *fakeCluster) ClientUsage(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*usage.Assessment, error) {
 	f.log("usage")
 	return f.usage, nil
 }
@@ -219,7 +219,7 @@ func TestRunTakesEveryStepAndPlansAgainAfterEachWrite(t *testing.T) {
 			t.Errorf("step %s did %q, want %q", id, did, want)
 		}
 	}
-	for id, want := range map[StepID]string{ClientsMoved: "client usage measured", Unserved: "the API server accepts the write", Migrated: "server-side dry run of the migration: 3 object(s), 0 refused", StorageMoved: "done: the storage version is v2"} {
+	for id, want := range map[StepID]string{ClientsMoved: "client usage: no client of stable.example.com/v1 crontabs seen", Unserved: "the API server accepts the write", Migrated: "server-side dry run of the migration: 3 object(s), 0 refused", StorageMoved: "done: the storage version is v2"} {
 		if checked := strings.Join(byID[id].Checked, "; "); !strings.Contains(checked, want) {
 			t.Errorf("step %s checked %q, want %q", id, checked, want)
 		}
@@ -240,7 +240,7 @@ func TestRunMeasuresClientUsageOnce(t *testing.T) {
 }
 
 func TestRunBlockedChangesNothing(t *testing.T) {
-	inUse := &usage.Report{Verdict: usage.InUse, Window: map[string]int64{"LIST": 3}, WindowSeconds: 10, Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	inUse := assessed(3)
 	for _, tc := range []struct {
 		name  string
 		crd   *apiextensionsv1.CustomResourceDefinition
@@ -250,7 +250,7 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 		// measured: client usage was measured before the refusal.
 		measured bool
 	}{
-		{"clients in use", s2(), func(f *fakeCluster) { f.usage = inUse }, 1, "clients still use v1", true},
+		{"clients in use", s2(), func(f *fakeCluster) { f.usage = inUse }, 1, "clients still use stable.example.com/v1 crontabs", true},
 		{"the storage version, from the CRD alone", crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"v2", true, false}), nil, 2, "v1 is the storage version", false},
 		{"migration refused by the API server", s2(), func(f *fakeCluster) {
 			f.migrationDryRun = &Migration{Total: 3, Failed: 1, Complete: true, Failures: []ObjectFailure{{Object: "default/s1", Message: "a sealed object cannot be updated"}}}

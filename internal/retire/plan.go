@@ -90,19 +90,19 @@ func (p *planner) clients(s *Step) {
 		s.set(Done, nil, "%s is not served, so no client can use it", old)
 	case f.SkipUsage:
 		s.set(Skipped, nil, "client usage of %s was NOT checked (--skip-usage-check)", old)
-	case f.UsageError != "":
-		s.set(Blocked, p.retire("skip-usage-check"),
-			"whether clients still use %s is unknown: %s; grant get on the non-resource URL /metrics, or, once you know by other means that no client uses %s, skip the check", old, f.UsageError, old)
 	case f.Usage == nil:
-		s.set(ToDo, nil, "measure requests to %s from the API server's metrics", old)
+		s.set(ToDo, nil, "measure the client usage of %s (every API server instance's /metrics or Prometheus, managedFields, audit logs)", old)
 	case f.Usage.Verdict == usage.InUse:
-		s.set(Blocked, p.retire(""), "clients still use %s: move them (and the controller) to %s, then re-run", old, orPlaceholder(p.successor))
+		s.set(Blocked, p.retire(""), "%s: move them (and the controller) to %s, then re-run", f.Usage.Message(), orPlaceholder(p.successor))
 		s.Evidence = f.Usage.Evidence()
 	case f.Usage.Verdict == usage.Unknown:
-		s.set(Blocked, p.retire(""), "whether clients still use %s is unknown: %s; re-run", old, f.Usage.Reason)
+		s.set(Blocked, p.retire(""), "%s", f.Usage.Message())
 		s.Evidence = f.Usage.Evidence()
+		for _, w := range f.Usage.WaysOut() {
+			s.Evidence = append(s.Evidence, "way out: "+w)
+		}
 	default:
-		s.set(Done, nil, "no client request to %s seen", old)
+		s.set(Done, nil, "%s", f.Usage.Message())
 		s.Evidence = f.Usage.Evidence()
 	}
 }

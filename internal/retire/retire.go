@@ -115,10 +115,8 @@ type ObjectFailure struct {
 // absent map entries mean not measured yet: the step that needs them is
 // then to do ("measure"), never blocked on their account.
 type Facts struct {
-	// Usage is the client-usage report of OLD, UsageError why it could not
-	// be measured (metrics forbidden or absent).
-	Usage      *usage.Report
-	UsageError string
+	// Usage is the client-usage assessment of OLD.
+	Usage *usage.Assessment
 	// SkipUsage records --skip-usage-check.
 	SkipUsage bool
 	// StaleManagedFields lists the objects whose managedFields name OLD.

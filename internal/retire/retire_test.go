@@ -1,11 +1,14 @@
 package retire
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -32,8 +35,22 @@ func crd(stored []string, webhook bool, versions ...ver) *apiextensionsv1.Custom
 	return c
 }
 
-func notInUse() *usage.Report { return &usage.Report{Verdict: usage.NotInUse, WindowSeconds: 10} }
-func none() *[]ObjectRef      { return &[]ObjectRef{} }
+var v1 = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+
+// assessed is the assessment of v1 from one metrics source that saw
+// requests (LIST 3), nothing or (with unseen) not everything.
+func assessed(requests int64, unseen ...string) *usage.Assessment {
+	r := usage.SourceReport{Source: usage.SourceMetrics, Name: "/metrics of 2 API server instance(s)", WindowSeconds: 10, Unseen: unseen}
+	if requests > 0 {
+		r.Requests = map[string]int64{"LIST": requests}
+		r.Seen = []string{fmt.Sprintf("requests in the last 10s: LIST %d", requests)}
+	}
+	a := usage.Combine(v1, 10*time.Second, r)
+	return &a
+}
+
+func notInUse() *usage.Assessment { return assessed(0) }
+func none() *[]ObjectRef          { return &[]ObjectRef{} }
 
 // statuses renders a plan as "1=done 2=to do …".
 func statuses(steps []Step) string {
@@ -58,8 +75,8 @@ func TestPlan(t *testing.T) {
 	lost := crd([]string{"v1", "v2"}, false, ver{"v2", true, true})
 	hook := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true})
 	three := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true}, ver{"v3", true, false})
-	inUse := &usage.Report{Verdict: usage.InUse, Window: map[string]int64{"LIST": 3}, WindowSeconds: 10, Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
-	unknown := &usage.Report{Verdict: usage.Unknown, Reason: "restarted"}
+	inUse := assessed(3)
+	unknown := assessed(0, "10.0.0.2:6443: its /metrics cannot be read: forbidden")
 	stale := &[]ObjectRef{{"a", "one"}, {"b", "two"}, {"c", "three"}, {"d", "four"}}
 
 	for _, tc := range []struct {
@@ -74,9 +91,8 @@ func TestPlan(t *testing.T) {
 	}{
 		{"S3, nothing measured yet", s3(), Facts{}, "1=to do 2=to do 3=done 4=done 5=to do 6=to do 7=info", 1, "measure"},
 		{"S3, not in use, no stale entries", s3(), Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=done 4=done 5=done 6=to do 7=info", 2, "served: false"},
-		{"S3, in use", s3(), Facts{Usage: inUse, StaleManagedFields: none()}, "1=blocked 2=to do 3=done 4=done 5=done 6=blocked 7=info", 1, "clients still use v1"},
-		{"S3, counters not comparable", s3(), Facts{Usage: unknown}, "1=blocked 2=to do 3=done 4=done 5=to do 6=blocked 7=info", 1, "restarted"},
-		{"S3, metrics forbidden", s3(), Facts{UsageError: "forbidden"}, "1=blocked 2=to do 3=done 4=done 5=to do 6=blocked 7=info", 1, "--skip-usage-check"},
+		{"S3, in use", s3(), Facts{Usage: inUse, StaleManagedFields: none()}, "1=blocked 2=to do 3=done 4=done 5=done 6=blocked 7=info", 1, "clients still use stable.example.com/v1 crontabs (seen by: /metrics of 2 API server instance(s))"},
+		{"S3, an instance not read", s3(), Facts{Usage: unknown}, "1=blocked 2=to do 3=done 4=done 5=to do 6=blocked 7=info", 1, "is unknown: /metrics of 2 API server instance(s): 10.0.0.2:6443: its /metrics cannot be read: forbidden"},
 		{"S3, usage check skipped", s3(), Facts{SkipUsage: true, StaleManagedFields: none()}, "1=skipped 2=to do 3=done 4=done 5=done 6=to do 7=info", 2, ""},
 		{"S2 without --migrate", s2, Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "--migrate"},
 		{"S2 with --migrate", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true}, "1=done 2=to do 3=done 4=to do 5=done 6=to do 7=info", 2, ""},

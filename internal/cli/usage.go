@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
+)
+
+// UsageFlags are the client-usage check's flags, shared by unserve,
+// retire and doctor.
+type UsageFlags struct {
+	UsageWindow       time.Duration
+	SkipUsageCheck    bool
+	PrometheusURL     string
+	PrometheusService string
+	AuditLogs         []string
+}
+
+func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
+	u.UsageWindow = window
+	f := cmd.Flags()
+	f.Var((*windowValue)(&u.UsageWindow), "usage-window", "How far back to look for clients of the version: the time between two reads of every API server instance's /metrics (the command waits that long), or, with a Prometheus source, the history it queries (7d, 24h); also the window of the managedFields and audit-log sources.")
+	f.BoolVar(&u.SkipUsageCheck, "skip-usage-check", false, "Do not check for clients of the version (the output records that the check was skipped).")
+	f.StringVar(&u.PrometheusURL, "prometheus-url", "", "Read the API servers' request counters over --usage-window from this Prometheus server (http(s)://HOST:PORT[/PREFIX]), which must scrape every API server instance, instead of reading each instance's /metrics.")
+	f.StringVar(&u.PrometheusService, "prometheus-service", "", "Like --prometheus-url, through the API server's service proxy to this Service: NAMESPACE/NAME:PORT (for example monitoring/prometheus-k8s:9090; NAMESPACE/https:NAME:PORT for TLS).")
+	f.StringArrayVar(&u.AuditLogs, "audit-log", nil, "An API server audit log (audit.k8s.io/v1 events, one JSON object a line, plain or gzip) that names the clients of the version by user and user agent; repeat for every instance's log and rotated files.")
+}
+
+// config is the check's configuration for preflight.
+func (u *UsageFlags) config() preflight.UsageConfig {
+	return preflight.UsageConfig{Window: u.UsageWindow, Skip: u.SkipUsageCheck, PrometheusURL: u.PrometheusURL,
+		PrometheusService: u.PrometheusService, AuditLogs: u.AuditLogs}
+}
+
+// windowValue is a duration flag that also takes Prometheus durations
+// (7d, 2w).
+type windowValue time.Duration
+
+func (w *windowValue) String() string { return time.Duration(*w).String() }
+func (w *windowValue) Type() string   { return "duration" }
+func (w *windowValue) Set(s string) error {
+	if strings.HasPrefix(s, "-") {
+		return fmt.Errorf("--usage-window must not be negative, got %s", s)
+	}
+	d, err := usage.ParseWindow(s)
+	if err != nil {
+		return err
+	}
+	*w = windowValue(d)
+	return nil
+}

@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+// The commands (unserve, retire, doctor) run as the plugin binary on the
+// two-instance control plane, through the first instance (h.Kubeconfig).
+
+// haClients are the clients of the HA control plane, for refusesAt.
+func haClients(h *apiserver.HA) clients {
+	return clients{
+		ext:  apiextensionsclient.NewForConfigOrDie(h.Config),
+		dyn:  dynamic.NewForConfigOrDie(h.Config),
+		kube: kubernetes.NewForConfigOrDie(h.Config),
+	}
+}
+
+// served reports whether version of the CRD named name is served.
+func servedOn(t *testing.T, c clients, name, version string) bool {
+	t.Helper()
+	crd, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := lifecycle.FindVersion(crd, version)
+	return v != nil && v.Served
+}
+
+// keepListing lists gvr through one instance as alice every 200 ms until
+// the test ends.
+func keepListing(t *testing.T, h *apiserver.HA, in *apiserver.Instance, gvr schema.GroupVersionResource) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	dyn := dynamic.NewForConfigOrDie(instanceConfig(h, in, aliceToken, aliceAgent))
+	listed := make(chan struct{})
+	wg.Go(func() {
+		first := true
+		for ctx.Err() == nil {
+			if _, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{}); err == nil && first {
+				close(listed)
+				first = false
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+	select {
+	case <-listed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client of the second instance did not list")
+	}
+}
+
+// TestUsageHACommandsClientOfSecondInstance is the opening scenario of
+// issue 18 through the commands: a client lists v1beta1 through the
+// second instance; unserve and retire, run through the first, refuse
+// (exit 1, the CRD unchanged) with the evidence of both instances.
+func TestUsageHACommandsClientOfSecondInstance(t *testing.T) {
+	h := haControlPlane(t)
+	gvr := usageCRD(t, h, "cmd-second.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	c := haClients(h)
+	keepListing(t, h, h.Instances[1], gvr)
+
+	r := refusesAt(t, c, h.Kubeconfig, []string{name}, []string{
+		"clients still use cmd-second.usage.example.com/v1beta1 crontabs (seen by: /metrics of 2 API server instance(s))",
+		h.Instances[1].Address + ": requests in the last",
+		h.Instances[0].Address + ": no request in the last",
+	}, "unserve", name, "v1beta1", "--usage-window=2s")
+	if !servedOn(t, c, name, "v1beta1") {
+		t.Fatalf("unserve refused but v1beta1 is no longer served:\n%s%s", r.stdout, r.stderr)
+	}
+	refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"stopped at step 1", "clients still use cmd-second.usage.example.com/v1beta1 crontabs", h.Instances[1].Address + ": requests in the last"},
+		"retire", name, "v1beta1", "--usage-window=2s", "--migrate", "--clean-managed-fields")
+	if !servedOn(t, c, name, "v1beta1") {
+		t.Fatal("retire refused but v1beta1 is no longer served")
+	}
+}
+
+// TestUsageHACommandsSecondInstanceUnreadable: when the second instance's
+// /metrics cannot be read (its certificate does not hold the TLS server
+// name of the kubeconfig), the verdict is unknown: unserve and retire
+// refuse, nothing changes, and the output names the instance not seen and
+// the ways out.
+func TestUsageHACommandsSecondInstanceUnreadable(t *testing.T) {
+	h := haControlPlane(t)
+	gvr := usageCRD(t, h, "cmd-unread.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	c := haClients(h)
+	kc, err := h.KubeconfigFor("kubeconfig-first-only", h.Instances[0].ServerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"whether clients still use cmd-unread.usage.example.com/v1beta1 crontabs is unknown",
+		h.Instances[1].Address + ": its /metrics cannot be read", "--prometheus-url", "--prometheus-service", "--skip-usage-check"}
+	r := refusesAt(t, c, kc, []string{name}, want, "unserve", name, "v1beta1", "--usage-window=1s")
+	t.Logf("unserve:\n%s%s", r.stdout, r.stderr)
+	r = refusesAt(t, c, kc, []string{name}, append(want[:2:2], "stopped at step 1"), "retire", name, "v1beta1", "--usage-window=1s", "--migrate", "--clean-managed-fields")
+	t.Logf("retire:\n%s%s", r.stdout, r.stderr)
+	if !servedOn(t, c, name, "v1beta1") {
+		t.Fatal("v1beta1 is no longer served")
+	}
+}
+
+// TestUsageHACommandsNoClient: both instances read, no client of v1beta1
+// (a client of v1 only): unserve passes, resting on both instances, and
+// unserves the version.
+func TestUsageHACommandsNoClient(t *testing.T) {
+	h := haControlPlane(t)
+	gvr := usageCRD(t, h, "cmd-none.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	listAs(t, h, h.Instances[1], gvr.GroupResource().WithVersion("v1"), 3)
+	r := succeedsAt(t, h.Kubeconfig, "unserve", name, "v1beta1", "--usage-window=2s")
+	mustContain(t, "unserve's output", r.stdout+r.stderr, "no client of cmd-none.usage.example.com/v1beta1 crontabs seen in the last 2s (/metrics of 2 API server instance(s) and managedFields of crontabs)",
+		h.Instances[0].Address+": no request in the last", h.Instances[1].Address+": no request in the last")
+	if servedOn(t, haClients(h), name, "v1beta1") {
+		t.Fatal("unserve passed but v1beta1 is still served")
+	}
+}
+
+// TestUsageAuditLogNamedByCommands: a client with its own user and user
+// agent, which stopped before the check, is named from the audit logs in
+// unserve's refusal and in doctor's report of the deprecated version
+// (table and JSON).
+func TestUsageAuditLogNamedByCommands(t *testing.T) {
+	h := haControlPlane(t)
+	gvr := usageCRD(t, h, "audit-cmd.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	c := haClients(h)
+	crd, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Deprecated = crd.Spec.Versions[i].Name == "v1beta1"
+	}
+	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Update(context.Background(), crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A minute's history from Prometheus (no waiting) and the audit logs,
+	// which span it; the client stopped before the commands run.
+	window := time.Minute
+	waitAuditCovers(t, window)
+	waitPrometheusCovers(t, window)
+	listAs(t, h, h.Instances[1], gvr, 3)
+	logs := auditLogs(h)
+	audit := []string{"--audit-log", logs[0], "--audit-log", logs[1], "--usage-window=1m", "--prometheus-url", usageFx.prom.URL}
+	named := `user alice, agent "nightly-backup/1.0": LIST 3, last `
+
+	refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"clients still use audit-cmd.usage.example.com/v1beta1 crontabs", "audit log", named},
+		append([]string{"unserve", name, "v1beta1"}, audit...)...)
+
+	table := crdversionAt(t, h.Kubeconfig, append([]string{"doctor", name}, audit...)...)
+	if table.code != 0 {
+		t.Fatalf("doctor: exit %d\n%s%s", table.code, table.stdout, table.stderr)
+	}
+	mustContain(t, "doctor's table", table.stdout, "WARNING: deprecated version v1beta1: clients still use audit-cmd.usage.example.com/v1beta1 crontabs",
+		"client usage of its deprecated versions", "INUSE: clients still use audit-cmd.usage.example.com/v1beta1 crontabs", "client: "+named)
+
+	js := crdversionAt(t, h.Kubeconfig, append([]string{"doctor", name, "-o", "json"}, audit...)...)
+	var d report.Doctor
+	if err := json.Unmarshal([]byte(js.stdout), &d); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, js.stdout)
+	}
+	if len(d.CRDs) != 1 || len(d.CRDs[0].Usage) != 1 {
+		t.Fatalf("doctor -o json: want the usage of v1beta1:\n%s", js.stdout)
+	}
+	found := false
+	for _, s := range d.CRDs[0].Usage[0].Sources {
+		for _, cl := range s.Clients {
+			found = found || (cl.User == "alice" && cl.UserAgent == aliceAgent && cl.Count == 3)
+		}
+	}
+	if !found {
+		t.Errorf("doctor -o json does not name alice:\n%s", js.stdout)
+	}
+}
+
+// writesSettled waits until the newest managedFields entry of crd's
+// objects is older than window (and the second the entries are rounded
+// to), so that a client-usage check over window does not count the
+// test's own setup writes as a client's. It lists the objects once,
+// before the wait, so that its own request is outside the window too.
+func writesSettled(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, window time.Duration) {
+	t.Helper()
+	list, err := c.dyn.Resource(gvr(crd, lifecycle.StorageVersion(crd))).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, o := range list.Items {
+		for _, e := range o.GetManagedFields() {
+			if e.Time != nil && e.Time.After(last) {
+				last = e.Time.Time
+			}
+		}
+	}
+	waitUntil(t, window+time.Minute, "the setup's writes are older than "+window.String(), func() bool {
+		return time.Since(last) > window+time.Second
+	})
+}
+
+// TestUsagePrometheusThroughServiceProxy: --prometheus-service reaches
+// the Prometheus that scrapes both instances through the API server's
+// service proxy (a Service without selector in front of it, its
+// EndpointSlice and pod written by hand: no controller runs here), and
+// unserve refuses on the requests it counted through the second instance.
+func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
+	h := haControlPlane(t)
+	gvr := usageCRD(t, h, "prom-proxy.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	c := haClients(h)
+	ctx := context.Background()
+	const ns, svc = "monitoring", "prometheus"
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The service proxy sends only to endpoints whose target is a pod
+	// with the address: a pod object stands for Prometheus (nothing runs
+	// it; its status is written by hand).
+	if _, err := c.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod, err := c.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: svc},
+		Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.PodIP, pod.Status.PodIPs = usageFx.prom.Host, []corev1.PodIP{{IP: usageFx.prom.Host}}
+	if _, err := c.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	target := &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: svc}
+	port := int32(usageFx.prom.Port)
+	service := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9090, TargetPort: intstr.FromInt32(port)}}}}
+	if _, err := c.kube.CoreV1().Services(ns).Create(ctx, service, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{usageFx.prom.Host}, TargetRef: target, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(""), Port: ptr.To(port)}}}
+	if _, err := c.kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	window := time.Minute
+	waitPrometheusCovers(t, window)
+	listAs(t, h, h.Instances[1], gvr, 3)
+	// The counter of a new series shows up at the next scrape of both.
+	waitUntil(t, time.Minute, "Prometheus scraped the requests", func() bool {
+		return promHasRequests(t, gvr)
+	})
+	if body, err := c.kube.CoreV1().Services(ns).ProxyGet("", svc, "", "/api/v1/query", map[string]string{"query": "up"}).DoRaw(ctx); err != nil {
+		t.Fatalf("the service proxy does not reach Prometheus: %v %.300s", err, body)
+	}
+	r := refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"clients still use prom-proxy.usage.example.com/v1beta1 crontabs (seen by: Prometheus service monitoring/prometheus", "LIST 3"},
+		"unserve", name, "v1beta1", "--prometheus-service", ns+"/"+svc, "--usage-window", window.String())
+	t.Logf("unserve:\n%s%s", r.stdout, r.stderr)
+	if !servedOn(t, c, name, "v1beta1") {
+		t.Fatal("v1beta1 is no longer served")
+	}
+}
+
+// promHasRequests reports whether the fixture's Prometheus has a sample
+// of requests to gvr.
+func promHasRequests(t *testing.T, gvr schema.GroupVersionResource) bool {
+	t.Helper()
+	q := fmt.Sprintf(`apiserver_request_total{group=%q,version=%q,resource=%q}`, gvr.Group, gvr.Version, gvr.Resource)
+	resp, err := http.Get(usageFx.prom.URL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	return json.NewDecoder(resp.Body).Decode(&body) == nil && len(body.Data.Result) > 0
+}

@@ -26,6 +26,9 @@ type MigrateOptions struct {
 	AllowPruning bool
 	// ServerProgress, when set, gets each status of a StorageVersionMigration.
 	ServerProgress func(svm.Status)
+	// VersionOrder is the order of the CRD's versions the user gave,
+	// oldest first (see lifecycle.Order).
+	VersionOrder []string
 }
 
 // Migration is the outcome of Migrate.
@@ -43,7 +46,10 @@ type Migration struct {
 // version that prunes fields. It returns nil when the migration may run.
 func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
 	storage := lifecycle.StorageVersion(crd)
-	if next := lifecycle.PromotionPending(crd); next != "" && !o.Client.NoTrim && !o.Client.CountOnly {
+	if err := lifecycle.CheckVersionOrder(crd, o.VersionOrder); err != nil {
+		return err
+	}
+	if next := lifecycle.PromotionPending(crd, lifecycle.Options{VersionOrder: o.VersionOrder}); next != "" && !o.Client.NoTrim && !o.Client.CountOnly {
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
 			crd.Name, storage, next, storage, crd.Name, next, storage)
 	}

@@ -23,12 +23,15 @@ type StatusCluster interface {
 // Webhook conversion once more through another served version, which makes
 // the API server call the webhook. A list the API server refuses becomes a
 // finding; other errors are returned.
-func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkSize int64) (*report.Status, error) {
+func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkSize int64, o lifecycle.Options) (*report.Status, error) {
 	crd, err := c.ResolveCRD(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
-	r := &report.Status{Analysis: lifecycle.Analyze(crd)}
+	if err := lifecycle.CheckVersionOrder(crd, o.VersionOrder); err != nil {
+		return nil, err
+	}
+	r := &report.Status{Analysis: lifecycle.AnalyzeWith(crd, o)}
 	if !count {
 		return r, nil
 	}

@@ -101,6 +101,8 @@ type MigrateFlags struct {
 	Timeout      time.Duration
 	// MaxSpeed sets Engine.MaxLatency to 0.
 	MaxSpeed bool
+	// VersionOrder is --version-order, oldest first.
+	VersionOrder []string
 }
 
 // MigrateOptions are the inputs of migrate, resolved once.
@@ -118,6 +120,8 @@ type MigrateOptions struct {
 	AllowPruning bool
 	// Timeout bounds the whole run (0: none).
 	Timeout time.Duration
+	// VersionOrder is the order of versions the user gave, oldest first.
+	VersionOrder []string
 	// changed are the client-engine flags given, refused with --engine=server.
 	changed []string
 	// maxSpeedAndLatency is a --max-speed given with a non-zero --max-latency.
@@ -169,6 +173,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when, with conversion strategy None, objects stored at an old version lose fields the storage version's schema lacks.")
 	c.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar with rate and ETA, or with --engine=server the migration's status (on a terminal only).")
 	c.StringVar(&fl.EngineName, "engine", fl.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
+	addVersionOrderFlag(c, &fl.VersionOrder)
 	c.DurationVar(&fl.Timeout, "timeout", 0, "The longest the run may take (0: no limit). When it runs out nothing is trimmed; with --engine=server the StorageVersionMigration goes on in the cluster.")
 	return cmd
 }
@@ -179,8 +184,11 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 	if len(args) != 1 {
 		return nil, usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
+	if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
+		return nil, err
+	}
 	o := &MigrateOptions{CRD: args[0], Engine: fl.Engine, EngineName: fl.EngineName, QPS: fl.QPS, Burst: fl.Burst,
-		Progress: fl.Progress, AllowPruning: fl.AllowPruning, Timeout: fl.Timeout, IOStreams: streams}
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning, Timeout: fl.Timeout, VersionOrder: fl.VersionOrder, IOStreams: streams}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 		return nil, err
@@ -260,7 +268,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning}
+	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, VersionOrder: o.VersionOrder}
 	terminal := o.Progress && term.IsTerminal(o.ErrOut)
 	switch {
 	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == cmdutil.DryRunNone:

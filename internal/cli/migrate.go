@@ -347,13 +347,23 @@ func progressWhere(p migrate.Progress) string {
 
 func printMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
 	verb := "Migrated"
-	switch dryRun {
-	case cmdutil.DryRunClient:
+	switch {
+	case dryRun == cmdutil.DryRunClient:
 		verb = "Counted (dry run, nothing written)"
-	case cmdutil.DryRunServer:
+	case dryRun == cmdutil.DryRunServer:
 		verb = "Checked (server dry run, nothing written)"
+	case !r.Complete:
+		verb = "Interrupted"
+	case r.Failed > 0:
+		verb = "Failed"
 	}
-	if r.Resumed {
+	if dryRun != cmdutil.DryRunNone && !r.Complete {
+		verb = "Interrupted: " + verb
+	}
+	switch {
+	case r.Restarted:
+		verb += ", restarted from the first object (the checkpoint's continue token had expired),"
+	case r.Resumed:
 		verb += ", resuming from the checkpoint,"
 	}
 	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)

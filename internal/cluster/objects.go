@@ -56,6 +56,15 @@ func (c *Client) EachObject(ctx context.Context, crd *apiextensionsv1.CustomReso
 		return res.List(ctx, opts)
 	})
 	p.PageSize = pageSize
+	// Right after an edit of the CRD the API server may still serve its
+	// earlier state (see WhenServedBy): wait, bounded, until it serves
+	// the CRD that was read.
+	if err := WhenServedBy(ctx, crd, func() error {
+		_, err := res.List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}); err != nil {
+		return err
+	}
 	return p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
 		m, ok := o.(metav1.Object)
 		if !ok {

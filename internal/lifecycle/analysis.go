@@ -234,6 +234,21 @@ type Analysis struct {
 	UnorderedVersions []string `json:"unorderedVersions,omitempty"`
 
 	order Order
+	// staleManaged counts, per version, the objects whose managedFields
+	// name it (see ManagedFieldsNaming).
+	staleManaged map[string]int
+}
+
+// ManagedFieldsNaming records that n objects have managedFields entries
+// naming version, as the API server listed them: retire refuses to remove
+// version until they are rewritten, so its printed command carries
+// --clean-managed-fields.
+func (a *Analysis) ManagedFieldsNaming(version string, n int) {
+	if a.staleManaged == nil {
+		a.staleManaged = map[string]int{}
+	}
+	a.staleManaged[version] = n
+	a.settle()
 }
 
 // Options are the user's inputs to AnalyzeWith.
@@ -588,6 +603,10 @@ func nextStep(name string, a Analysis) *NextStep {
 		return next(fmt.Sprintf("stop serving %s once no client requests it", a.OldVersion),
 			Crdversion("unserve", name, a.OldVersion))
 	case StateS5:
+		if n := a.staleManaged[a.OldVersion]; n > 0 {
+			return next(fmt.Sprintf("remove %s from spec.versions; %d object(s) have managedFields entries naming %s, which --clean-managed-fields rewrites to %s first (server-side apply on them would fail once %s is gone)", a.OldVersion, n, a.OldVersion, a.StorageVersion, a.OldVersion),
+				Crdversion("retire", name, a.OldVersion).With("clean-managed-fields", ""))
+		}
 		return next(fmt.Sprintf("remove %s from spec.versions once no object's managedFields name it (retire checks, and --clean-managed-fields rewrites them)", a.OldVersion),
 			Crdversion("retire", name, a.OldVersion))
 	}

@@ -123,7 +123,8 @@ func (o Order) Unordered(crd *apiextensionsv1.CustomResourceDefinition, storage 
 }
 
 // CheckVersionOrder validates a --version-order against crd: each name
-// once, and each a version of crd (in spec.versions or storedVersions).
+// once, and each a version of crd (in spec.versions, storedVersions, or
+// retired by retire: the order given before a retirement stays valid).
 func CheckVersionOrder(crd *apiextensionsv1.CustomResourceDefinition, given []string) error {
 	if len(given) == 0 {
 		return nil
@@ -131,7 +132,7 @@ func CheckVersionOrder(crd *apiextensionsv1.CustomResourceDefinition, given []st
 	if len(given) < 2 {
 		return fmt.Errorf("--version-order %s: give at least two versions, oldest first", strings.Join(given, ","))
 	}
-	known := append(VersionNames(crd), crd.Status.StoredVersions...)
+	known := append(append(VersionNames(crd), crd.Status.StoredVersions...), RetiredVersions(crd)...)
 	seen := map[string]bool{}
 	for _, g := range given {
 		if seen[g] {

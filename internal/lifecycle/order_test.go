@@ -98,6 +98,11 @@ func TestVersionOrderFlag(t *testing.T) {
 	if err := CheckVersionOrder(crd, []string{"v1api20210501", "v1api20230101"}); err != nil {
 		t.Error(err)
 	}
+	// A version retire removed stays a valid name of the order.
+	retired := newCRD().version("stable", true, true).stored("stable").annotate(RetiredVersionsAnnotation, "alpha").v()
+	if err := CheckVersionOrder(retired, []string{"alpha", "stable"}); err != nil {
+		t.Errorf("an order naming a retired version: %v", err)
+	}
 }
 
 // TestNeverAdviseUnservingStored (B6): a deprecated version that is the

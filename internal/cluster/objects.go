@@ -58,13 +58,13 @@ func (c *Client) EachObject(ctx context.Context, crd *apiextensionsv1.CustomReso
 	p.PageSize = pageSize
 	// Right after an edit of the CRD the API server may still serve its
 	// earlier state (see WhenServedBy): wait, bounded, until it serves
-	// the CRD that was read.
-	if err := WhenServedBy(ctx, crd, func() error {
+	// the CRD that was read. Whatever the probe's answer, the list itself
+	// answers (its error names every object it could not read, the
+	// probe's only the first).
+	_ = WhenServedBy(ctx, crd, func() error {
 		_, err := res.List(ctx, metav1.ListOptions{Limit: 1})
 		return err
-	}); err != nil {
-		return err
-	}
+	})
 	return p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
 		m, ok := o.(metav1.Object)
 		if !ok {

@@ -348,7 +348,27 @@ func (w *walker) checkDirection(line, what string) {
 				w.t.Errorf("%s line %q goes backwards: %s is not older than the storage version %s (versions oldest first: %v)", what, line, v, storage, w.truth)
 			}
 		}
+		// Clients must keep a version to move to: a served version that
+		// is not deprecated, other than the one deprecated or unserved.
+		if verb == "deprecate" || verb == "unserve" {
+			left := false
+			for _, sv := range crd.Spec.Versions {
+				left = left || sv.Name != v && sv.Served && !sv.Deprecated
+			}
+			if !left {
+				w.t.Errorf("%s line %q leaves clients no served version that is not deprecated (versions %s)", what, line, versionFlags(crd))
+			}
+		}
 	}
+}
+
+// versionFlags renders crd's versions with their flags, for messages.
+func versionFlags(crd *apiextensionsv1.CustomResourceDefinition) string {
+	var out []string
+	for _, v := range crd.Spec.Versions {
+		out = append(out, fmt.Sprintf("%s served=%v storage=%v deprecated=%v", v.Name, v.Served, v.Storage, v.Deprecated))
+	}
+	return strings.Join(out, "; ")
 }
 
 // check asserts that every object that could be read is still there and

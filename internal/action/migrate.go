@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -152,8 +153,13 @@ func Outcome(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result,
 		return fmt.Errorf("the migration of %s did not finish: %s", crd.Name, res.Trim.Reason)
 	case !res.Complete && !server:
 		hint := ""
-		if checkpoint != "" {
+		switch _, err := os.Stat(checkpoint); {
+		case checkpoint == "":
+		case err == nil:
 			hint = " with --checkpoint " + checkpoint + " to resume"
+		default:
+			// Interrupted before a page completed: nothing to resume.
+			hint = " (no page had completed, so " + checkpoint + " was not written: the re-run starts from the first object)"
 		}
 		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, hint)
 	case res.Trim.Failed:

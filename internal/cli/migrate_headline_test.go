@@ -21,7 +21,7 @@ func TestMigrationHeadline(t *testing.T) {
 		want   string
 	}{
 		{"done", func(r *migrate.Result) { r.Failed, r.Failures = 0, nil }, cmdutil.DryRunNone, "Migrated crontabs"},
-		{"failed", func(r *migrate.Result) {}, cmdutil.DryRunNone, "Failed crontabs"},
+		{"failed", func(*migrate.Result) {}, cmdutil.DryRunNone, "Failed crontabs"},
 		{"interrupted", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunNone, "Interrupted crontabs"},
 		{"interrupted dry run", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunServer, "Interrupted: Checked (server dry run, nothing written) crontabs"},
 		{"resumed", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed = 0, nil, true }, cmdutil.DryRunNone, "Migrated, resuming from the checkpoint, crontabs"},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
 // TestAdviceWalk is the advice-walking property test (issue 17, Build 4):
@@ -218,6 +219,7 @@ func (w *walker) walk(bound int) {
 	for step := 1; step <= bound; step++ {
 		out := w.run(w.statusArgs, false)
 		lines := printedCommands(out)
+		w.sameAsJSON(out, lines)
 		doctor := w.runAllowingExit([]string{"crdversion", "doctor", w.crd})
 		lines = append(lines, printedCommands(doctor)...)
 		next, done := nextLine(out)
@@ -253,6 +255,34 @@ func (w *walker) walk(bound int) {
 		w.check(fmt.Sprintf("step %d (%s)", step, next))
 	}
 	t.Fatalf("the advice chain did not end within %d steps", bound)
+}
+
+// sameAsJSON checks that status -o json carries the commands the table
+// printed (lines), each rendered from its structured form, and no other.
+func (w *walker) sameAsJSON(out string, lines []printedLine) {
+	w.t.Helper()
+	var s report.Status
+	data := w.run(append(slices.Clone(w.statusArgs), "-o", "json"), false)
+	if err := json.Unmarshal([]byte(data), &s); err != nil {
+		w.t.Fatalf("status -o json: %v\n%s", err, data)
+	}
+	var fromJSON, printed []string
+	for _, f := range s.Findings {
+		if len(f.Run) > 0 {
+			fromJSON = append(fromJSON, lifecycle.RenderAll(f.Run, nil))
+		}
+	}
+	if s.Next != nil && len(s.Next.Run) > 0 {
+		fromJSON = append(fromJSON, lifecycle.RenderAll(s.Next.Run, nil))
+	}
+	for _, l := range lines {
+		printed = append(printed, l.text)
+	}
+	slices.Sort(fromJSON)
+	slices.Sort(printed)
+	if !slices.Equal(fromJSON, printed) {
+		w.t.Errorf("the commands of status -o json differ from the printed ones:\n json    %q\n printed %q\n%s", fromJSON, printed, out)
+	}
 }
 
 // run runs argv (from "kubectl" on, without it) through the real kubectl

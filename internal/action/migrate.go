@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -27,6 +28,9 @@ type MigrateOptions struct {
 	AllowPruning bool
 	// ServerProgress, when set, gets each status of a StorageVersionMigration.
 	ServerProgress func(svm.Status)
+	// VersionOrder is the order of the CRD's versions the user gave,
+	// oldest first (see lifecycle.Order).
+	VersionOrder []string
 }
 
 // Migration is the outcome of Migrate.
@@ -58,7 +62,10 @@ func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOp
 // orderRefusal is MigrationRefusal's "a newer version waits" refusal.
 func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
 	storage := lifecycle.StorageVersion(crd)
-	if next := lifecycle.PromotionPending(crd); next != "" && !o.Client.NoTrim && !o.Client.CountOnly {
+	if err := lifecycle.CheckVersionOrder(crd, o.VersionOrder); err != nil {
+		return err
+	}
+	if next := lifecycle.PromotionPending(crd, lifecycle.Options{VersionOrder: o.VersionOrder}); next != "" && !o.Client.NoTrim && !o.Client.CountOnly {
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
 			crd.Name, storage, next, storage, crd.Name, next, storage)
 	}
@@ -242,8 +249,13 @@ func Outcome(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result,
 		return fmt.Errorf("the migration of %s did not finish: %s", crd.Name, res.Trim.Reason)
 	case !res.Complete && !server:
 		hint := ""
-		if checkpoint != "" {
+		switch _, err := os.Stat(checkpoint); {
+		case checkpoint == "":
+		case err == nil:
 			hint = " with --checkpoint " + checkpoint + " to resume"
+		default:
+			// Interrupted before a page completed: nothing to resume.
+			hint = " (no page had completed, so " + checkpoint + " was not written: the re-run starts from the first object)"
 		}
 		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, hint)
 	case res.Trim.Failed:

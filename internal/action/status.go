@@ -6,6 +6,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
@@ -23,12 +24,15 @@ type StatusCluster interface {
 // Webhook conversion once more through another served version, which makes
 // the API server call the webhook. A list the API server refuses becomes a
 // finding; other errors are returned.
-func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkSize int64) (*report.Status, error) {
+func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkSize int64, o lifecycle.Options) (*report.Status, error) {
 	crd, err := c.ResolveCRD(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
-	r := &report.Status{Analysis: lifecycle.Analyze(crd)}
+	if err := lifecycle.CheckVersionOrder(crd, o.VersionOrder); err != nil {
+		return nil, err
+	}
+	r := &report.Status{Analysis: lifecycle.AnalyzeWith(crd, o)}
 	if !count {
 		return r, nil
 	}
@@ -48,6 +52,18 @@ func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkS
 		return r, nil
 	}
 	r.ObjectsReadable(r.Objects.Version)
+	// Before retire is advised, ask which objects' managedFields still
+	// name the version it removes: retire refuses until they are rewritten.
+	if m, ok := c.(staleManagedFields); ok && r.State == lifecycle.StateS5 && n > 0 {
+		stale, err := m.StaleManagedFields(ctx, crd, r.OldVersion, chunkSize)
+		if err != nil {
+			if _, answered := err.(apierrors.APIStatus); !answered {
+				return nil, err
+			}
+		} else {
+			r.ManagedFieldsNaming(r.OldVersion, len(stale))
+		}
+	}
 	// Listed at the storage version, objects stored there need no
 	// conversion: list them once more through another served version, as
 	// clients using it (and the namespace controller, which uses the
@@ -61,6 +77,12 @@ func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkS
 		}
 	}
 	return r, nil
+}
+
+// staleManagedFields is the part of a cluster that lists the objects whose
+// managedFields name a version (cluster.Client).
+type staleManagedFields interface {
+	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]cluster.ObjectRef, error)
 }
 
 func forbidden(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) }

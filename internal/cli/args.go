@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/spf13/pflag"
 	"strings"
 	"time"
 
@@ -59,4 +60,10 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
 	return fmt.Errorf("%s; see '%s --help' for the commands", msg, cmd.CommandPath())
+}
+
+// addVersionOrderFlag adds --version-order, the order of a CRD's versions,
+// oldest first, for names that Kubernetes' version rules do not order.
+func addVersionOrderFlag(fs *pflag.FlagSet, order *[]string) {
+	fs.StringSliceVar(order, "version-order", nil, "The CRD's versions from oldest to newest (comma-separated), for version names that Kubernetes' rules (vN, vNbetaM, vNalphaM) do not order, such as v1api20210501 or alpha/stable; without it such names are ordered only by status.storedVersions, never alphabetically.")
 }

@@ -108,6 +108,8 @@ type MigrateFlags struct {
 	Timeout      time.Duration
 	// MaxSpeed sets Engine.MaxLatency to 0.
 	MaxSpeed bool
+	// VersionOrder is --version-order, oldest first.
+	VersionOrder []string
 }
 
 // MigrateOptions are the inputs of migrate, resolved once.
@@ -125,6 +127,8 @@ type MigrateOptions struct {
 	AllowPruning bool
 	// Timeout bounds the whole run (0: none).
 	Timeout time.Duration
+	// VersionOrder is the order of versions the user gave, oldest first.
+	VersionOrder []string
 	// changed are the client-engine flags given, refused with --engine=server.
 	changed []string
 	// maxSpeedAndLatency is a --max-speed given with a non-zero --max-latency.
@@ -176,6 +180,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when objects lose fields: read at an old stored version and dry-run written through the storage version, or, with conversion strategy None, predicted from the schemas.")
 	c.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar with rate and ETA, or with --engine=server the migration's status (on a terminal only).")
 	c.StringVar(&fl.EngineName, "engine", fl.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
+	addVersionOrderFlag(c, &fl.VersionOrder)
 	c.DurationVar(&fl.Timeout, "timeout", 0, "The longest the run may take (0: no limit). When it runs out nothing is trimmed; with --engine=server the StorageVersionMigration goes on in the cluster.")
 	return cmd
 }
@@ -186,8 +191,11 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 	if len(args) != 1 {
 		return nil, usageErrorf(cmd, "exactly one CRD is required, got %d arguments", len(args))
 	}
+	if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
+		return nil, err
+	}
 	o := &MigrateOptions{CRD: args[0], Engine: fl.Engine, EngineName: fl.EngineName, QPS: fl.QPS, Burst: fl.Burst,
-		Progress: fl.Progress, AllowPruning: fl.AllowPruning, Timeout: fl.Timeout, IOStreams: streams}
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning, Timeout: fl.Timeout, VersionOrder: fl.VersionOrder, IOStreams: streams}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 		return nil, err
@@ -267,7 +275,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning}
+	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, VersionOrder: o.VersionOrder}
 	terminal := o.Progress && term.IsTerminal(o.ErrOut)
 	switch {
 	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == cmdutil.DryRunNone:
@@ -352,13 +360,23 @@ func progressWhere(p migrate.Progress) string {
 
 func printMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
 	verb := "Migrated"
-	switch dryRun {
-	case cmdutil.DryRunClient:
+	switch {
+	case dryRun == cmdutil.DryRunClient:
 		verb = "Counted (dry run, nothing written)"
-	case cmdutil.DryRunServer:
+	case dryRun == cmdutil.DryRunServer:
 		verb = "Checked (server dry run, nothing written)"
+	case !r.Complete:
+		verb = "Interrupted"
+	case r.Failed > 0:
+		verb = "Failed"
 	}
-	if r.Resumed {
+	if dryRun != cmdutil.DryRunNone && !r.Complete {
+		verb = "Interrupted: " + verb
+	}
+	switch {
+	case r.Restarted:
+		verb += ", restarted from the first object (the checkpoint's continue token had expired),"
+	case r.Resumed:
 		verb += ", resuming from the checkpoint,"
 	}
 	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)

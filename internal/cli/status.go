@@ -71,6 +71,8 @@ type StatusFlags struct {
 	// versions whose verdict is asked (default: every version on its way out).
 	Fleet    *FleetFlags
 	Versions []string
+	// VersionOrder is --version-order, oldest first.
+	VersionOrder []string
 }
 
 // NewStatusFlags returns the flags with their defaults.
@@ -91,6 +93,8 @@ type StatusOptions struct {
 	ChunkSize int64
 	// Versions are the versions a fleet verdict is asked for.
 	Versions []string
+	// VersionOrder is the order of versions the user gave, oldest first.
+	VersionOrder []string
 	// contexts are the fleet's contexts; none outside fleet mode.
 	contexts []string
 	fleet    *FleetFlags
@@ -120,6 +124,7 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 	cmd.Flags().StringSliceVar(&fl.Versions, "version", nil, "With --contexts or --all-contexts: the versions to ask about (can each leave the CRD manifest?); default every version that is not the storage version everywhere.")
 	cmd.Flags().BoolVar(&fl.Count, "count", fl.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when counting.")
+	addVersionOrderFlag(cmd.Flags(), &fl.VersionOrder)
 	return cmd
 }
 
@@ -131,7 +136,13 @@ func (fl *StatusFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if err := checkVersionNames("--version", fl.Versions...); err != nil {
 		return nil, err
 	}
-	o := &StatusOptions{CRD: args[0], Count: fl.Count, ChunkSize: fl.ChunkSize, Versions: fl.Versions,
+	if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
+		return nil, err
+	}
+	if len(fl.VersionOrder) > 0 && fl.Fleet.enabled() {
+		return nil, fmt.Errorf("--version-order applies to one cluster: it cannot be combined with --contexts or --all-contexts")
+	}
+	o := &StatusOptions{CRD: args[0], Count: fl.Count, ChunkSize: fl.ChunkSize, Versions: fl.Versions, VersionOrder: fl.VersionOrder,
 		fleet: fl.Fleet, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: streams}
 	var err error
 	if fl.Fleet.enabled() {
@@ -161,7 +172,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if len(o.contexts) > 0 {
 		return o.runFleet(ctx)
 	}
-	r, err := action.Status(ctx, o.client, o.CRD, o.Count, o.ChunkSize)
+	r, err := action.Status(ctx, o.client, o.CRD, o.Count, o.ChunkSize, lifecycle.Options{VersionOrder: o.VersionOrder})
 	if err != nil {
 		return err
 	}

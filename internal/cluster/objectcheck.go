@@ -154,7 +154,7 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 	})
 	p.PageSize = o.PageSize
 	out := &ObjectsCheck{From: o.From, To: o.To}
-	err := WhenServed(ctx, func() error {
+	err := WhenServedBy(ctx, crd, func() error {
 		if _, err := to.List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			return err
 		}

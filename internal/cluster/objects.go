@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/util/retry"
 )
 
 // ListCRDs lists every CustomResourceDefinition of the cluster (one
@@ -56,13 +57,24 @@ func (c *Client) EachObject(ctx context.Context, crd *apiextensionsv1.CustomReso
 		return res.List(ctx, opts)
 	})
 	p.PageSize = pageSize
-	return p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
-		m, ok := o.(metav1.Object)
-		if !ok {
-			return fmt.Errorf("listing %s at %s: the API server answered an item of type %T", crd.Name, version, o)
-		}
-		return each(m.GetNamespace(), m.GetName())
-	})
+	delivered := false
+	list := func() error {
+		return p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+			m, ok := o.(metav1.Object)
+			if !ok {
+				return fmt.Errorf("listing %s at %s: the API server answered an item of type %T", crd.Name, version, o)
+			}
+			delivered = true
+			return each(m.GetNamespace(), m.GetName())
+		})
+	}
+	// Right after an edit of the CRD the API server may still serve its
+	// earlier state (see WhenServedBy): while nothing was handed to each,
+	// the list is sent again, bounded, until it serves the CRD that was
+	// read. The first attempt is the list itself: no extra request.
+	return retry.OnError(NotYetServed, func(err error) bool {
+		return !delivered && ctx.Err() == nil && NotServedYet(crd, err)
+	}, list)
 }
 
 // ReadObject reads one object of crd through version, metadata only: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"time"
 
@@ -131,4 +132,68 @@ func WhenServed(ctx context.Context, list func() error) error {
 	return retry.OnError(NotYetServed, func(err error) bool {
 		return apierrors.IsNotFound(err) && ctx.Err() == nil
 	}, list)
+}
+
+// WhenServedBy calls list until the API server's answer no longer shows
+// that it serves an older state of crd than the one read (see
+// NotServedYet), for about 30 s (NotYetServed). Right after an edit that
+// restores a version, the handler of the CRD's objects is rebuilt only
+// once the API server's CRD informer has the edit; until then it cannot
+// decode objects stored at the restored version ("request to convert CR
+// from an invalid group/version"). Any other answer, or the last stale
+// one, is returned.
+func WhenServedBy(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, list func() error) error {
+	return retry.OnError(NotYetServed, func(err error) bool {
+		return ctx.Err() == nil && NotServedYet(crd, err)
+	}, list)
+}
+
+// staleGroupVersion matches the group/version a list or read names when
+// the API server cannot decode a stored object.
+var staleGroupVersion = regexp.MustCompile(`invalid group/version: ([^/\s]+)/([a-z0-9-]+)`)
+
+// NotServedYet reports whether err, the answer to a request for crd's
+// objects, contradicts crd as it was read: 404 Not Found while crd is
+// established (a served version not served yet), or an object stored at a
+// version that crd has in spec.versions said to be an invalid
+// group/version. Either means the API server instance that answered has
+// not caught up with the CRD yet.
+func NotServedYet(crd *apiextensionsv1.CustomResourceDefinition, err error) bool {
+	if err == nil {
+		return false
+	}
+	if apierrors.IsNotFound(err) {
+		return established(crd)
+	}
+	return StaleVersion(crd, err)
+}
+
+// StaleVersion reports whether err says that an object of crd is stored at
+// an invalid group/version although crd, as read, has that version in
+// spec.versions: the API server has not caught up with the CRD yet.
+func StaleVersion(crd *apiextensionsv1.CustomResourceDefinition, err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, m := range staleGroupVersion.FindAllStringSubmatch(err.Error(), -1) {
+		if m[1] != crd.Spec.Group {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Name == m[2] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	// A CRD built in a test or read without status: assume it is.
+	return true
 }

@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -42,5 +45,41 @@ func TestWhenServed(t *testing.T) {
 				t.Errorf("%d calls, error %v; want %d, %v", calls, err, tc.calls, tc.err)
 			}
 		})
+	}
+}
+
+// TestNotServedYet: an answer that contradicts the CRD as read — 404 while
+// it is established, an object "stored at an invalid group/version" whose
+// version the CRD has — means the API server has not caught up with the
+// edit; a version really missing from spec.versions, another group, or a
+// CRD that is not established are answers to report.
+func TestNotServedYet(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Group:    "orphan.example.com",
+		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1"}, {Name: "v2"}},
+	}}
+	notEstablished := crd.DeepCopy()
+	notEstablished.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse}}
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "orphan.example.com", Resource: "crontabs"}, "")
+	stale := func(gv string) error {
+		return apierrors.NewInternalError(fmt.Errorf("failed to read one or more crontabs.orphan.example.com from the storage: StorageError: corrupt object, Code: 6, Key: /registry/orphan.example.com/crontabs/ns/c1, ResourceVersion: 0, AdditionalErrorMsg: request to convert CR from an invalid group/version: %s", gv))
+	}
+	for _, tc := range []struct {
+		name string
+		crd  *apiextensionsv1.CustomResourceDefinition
+		err  error
+		want bool
+	}{
+		{"nil", crd, nil, false},
+		{"404", crd, notFound, true},
+		{"404, not established", notEstablished, notFound, false},
+		{"a restored version", crd, stale("orphan.example.com/v1"), true},
+		{"a version really gone", crd, stale("orphan.example.com/v0"), false},
+		{"another group", crd, stale("other.example.com/v1"), false},
+		{"webhook", crd, errors.New("conversion webhook for orphan.example.com/v1, Kind=CronTab failed"), false},
+	} {
+		if got := NotServedYet(tc.crd, tc.err); got != tc.want {
+			t.Errorf("%s: NotServedYet = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -297,12 +297,29 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 	if v.Deprecated {
 		cs.add("NotDeprecated", Warn, "%s is deprecated: objects will be stored at a version clients are told to leave", version)
 	}
+	if current != "" {
+		// A move back is a rollback (sometimes the repair), never the
+		// lifecycle's next step: say so rather than pass in silence.
+		switch c, basis := lifecycle.OrderOf(crd, nil).Compare(version, current); {
+		case basis == lifecycle.OrderUnknown:
+			cs.add("VersionOrder", Warn, "nothing says whether %s is newer than the storage version %s (names outside Kubernetes version form that status.storedVersions does not order): make sure %s is the newer API, or this moves the lifecycle backwards", version, current, version)
+		case c < 0:
+			cs.add("VersionOrder", Warn, "%s is older than the storage version %s (by %s): this moves the storage version back, a rollback, not the lifecycle's next step", version, current, orderBasis(basis))
+		}
+	}
 	noneConversionCheck(cs, out, version, allowPruning)
 	if current != "" && !slices.Contains(crd.Status.StoredVersions, current) {
 		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, current)
 	}
 	r.Summary = fmt.Sprintf("make %s the storage version (was %s); storedVersions becomes [%s]", version, orNone(old), strings.Join(appendUnique(crd.Status.StoredVersions, version), ", "))
 	return r
+}
+
+func orderBasis(b lifecycle.OrderBasis) string {
+	if b == lifecycle.OrderStoredVersions {
+		return "the order of status.storedVersions"
+	}
+	return "Kubernetes' version rules"
 }
 
 // Deprecate sets or, with undo, clears deprecated and deprecationWarning.

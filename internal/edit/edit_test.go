@@ -179,6 +179,13 @@ func TestPromoteStorage(t *testing.T) {
 			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
 		{"no storage version in a manifest", crd([]string{"v1alpha1"}, version{name: "v1", served: true}, version{name: "v1alpha1", served: true}), "v1",
 			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
+		// B2: a move back says so; names nothing orders say that.
+		{"back to an older version", crd([]string{"v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true}), "v1",
+			"VersionServed=pass VersionOrder=warn NoneConversionPruning=pass", false},
+		{"date-stamped names nothing orders", crd([]string{"v1api20230101"}, version{name: "v1api20210501", served: true}, version{name: "v1api20230101", served: true, storage: true}), "v1api20210501",
+			"VersionServed=pass VersionOrder=warn NoneConversionPruning=pass", false},
+		{"forward by Kubernetes' rules: no word", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v2", served: true}), "v2",
+			"VersionServed=pass NoneConversionPruning=pass", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -225,11 +225,51 @@ type Analysis struct {
 	Versions              []VersionStatus `json:"versions"`
 	Findings              []Finding       `json:"findings"`
 	Next                  *NextStep       `json:"next,omitempty"`
+	// VersionOrder is the order of versions the user gave, oldest first
+	// (--version-order); printed commands that take it repeat it.
+	VersionOrder []string `json:"versionOrder,omitempty"`
+	// UnorderedVersions are the versions that nothing orders against the
+	// storage version (see Order): no step that depends on which is newer
+	// is advised while there are any.
+	UnorderedVersions []string `json:"unorderedVersions,omitempty"`
+
+	order Order
+	// staleManaged counts, per version, the objects whose managedFields
+	// name it (see ManagedFieldsNaming).
+	staleManaged map[string]int
+}
+
+// ManagedFieldsNaming records that n objects have managedFields entries
+// naming version, as the API server listed them: retire refuses to remove
+// version until they are rewritten, so its printed command carries
+// --clean-managed-fields.
+func (a *Analysis) ManagedFieldsNaming(version string, n int) {
+	if a.staleManaged == nil {
+		a.staleManaged = map[string]int{}
+	}
+	a.staleManaged[version] = n
+	a.settle()
+}
+
+// Options are the user's inputs to AnalyzeWith.
+type Options struct {
+	// VersionOrder is the order of the CRD's versions, oldest first, for
+	// names that Kubernetes' version rules and storedVersions do not order.
+	VersionOrder []string
 }
 
 // Analyze derives the lifecycle state, the versions table, the findings and
 // the next command for crd. It is pure and never modifies crd.
 func Analyze(crd *apiextensionsv1.CustomResourceDefinition) Analysis {
+	return AnalyzeWith(crd, Options{})
+}
+
+// OrderFlagVerbs are the commands that take --version-order; a printed
+// command of these repeats the order the user gave.
+var OrderFlagVerbs = []string{"status", "migrate"}
+
+// AnalyzeWith is Analyze with the user's inputs o.
+func AnalyzeWith(crd *apiextensionsv1.CustomResourceDefinition, o Options) Analysis {
 	a := Analysis{
 		CRD: CRDRef{
 			Name:   crd.Name,
@@ -244,9 +284,14 @@ func Analyze(crd *apiextensionsv1.CustomResourceDefinition) Analysis {
 		Conversion:            conversionOf(crd),
 		PreserveUnknownFields: crd.Spec.PreserveUnknownFields,
 		Findings:              []Finding{},
+		VersionOrder:          append([]string(nil), o.VersionOrder...),
+		order:                 OrderOf(crd, o.VersionOrder),
 	}
 	a.Versions = versionRows(crd, a.StorageVersion, a.DefaultVersion)
-	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion)
+	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion, a.order)
+	if a.StorageVersion != "" {
+		a.UnorderedVersions = a.order.Unordered(crd, a.StorageVersion)
+	}
 	a.StateDescription = a.State.Description()
 	a.Findings = findings(crd, a)
 	a.settle()
@@ -273,6 +318,35 @@ func (a *Analysis) settle() {
 	if a.Next == nil {
 		a.Next = nextStep(a.CRD.Name, *a)
 	}
+	if len(a.VersionOrder) == 0 {
+		return
+	}
+	order := strings.Join(a.VersionOrder, ",")
+	for i := range a.Findings {
+		if len(a.Findings[i].Run) > 0 {
+			a.Findings[i] = a.Findings[i].WithRun(withOrder(a.Findings[i].Run, order)...)
+		}
+	}
+	if a.Next != nil && len(a.Next.Run) > 0 {
+		a.Next = next(a.Next.Reason, withOrder(a.Next.Run, order)...)
+	}
+}
+
+// withOrder is cmds with --version-order order added to those that take
+// it and lack it.
+func withOrder(cmds []Command, order string) []Command {
+	out := make([]Command, len(cmds))
+	for i, c := range cmds {
+		out[i] = c
+		if c.Tool != "" || !slices.Contains(OrderFlagVerbs, c.Verb) {
+			continue
+		}
+		if slices.ContainsFunc(c.Flags, func(f Flag) bool { return f.Name == "version-order" }) {
+			continue
+		}
+		out[i] = c.With("version-order", order)
+	}
+	return out
 }
 
 func conversionOf(crd *apiextensionsv1.CustomResourceDefinition) Conversion {
@@ -354,10 +428,12 @@ func versionRows(crd *apiextensionsv1.CustomResourceDefinition, storage, def str
 }
 
 // stateOf places the CRD in the lifecycle. NEW is the storage version, or the
-// highest-priority version above it when one was added but not promoted yet.
-// OLD is the version on its way out that the next step acts on: the
-// lowest-priority one when several are.
-func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (state State, old, new string) {
+// newest version above it (by order, see Order) when one was added but not
+// promoted yet. OLD is the version on its way out that the next step acts
+// on: the oldest one when several are. A version that order cannot place
+// against the storage version counts as one on its way out here; Next
+// advises no step that depends on it (see UnorderedVersions).
+func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string, order Order) (state State, old, new string) {
 	if storage == "" {
 		return StateUnknown, "", ""
 	}
@@ -365,9 +441,9 @@ func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (sta
 	for _, v := range crd.Spec.Versions {
 		switch {
 		case v.Name == storage:
-		case HigherPriority(v.Name, storage) && !v.Deprecated:
+		case order.Newer(v.Name, storage) && !v.Deprecated:
 			higher = append(higher, v.Name)
-		case HigherPriority(v.Name, storage):
+		case order.Newer(v.Name, storage):
 			// A deprecated version is never the one to move to: it is on
 			// its way out, whatever its priority.
 			lower = append(lower, v.Name)
@@ -379,7 +455,7 @@ func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (sta
 		}
 	}
 	if len(higher) > 0 {
-		return StateS1, storage, ByPriority(higher)[0]
+		return StateS1, storage, order.Newest(higher)
 	}
 	var pending []string
 	for _, s := range crd.Status.StoredVersions {
@@ -388,7 +464,7 @@ func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (sta
 		}
 	}
 	if len(pending) > 0 {
-		return StateS2, lowest(pending), storage
+		return StateS2, order.Oldest(pending), storage
 	}
 	if len(lower) == 0 {
 		if retired := RetiredVersions(crd); len(retired) > 0 {
@@ -408,11 +484,11 @@ func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string) (sta
 	}
 	switch {
 	case len(servedPlain) > 0:
-		return StateS3, lowest(servedPlain), storage
+		return StateS3, order.Oldest(servedPlain), storage
 	case len(servedDeprecated) > 0:
-		return StateS4, lowest(servedDeprecated), storage
+		return StateS4, order.Oldest(servedDeprecated), storage
 	default:
-		return StateS5, lowest(lower), storage
+		return StateS5, order.Oldest(lower), storage
 	}
 }
 
@@ -422,7 +498,7 @@ var kubeVersion = regexp.MustCompile(`^v([0-9]+)(alpha|beta)([0-9]+)$`)
 // greater major version than storage (v3alpha1 beside v2).
 func isPreviewOfLaterMajor(name, storage string) bool {
 	m := kubeVersion.FindStringSubmatch(name)
-	if m == nil {
+	if m == nil || !IsKubeVersion(storage) {
 		return false
 	}
 	var major, storageMajor int
@@ -435,6 +511,15 @@ func isPreviewOfLaterMajor(name, storage string) bool {
 	return major > storageMajor
 }
 
+func (a Analysis) version(name string) *VersionStatus {
+	for i := range a.Versions {
+		if a.Versions[i].Name == name && a.Versions[i].InSpec {
+			return &a.Versions[i]
+		}
+	}
+	return nil
+}
+
 func (a Analysis) versionServed(name string) bool {
 	for _, v := range a.Versions {
 		if v.Name == name {
@@ -442,11 +527,6 @@ func (a Analysis) versionServed(name string) bool {
 		}
 	}
 	return false
-}
-
-func lowest(names []string) string {
-	sorted := ByPriority(names)
-	return sorted[len(sorted)-1]
 }
 
 // RetiredVersions are the valid entries of crd's retired-versions
@@ -491,6 +571,17 @@ func repairStep(a Analysis) *NextStep {
 }
 
 func nextStep(name string, a Analysis) *NextStep {
+	if storage := a.version(a.StorageVersion); storage != nil && storage.Deprecated && a.State != StateS1 {
+		// Every client is told to move off the version all objects are
+		// written at, and the state's next step (deprecating or unserving
+		// another version) would leave no version to move to.
+		return next(fmt.Sprintf("the storage version %s is deprecated, so clients are told to leave the version every object is written at; undo the deprecation (or first add a newer version and make it the storage version)", a.StorageVersion),
+			Crdversion("deprecate", name, a.StorageVersion).With("undo", ""))
+	}
+	if len(a.UnorderedVersions) > 0 && (a.State == StateS3 || a.State == StateS4 || a.State == StateS5) {
+		return next(fmt.Sprintf("nothing says whether %s is newer or older than the storage version %s (names outside Kubernetes version form); re-run with --version-order, oldest first", strings.Join(a.UnorderedVersions, ", "), a.StorageVersion),
+			Crdversion("status", name).With("version-order", VersionOrderPlaceholder))
+	}
 	switch a.State {
 	case StateS0:
 		return next("add a new version when the API changes; schemas are copied from the storage version",
@@ -512,6 +603,10 @@ func nextStep(name string, a Analysis) *NextStep {
 		return next(fmt.Sprintf("stop serving %s once no client requests it", a.OldVersion),
 			Crdversion("unserve", name, a.OldVersion))
 	case StateS5:
+		if n := a.staleManaged[a.OldVersion]; n > 0 {
+			return next(fmt.Sprintf("remove %s from spec.versions; %d object(s) have managedFields entries naming %s, which --clean-managed-fields rewrites to %s first (server-side apply on them would fail once %s is gone)", a.OldVersion, n, a.OldVersion, a.StorageVersion, a.OldVersion),
+				Crdversion("retire", name, a.OldVersion).With("clean-managed-fields", ""))
+		}
 		return next(fmt.Sprintf("remove %s from spec.versions once no object's managedFields name it (retire checks, and --clean-managed-fields rewrites them)", a.OldVersion),
 			Crdversion("retire", name, a.OldVersion))
 	}

@@ -61,10 +61,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 			served++
 		}
 		if v.Served && v.Deprecated {
-			add(Finding{
-				Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v.Name,
-				Message: fmt.Sprintf("%s is deprecated and still served; clients using it get a warning; unserve it once no client requests it", v.Name),
-			}.WithRun(Crdversion("unserve", name, v.Name)))
+			add(deprecatedServed(crd, a, v.Name))
 		}
 		if v.Storage && !v.Served && otherServed(crd, v.Name) {
 			add(Finding{
@@ -81,7 +78,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	}
 	if a.StorageVersion != "" && a.State != StateS1 {
 		for _, v := range crd.Spec.Versions {
-			if v.Served && HigherPriority(v.Name, a.StorageVersion) {
+			if v.Served && HigherPriority(v.Name, a.StorageVersion) && a.order.Newer(v.Name, a.StorageVersion) {
 				add(Finding{
 					Code: CodeStorageNotHighestVersion, Severity: SeverityInfo, Version: v.Name,
 					Message: fmt.Sprintf("%s has higher priority than the storage version %s", v.Name, a.StorageVersion),
@@ -90,6 +87,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		}
 	}
 
+	out = append(out, orderFindings(crd, a, a.order)...)
 	out = append(out, migrationPruning(crd, a)...)
 	out = append(out, conditionFindings(crd)...)
 	out = append(out, conversionFindings(crd, a)...)
@@ -101,6 +99,31 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		}.WithRun(PreserveUnknownFieldsOff(name)))
 	}
 	return out
+}
+
+// deprecatedServed is the finding for the deprecated, served version v,
+// with the step that is safe in its place: unserving it only when it is
+// neither the storage version nor still listed in status.storedVersions
+// (objects may be stored at it); otherwise undoing a deprecated storage
+// version, or migrating first.
+func deprecatedServed(crd *apiextensionsv1.CustomResourceDefinition, a Analysis, v string) Finding {
+	name := crd.Name
+	switch {
+	case v == a.StorageVersion:
+		return Finding{
+			Code: CodeDeprecatedServed, Severity: SeverityWarning, Version: v,
+			Message: fmt.Sprintf("the storage version %s is deprecated: clients are told to leave the version every object is written at, and it cannot be unserved while it is the storage version; undo the deprecation, or make a newer version the storage version first", v),
+		}.WithRun(Crdversion("deprecate", name, v).With("undo", ""))
+	case slices.Contains(crd.Status.StoredVersions, v):
+		return Finding{
+			Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,
+			Message: fmt.Sprintf("%s is deprecated and still served, and status.storedVersions still lists it (objects may be stored at it): rewrite them at the storage version %s first; unserve %s only after that, once no client requests it", v, a.StorageVersion, v),
+		}.WithRun(migrateFix(a)...)
+	}
+	return Finding{
+		Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,
+		Message: fmt.Sprintf("%s is deprecated and still served; clients using it get a warning; unserve it once no client requests it", v),
+	}.WithRun(Crdversion("unserve", name, v))
 }
 
 // PreserveUnknownFieldsOff is the kubectl command that sets
@@ -292,8 +315,8 @@ func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis)
 // version in status.storedVersions, a migration rewrites every object at the
 // old version and can trim nothing — the "completed but useless" migration
 // run before the storage flip. It returns "" otherwise.
-func PromotionPending(crd *apiextensionsv1.CustomResourceDefinition) string {
-	a := Analyze(crd)
+func PromotionPending(crd *apiextensionsv1.CustomResourceDefinition, o Options) string {
+	a := AnalyzeWith(crd, o)
 	if a.State != StateS1 {
 		return ""
 	}

@@ -230,8 +230,12 @@ type Result struct {
 	// interrupted).
 	Complete bool `json:"complete"`
 	// Resumed is true when the run started from a checkpoint.
-	Resumed bool          `json:"resumed,omitempty"`
-	Elapsed time.Duration `json:"-"`
+	Resumed bool `json:"resumed,omitempty"`
+	// Restarted is true when the checkpoint's continue token had expired
+	// (410 Gone, etcd compacted past it): the list started again from the
+	// first object, and the counts are this run's alone, each object once.
+	Restarted bool          `json:"restarted,omitempty"`
+	Elapsed   time.Duration `json:"-"`
 	// ElapsedSeconds and ObjectsPerSecond measure the run.
 	ElapsedSeconds   float64 `json:"elapsedSeconds"`
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
@@ -352,6 +356,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		seen:       map[types.UID]struct{}{},
 		crdUID:     crd.UID,
 		generation: crd.Generation,
+		crd:        crd,
 	}
 	if err := CheckCheckpointPath(opts.Checkpoint); err != nil {
 		return nil, err
@@ -439,8 +444,9 @@ type run struct {
 	namespaced    bool
 	continueToken string
 	crdUID        types.UID
-	generation    int64 // the CRD's metadata.generation when the run started
-	base          int64 // objects counted by the run a checkpoint resumes
+	generation    int64                                     // the CRD's metadata.generation when the run started
+	crd           *apiextensionsv1.CustomResourceDefinition // as read when the run started
+	base          int64                                     // objects counted by the run a checkpoint resumes
 	limiter       limiter
 	apf           *PriorityAndFairness // where the run landed, as known at its start
 	retries       atomic.Int64
@@ -536,12 +542,23 @@ func (r *run) list(ctx context.Context, items chan<- item, pages chan<- *page) e
 	token := r.continueToken
 	for {
 		var list *metav1.PartialObjectMetadataList
-		err := retry.OnError(listBackoff, listRetriable, func() error {
-			var err error
-			list, err = res.List(ctx, metav1.ListOptions{Limit: r.opts.ChunkSize, Continue: token})
-			return err
+		// Right after an edit of the CRD (a repair that restores a
+		// version) the API server may still serve its earlier state and
+		// fail to read objects stored at the restored version: wait,
+		// bounded, until it serves the CRD that was read.
+		err := retry.OnError(cluster.NotYetServed, func(err error) bool {
+			return ctx.Err() == nil && cluster.StaleVersion(r.crd, err)
+		}, func() error {
+			return retry.OnError(listBackoff, listRetriable, func() error {
+				var err error
+				list, err = res.List(ctx, metav1.ListOptions{Limit: r.opts.ChunkSize, Continue: token})
+				return err
+			})
 		})
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			if token == r.continueToken && r.res.Resumed && !r.res.Restarted {
+				r.restart()
+			}
 			token = ""
 			continue
 		}
@@ -590,6 +607,19 @@ func (r *run) list(ctx context.Context, items chan<- item, pages chan<- *page) e
 		}
 		token = list.Continue
 	}
+}
+
+// restart drops what the checkpoint counted: its continue token expired,
+// so the list starts again from the first object and every object the
+// interrupted run handled is listed, and counted, once more.
+func (r *run) restart() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Restarted = true
+	r.counts = Counts{}
+	r.done.Add(-r.base)
+	r.base = 0
+	r.res.Warnings = append(r.res.Warnings, "the checkpoint's continue token has expired (etcd was compacted since): the list restarted from the first object, so objects the interrupted run handled were handled again (found current) and are counted once, by this run")
 }
 
 // storageKey matches the etcd keys that a list's StorageError names.

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+)
+
+// TestMigrationHeadline: "Migrated" only for a run that listed every object
+// with none failed; otherwise Interrupted or Failed; a resume whose
+// checkpoint expired says it restarted (B8, issue 17 Build 8).
+func TestMigrationHeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(r *migrate.Result)
+		dryRun cmdutil.DryRunStrategy
+		want   string
+	}{
+		{"done", func(r *migrate.Result) { r.Failed, r.Failures = 0, nil }, cmdutil.DryRunNone, "Migrated crontabs"},
+		{"failed", func(*migrate.Result) {}, cmdutil.DryRunNone, "Failed crontabs"},
+		{"interrupted", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunNone, "Interrupted crontabs"},
+		{"interrupted dry run", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunServer, "Interrupted: Checked (server dry run, nothing written) crontabs"},
+		{"resumed", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed = 0, nil, true }, cmdutil.DryRunNone, "Migrated, resuming from the checkpoint, crontabs"},
+		{"restarted", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed, r.Restarted = 0, nil, true, true }, cmdutil.DryRunNone,
+			"Migrated, restarted from the first object (the checkpoint's continue token had expired), crontabs"},
+	} {
+		r := migrationFixture(migrate.EngineClient)
+		tc.edit(r)
+		got := written(t, func(w io.Writer) error { printMigration(w, r, tc.dryRun); return nil })
+		if !strings.HasPrefix(got, tc.want+".stable.example.com at v2") {
+			t.Errorf("%s: headline %q, want it to start %q", tc.name, strings.SplitN(got, "\n", 2)[0], tc.want)
+		}
+	}
+}

@@ -2,9 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"github.com/spf13/pflag"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -159,14 +157,14 @@ func (fl *DoctorFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	}
 	var err error
 	if fl.Fleet.enabled() {
-		o.print, err = printerFunc(fl.PrintFlags, "doctor", humanPrinter(printFleetDoctor))
+		o.print, err = printerFunc(fl.PrintFlags, "doctor", humanPrinter(view.FleetDoctor))
 		if err != nil {
 			return nil, err
 		}
 		o.Contexts, err = fl.Fleet.resolve()
 		return o, err
 	}
-	o.print, err = printerFunc(fl.PrintFlags, "doctor", humanPrinter(printDoctor))
+	o.print, err = printerFunc(fl.PrintFlags, "doctor", humanPrinter(view.Doctor))
 	o.progress = term.IsTerminal(fl.ErrOut)
 	return o, err
 }
@@ -191,7 +189,7 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 	}
 	progress, stop := func(doctor.Event) {}, func() {}
 	if o.progress {
-		progress, stop = doctorProgress(o.ErrOut)
+		progress, stop = view.DoctorProgress(o.ErrOut)
 	}
 	r, err := o.doctor(ctx, o.getter, o.conn, progress)
 	stop()
@@ -255,121 +253,6 @@ func printFindings(out io.Writer, printer printers.ResourcePrinterFunc, r runtim
 	}
 	if s.Incompatible {
 		return &FindingsError{Summary: view.SummaryText(s)}
-	}
-	return nil
-}
-
-// doctorProgress draws a spinner with the objects counted so far while a
-// list runs long enough to report progress (doctor.Event), one per list;
-// a list that ends before its first report draws nothing. Each spinner is
-// cleared when its list ends; stop clears the last.
-func doctorProgress(w io.Writer) (func(doctor.Event), func()) {
-	var bar *progressbar.ProgressBar
-	current := ""
-	stop := func() {
-		if bar != nil {
-			_ = bar.Finish() // with OptionClearOnFinish: clears the line
-			bar = nil
-		}
-	}
-	update := func(e doctor.Event) {
-		if key := e.CRD + " at " + e.Version; key != current {
-			stop()
-			current = key
-		}
-		if bar == nil {
-			if e.Done {
-				return
-			}
-			bar = progressbar.NewOptions64(-1,
-				progressbar.OptionSetWriter(w),
-				progressbar.OptionSetDescription("checking "+current),
-				progressbar.OptionSpinnerType(14),
-				progressbar.OptionShowCount(),
-				progressbar.OptionShowIts(),
-				progressbar.OptionSetItsString("objects"),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionClearOnFinish(),
-			)
-		}
-		_ = bar.Set(e.Objects)
-		if e.Done {
-			stop()
-		}
-	}
-	return update, stop
-}
-
-func printDoctor(out io.Writer, r *report.Doctor) error {
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "CRD\tSTATE\tSTORAGE\tSTORED VERSIONS\tCONVERSION\tOBJECTS\tERRORS\tWARNINGS")
-	for _, c := range r.CRDs {
-		objects := "?"
-		if c.Objects != nil {
-			objects = fmt.Sprint(*c.Objects)
-		}
-		var s report.Summary
-		for _, f := range c.Findings {
-			s.Add(f.Severity)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t[%s]\t%s\t%s\t%d\t%d\n", c.Name, c.State, view.Dash(c.StorageVersion), strings.Join(c.StoredVersions, ","), c.Conversion, objects, s.Errors, s.Warnings)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	for _, c := range r.CRDs {
-		header := false
-		for _, f := range c.Findings {
-			if f.Severity == lifecycle.SeverityInfo {
-				continue
-			}
-			if !header {
-				fmt.Fprintf(out, "\n%s:\n", c.Name)
-				header = true
-			}
-			fmt.Fprintf(out, "  %s: %s\n", strings.ToUpper(string(f.Severity)), f.Message)
-			if f.Fix != "" {
-				fmt.Fprintf(out, "    fix: %s\n", f.Fix)
-			}
-		}
-	}
-	for _, c := range r.CRDs {
-		if len(c.Usage) == 0 {
-			continue
-		}
-		fmt.Fprintf(out, "\n%s: client usage of its deprecated versions\n", c.Name)
-		for _, a := range c.Usage {
-			fmt.Fprintf(out, "  %s: %s\n", strings.ToUpper(string(a.Verdict)), a.Message())
-			for _, cl := range doctor.Clients(a) {
-				fmt.Fprintf(out, "    client: %s\n", cl)
-			}
-		}
-	}
-	fmt.Fprintf(out, "\n%s checked with %s; %s\n", view.Plural(len(r.CRDs), "CRD"), view.Plural(int(r.Requests), "API request"), view.SummaryText(r.Summary))
-	return nil
-}
-
-func printFleetDoctor(out io.Writer, r *report.FleetDoctor) error {
-	tw := printers.GetNewTabWriter(out)
-	fmt.Fprintln(tw, "CONTEXT\tCRDS\tERRORS\tWARNINGS\tREQUESTS\tTIME\tPROBLEM")
-	for _, c := range r.Clusters {
-		if c.Doctor == nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%.1fs\t%s: %s\n", c.Context, c.Seconds, strings.ToLower(string(c.Reach)), view.FirstLine(c.Error))
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1fs\t-\n", c.Context, len(c.Doctor.CRDs), c.Doctor.Summary.Errors, c.Doctor.Summary.Warnings, c.Doctor.Requests, c.Seconds)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%d cluster(s) in %.1fs\n", len(r.Clusters), r.Seconds)
-	for _, c := range r.Clusters {
-		if c.Doctor != nil && (c.Doctor.Summary.Errors > 0 || c.Doctor.Summary.Warnings > 0) {
-			fmt.Fprintf(out, "\n=== %s\n", c.Context)
-			if err := printDoctor(out, c.Doctor); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

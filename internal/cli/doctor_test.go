@@ -16,6 +16,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/doctor"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 // flagsCase is one command line of a flag-rule table: err is a substring
@@ -109,7 +110,7 @@ func TestCheckUpgradeOptionsValidate(t *testing.T) {
 // nothing.
 func TestDoctorProgress(t *testing.T) {
 	var b bytes.Buffer
-	progress, stop := doctorProgress(&b)
+	progress, stop := view.DoctorProgress(&b)
 	progress(doctor.Event{CRD: "small.example.com", Version: "v1", Objects: 3, Done: true})
 	if b.Len() != 0 {
 		t.Errorf("a short list drew %q", b.String())
@@ -132,7 +133,7 @@ func TestPrintDoctorUsage(t *testing.T) {
 		usage.SourceReport{Source: usage.SourceAuditLog, Name: "audit log a.log", Clients: []usage.Client{{User: "alice", UserAgent: "nightly-backup/1.0", Verb: "LIST", Count: 3, Last: last, InWindow: true}}})
 	r := &report.Doctor{CRDs: []report.DoctorCRD{{Name: "crontabs.stable.example.com", Usage: []usage.Assessment{a}}}}
 	var b strings.Builder
-	if err := printDoctor(&b, r); err != nil {
+	if err := view.Doctor(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

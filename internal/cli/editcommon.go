@@ -21,6 +21,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 // crdScheme types CRDs for the printers, so -o yaml keeps apiVersion/kind.
@@ -190,19 +191,19 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 	if o.OutputSet {
 		checksOut = o.ErrOut // stdout carries the -o output
 	}
-	printChecks(checksOut, res.Checks)
+	view.Checks(checksOut, res.Checks)
 	if err := res.Refused(o.Operation); err != nil {
 		return err
 	}
 	if res.NoOp {
-		fmt.Fprintf(checksOut, "%s: %s\n", crdRef(res.Edited.Name), res.Summary)
+		fmt.Fprintf(checksOut, "%s: %s\n", view.CRDRef(res.Edited.Name), res.Summary)
 		if o.OutputSet {
 			return o.printer.PrintObj(res.Edited, o.Out)
 		}
 		return nil
 	}
 	if o.Interactive {
-		ok, err := confirm(o.In, o.ErrOut, fmt.Sprintf("%s: %s. Continue?", crdRef(res.Edited.Name), res.Summary))
+		ok, err := confirm(o.In, o.ErrOut, fmt.Sprintf("%s: %s. Continue?", view.CRDRef(res.Edited.Name), res.Summary))
 		if err != nil {
 			return err
 		}
@@ -220,7 +221,7 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 	if o.OutputSet {
 		return o.printer.PrintObj(written.CRD, o.Out)
 	}
-	fmt.Fprintf(o.Out, "%s edited%s: %s\n", crdRef(written.CRD.Name), dryRunSuffix(o.DryRun), res.Summary)
+	fmt.Fprintf(o.Out, "%s edited%s: %s\n", view.CRDRef(written.CRD.Name), view.DryRunSuffix(o.DryRun), res.Summary)
 	for _, v := range written.NewlyServed {
 		fmt.Fprintf(o.Out, "Served: %s is in discovery; clients can use it now\n", lifecycle.GroupVersion(written.CRD, v))
 	}
@@ -240,7 +241,7 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 func (r *editRun) finishFile(res *edit.Result) error {
 	o := r.o
 	res.Checks = append(res.Checks, liveChecks(r.target, res.Edited)...)
-	printChecks(o.ErrOut, res.Checks)
+	view.Checks(o.ErrOut, res.Checks)
 	if err := res.Refused(o.Operation); err != nil {
 		return err
 	}
@@ -257,7 +258,7 @@ func (r *editRun) finishFile(res *edit.Result) error {
 			fmt.Fprintf(o.ErrOut, "Warning: %s: the CRD's versions are in flow style; its document was re-serialized\n", o.Filename)
 		}
 	}
-	fmt.Fprintf(o.ErrOut, "%s in %s: %s\n", crdRef(res.Edited.Name), o.Filename, res.Summary)
+	fmt.Fprintf(o.ErrOut, "%s in %s: %s\n", view.CRDRef(res.Edited.Name), o.Filename, res.Summary)
 	if o.InPlace {
 		if res.NoOp {
 			return nil
@@ -314,32 +315,6 @@ func dryRunOf(s cmdutil.DryRunStrategy) action.DryRun {
 		return action.DryRunServer
 	}
 	return action.DryRunNone
-}
-
-func crdRef(name string) string { return "customresourcedefinition.apiextensions.k8s.io/" + name }
-
-func dryRunSuffix(s cmdutil.DryRunStrategy) string {
-	switch s {
-	case cmdutil.DryRunClient:
-		return " (dry run)"
-	case cmdutil.DryRunServer:
-		return " (server dry run)"
-	}
-	return ""
-}
-
-// printChecks writes the preflight report, one check a line.
-func printChecks(w io.Writer, cs edit.Checks) {
-	if len(cs) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "Preflight:")
-	for _, c := range cs {
-		fmt.Fprintf(w, "  %-4s  %s\n", strings.ToUpper(string(c.Outcome)), c.Message)
-		for _, d := range c.Details {
-			fmt.Fprintf(w, "          - %s\n", d)
-		}
-	}
 }
 
 // confirm asks question on out and reads y/yes from in; anything else,

@@ -52,7 +52,7 @@ func statusFixtures() map[string]*report.Status {
 func TestStatusPrinterGolden(t *testing.T) {
 	for name, r := range statusFixtures() {
 		t.Run(name, func(t *testing.T) {
-			golden(t, "status/"+name+".txt", written(t, func(w io.Writer) error { return printStatus(w, r) }))
+			golden(t, "status/"+name+".txt", written(t, func(w io.Writer) error { return view.Status(w, r) }))
 			golden(t, "status/"+name+".json", printed(t, "json", nil, r))
 		})
 	}
@@ -77,13 +77,13 @@ func migrationFixture(engine string) *migrate.Result {
 
 func TestMigrationPrinterGolden(t *testing.T) {
 	client := migrationFixture(migrate.EngineClient)
-	golden(t, "migrate/client.txt", written(t, func(w io.Writer) error { printMigration(w, client, cmdutil.DryRunNone); return nil }))
-	golden(t, "migrate/client-server-dry-run.txt", written(t, func(w io.Writer) error { printMigration(w, client, cmdutil.DryRunServer); return nil }))
+	golden(t, "migrate/client.txt", written(t, func(w io.Writer) error { view.Migration(w, client, cmdutil.DryRunNone); return nil }))
+	golden(t, "migrate/client-server-dry-run.txt", written(t, func(w io.Writer) error { view.Migration(w, client, cmdutil.DryRunServer); return nil }))
 	golden(t, "migrate/client.json", printed(t, "json", nil, &report.Migration{Result: *client}))
 	server := migrationFixture(migrate.EngineServer)
 	crd := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).CRD()
-	golden(t, "migrate/server.txt", written(t, func(w io.Writer) error { return printServerMigration(w, server, cmdutil.DryRunNone, crd, "v1") }))
-	golden(t, "migrate/server-client-dry-run.txt", written(t, func(w io.Writer) error { return printServerMigration(w, server, cmdutil.DryRunClient, crd, "v1") }))
+	golden(t, "migrate/server.txt", written(t, func(w io.Writer) error { return view.ServerMigration(w, server, cmdutil.DryRunNone, crd, "v1") }))
+	golden(t, "migrate/server-client-dry-run.txt", written(t, func(w io.Writer) error { return view.ServerMigration(w, server, cmdutil.DryRunClient, crd, "v1") }))
 }
 
 func TestPreflightPrinterGolden(t *testing.T) {
@@ -93,7 +93,7 @@ func TestPreflightPrinterGolden(t *testing.T) {
 		{Name: "ObjectsValid", Outcome: edit.Fail, Message: "2 of 4 checked object(s) are invalid at v2", Details: []string{"ns-a/crontab-0: spec.image: Required value", "ns-b/crontab-1: at most 3 replicas"}},
 		{Name: "WebhookServingCert", Outcome: edit.Skip, Message: "the serving certificate was not verified: not reachable from here"},
 	}
-	golden(t, "preflight.txt", written(t, func(w io.Writer) error { printChecks(w, cs); return nil }))
+	golden(t, "preflight.txt", written(t, func(w io.Writer) error { view.Checks(w, cs); return nil }))
 }
 
 func TestFleetStatusPrinterGolden(t *testing.T) {

@@ -148,8 +148,8 @@ func TestGoldenPrinters(t *testing.T) {
 		r     runtime.Object
 		human printers.ResourcePrinterFunc
 	}{
-		{"doctor", doctorFixture(), humanPrinter(printDoctor)},
-		{"doctor-fleet", fleetDoctorFixture(), humanPrinter(printFleetDoctor)},
+		{"doctor", doctorFixture(), humanPrinter(view.Doctor)},
+		{"doctor-fleet", fleetDoctorFixture(), humanPrinter(view.FleetDoctor)},
 		{"check-upgrade", upgradeFixture(), humanPrinter(view.UpgradeCheck)},
 		{"check-upgrade-fleet", fleetUpgradeFixture(), humanPrinter(view.FleetUpgrade)},
 		{"diff", diffFixture(), humanPrinter(view.Diff)},

@@ -1,20 +1,14 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	watchtools "k8s.io/client-go/tools/watch"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -24,7 +18,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
-	"github.com/crdversion/kubectl-crdversion/internal/svm"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var migrateLong = templates.LongDesc(`
@@ -223,9 +217,9 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 		case printJSON != nil:
 			return printJSON(&report.Migration{Result: *res}, o.Out)
 		case res.Engine == migrate.EngineServer:
-			return printServerMigration(o.Out, res, dryRun, crd, svmVersion)
+			return view.ServerMigration(o.Out, res, dryRun, crd, svmVersion)
 		}
-		printMigration(o.Out, res, dryRun)
+		view.Migration(o.Out, res, dryRun)
 		return nil
 	}
 	flow := cluster.NewFlowControl()
@@ -280,11 +274,11 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	switch {
 	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == cmdutil.DryRunNone:
 		var stop func()
-		opts.ServerProgress, stop = statusLine(o.ErrOut, crd.Name)
+		opts.ServerProgress, stop = view.StatusLine(o.ErrOut, crd.Name)
 		defer stop()
 	case terminal && o.EngineName == migrate.EngineClient:
 		var stop func()
-		opts.Client.Progress, stop = progressBar(o.ErrOut, crd.Name)
+		opts.Client.Progress, stop = view.ProgressBar(o.ErrOut, crd.Name)
 		defer stop()
 	}
 	m, err := action.Migrate(ctx, o.client, crd, opts)
@@ -295,177 +289,4 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return action.Outcome(crd, m.Result, o.Engine.Checkpoint)
-}
-
-// progressBar draws a bar with count, rate and ETA, redrawn at most ten
-// times a second. The returned stop function clears it.
-func progressBar(w io.Writer, name string) (func(migrate.Progress), func()) {
-	return labelledProgressBar(w, "migrating "+name)
-}
-
-// labelledProgressBar is progressBar with label as its description
-// ("checking the objects of NAME" for promote-storage's object preflight).
-func labelledProgressBar(w io.Writer, label string) (func(migrate.Progress), func()) {
-	var mu sync.Mutex
-	bar := progressbar.NewOptions64(-1,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription(label),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("objects"),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)
-	var known int64 = -1
-	var where string
-	update := func(p migrate.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		done, total := p.Done, p.Total
-		if w := progressWhere(p); w != where {
-			where = w
-			bar.Describe(label + where)
-		}
-		if total > 0 && total != known {
-			known = total
-			bar.ChangeMax64(total)
-		}
-		_ = bar.Set64(done)
-	}
-	return update, func() { _ = bar.Finish() }
-}
-
-// progressWhere is the part of the progress line that says where APF put
-// the run and how many writes are in flight.
-func progressWhere(p migrate.Progress) string {
-	var parts []string
-	switch {
-	case p.Exempt:
-		parts = append(parts, "exempt from APF")
-	case p.PriorityLevel != "":
-		parts = append(parts, "priority level "+p.PriorityLevel)
-	}
-	if p.Limit > 0 {
-		parts = append(parts, fmt.Sprintf("%d in flight", p.Limit))
-	}
-	if p.TooManyRequests > 0 {
-		parts = append(parts, fmt.Sprintf("%d×429", p.TooManyRequests))
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
-}
-
-func printMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
-	verb := "Migrated"
-	switch {
-	case dryRun == cmdutil.DryRunClient:
-		verb = "Counted (dry run, nothing written)"
-	case dryRun == cmdutil.DryRunServer:
-		verb = "Checked (server dry run, nothing written)"
-	case !r.Complete:
-		verb = "Interrupted"
-	case r.Failed > 0:
-		verb = "Failed"
-	}
-	if dryRun != cmdutil.DryRunNone && !r.Complete {
-		verb = "Interrupted: " + verb
-	}
-	switch {
-	case r.Restarted:
-		verb += ", restarted from the first object (the checkpoint's continue token had expired),"
-	case r.Resumed:
-		verb += ", resuming from the checkpoint,"
-	}
-	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
-	fmt.Fprintf(w, "  total %d, rewritten %d, already current %d, conflicts %d, deleted %d, failed %d\n",
-		r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
-	if c := r.Concurrency; c != nil {
-		limit := fmt.Sprintf("%d writes in flight (--max-speed)", c.Max)
-		if c.Mode == "adaptive" {
-			limit = fmt.Sprintf("%.1f writes in flight on average (1 to %d, --max-latency %s)", c.MeanLimit, c.Max, time.Duration(c.MaxLatencySeconds*float64(time.Second)))
-		}
-		fmt.Fprintf(w, "  %s, write latency p50 %.0f ms, p99 %.0f ms; %d answered 429 Too Many Requests, %d retries\n",
-			limit, 1000*c.WriteLatencyP50Seconds, 1000*c.WriteLatencyP99Seconds, r.TooManyRequests, r.Retries)
-	}
-	if p := r.PriorityAndFairness; p != nil {
-		fmt.Fprintf(w, "  API Priority and Fairness: priority level %s, flow schema %s", cmp.Or(p.PriorityLevel, p.PriorityLevelUID), cmp.Or(p.FlowSchema, p.FlowSchemaUID))
-		if p.Unresolved != "" {
-			fmt.Fprintf(w, " (names not known: %s)", p.Unresolved)
-		}
-		fmt.Fprintln(w)
-	}
-	for _, warning := range r.Warnings {
-		fmt.Fprintf(w, "Warning: %s\n", warning)
-	}
-	for i, f := range r.Failures {
-		if i == 20 {
-			fmt.Fprintf(w, "  … and %d more failures (-o json lists all)\n", len(r.Failures)-20)
-			break
-		}
-		fmt.Fprintf(w, "  FAILED %s: %s\n", f.Object, f.Message)
-	}
-	before, after := "["+strings.Join(r.Trim.Before, ", ")+"]", "["+strings.Join(r.Trim.After, ", ")+"]"
-	if r.Trim.Trimmed {
-		fmt.Fprintf(w, "status.storedVersions: %s -> %s\n", before, after)
-		return
-	}
-	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)
-}
-
-// statusLine draws a spinner with the elapsed time and the migration's
-// phase and message, for a StorageVersionMigration, which reports no object
-// count. The returned stop function clears it.
-func statusLine(w io.Writer, name string) (func(svm.Status), func()) {
-	bar := progressbar.NewOptions64(-1,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("migrating "+name+": "+string(svm.Pending)),
-		progressbar.OptionSpinnerType(14),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionClearOnFinish(),
-	)
-	update := func(s svm.Status) {
-		text := "migrating " + name + ": " + string(s.Phase)
-		if s.Message != "" {
-			text += " (" + s.Message + ")"
-		}
-		bar.Describe(text)
-	}
-	return update, func() { _ = bar.Finish() }
-}
-
-// printServerMigration is the text summary of an --engine=server run.
-func printServerMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy, crd *apiextensionsv1.CustomResourceDefinition, version string) error {
-	sm := r.StorageVersionMigration
-	switch dryRun {
-	case cmdutil.DryRunClient:
-		fmt.Fprintf(w, "Would create (dry run, nothing created) this StorageVersionMigration for the %d object(s) of %s, to store them at %s:\n", r.Total, r.CRD, r.StorageVersion)
-		return (&printers.YAMLPrinter{}).PrintObj(svm.New(crd, version), w)
-	case cmdutil.DryRunServer:
-		fmt.Fprintf(w, "Checked (server dry run, nothing created): the API server accepts StorageVersionMigration %s (%s) for the %d object(s) of %s\n", sm.Name, sm.APIVersion, r.Total, r.CRD)
-		return nil
-	}
-	verb := "Migrated"
-	if sm.Phase != string(svm.Succeeded) {
-		verb = "Did not migrate"
-	}
-	fmt.Fprintf(w, "%s %s at %s through StorageVersionMigration %s (%s) in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, sm.Name, sm.APIVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
-	fmt.Fprintf(w, "  objects %d (counted before the migration; the controller reports no per-object outcomes), phase %s", r.Total, sm.Phase)
-	if sm.Message != "" {
-		fmt.Fprintf(w, ": %s", sm.Message)
-	}
-	fmt.Fprintln(w)
-	before, after := "["+strings.Join(r.Trim.Before, ", ")+"]", "["+strings.Join(r.Trim.After, ", ")+"]"
-	if r.Trim.Trimmed {
-		fmt.Fprintf(w, "status.storedVersions: %s -> %s (trimmed by %s)\n", before, after, r.Trim.By)
-		return nil
-	}
-	if r.Trim.Restored {
-		fmt.Fprintf(w, "status.storedVersions: %s, restored after the controller's trim: %s\n", after, r.Trim.Reason)
-		return nil
-	}
-	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)
-	return nil
 }

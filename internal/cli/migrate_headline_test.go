@@ -8,6 +8,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 // TestMigrationHeadline: "Migrated" only for a run that listed every object
@@ -30,7 +31,7 @@ func TestMigrationHeadline(t *testing.T) {
 	} {
 		r := migrationFixture(migrate.EngineClient)
 		tc.edit(r)
-		got := written(t, func(w io.Writer) error { printMigration(w, r, tc.dryRun); return nil })
+		got := written(t, func(w io.Writer) error { view.Migration(w, r, tc.dryRun); return nil })
 		if !strings.HasPrefix(got, tc.want+".stable.example.com at v2") {
 			t.Errorf("%s: headline %q, want it to start %q", tc.name, strings.SplitN(got, "\n", 2)[0], tc.want)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 // TestLabelledProgressBar: promote-storage's object check draws migrate's
@@ -13,7 +14,7 @@ import (
 // ten times a second, so the first state is what a test sees).
 func TestLabelledProgressBar(t *testing.T) {
 	var out bytes.Buffer
-	update, stop := labelledProgressBar(&out, "checking the objects of widgets.example.com at v2")
+	update, stop := view.LabelledProgressBar(&out, "checking the objects of widgets.example.com at v2")
 	update(migrate.Progress{Done: 1, Total: 4})
 	update(migrate.Progress{Done: 4, Total: 4})
 	got := out.String()

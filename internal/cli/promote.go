@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubectl/pkg/util/term"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 var promoteLong = templates.LongDesc(`
@@ -122,7 +123,7 @@ func (o *PromoteOptions) Run(ctx context.Context) error {
 		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != cmdutil.DryRunClient, FieldManager: o.FieldManager}
 	if term.IsTerminal(o.ErrOut) {
 		var stop func()
-		po.Progress, stop = labelledProgressBar(o.ErrOut, "checking the objects of "+o.CRD+" at "+o.Version)
+		po.Progress, stop = view.LabelledProgressBar(o.ErrOut, "checking the objects of "+o.CRD+" at "+o.Version)
 		defer stop()
 	}
 	res, err := action.PromoteStorage(ctx, clusterAs[action.PromoteCluster](o.client), r.target, po)

@@ -247,7 +247,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	}
 	rc := &action.Retire{Client: c, Usage: u, ManagedFields: mf, Engine: o.Engine}
 	if progress {
-		rc.Progress = func(name string) (func(migrate.Progress), func()) { return progressBar(errOut, name) }
+		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }
 	}
 	l := &retireLog{log: log, errOut: errOut, sources: u.Describe()}
 	res, err := (&retire.Executor{Cluster: rc, Events: l.event}).Run(ctx, crd, o.Version, opts)
@@ -282,7 +282,7 @@ func (l *retireLog) event(e retire.Event) {
 	case retire.EventChecking:
 		fmt.Fprintf(w, "Checking, with a server-side dry run of the migration, that the API server accepts the rewrite of every object of %s…\n", e.CRD)
 	case retire.EventPlan:
-		printRetirePlan(w, e.CRD, e.Version, e.Steps)
+		view.RetirePlan(w, e.CRD, e.Version, e.Steps)
 	case retire.EventRetiring:
 		fmt.Fprintf(w, "Retiring %s from %s\n", e.Version, e.CRD)
 	case retire.EventStep:
@@ -302,30 +302,11 @@ func (l *retireLog) event(e retire.Event) {
 			c.Rewritten, c.Relabeled, c.Merged, c.Current, c.Deleted)
 	case retire.EventMigrated:
 		if res, ok := e.Migration.Report.(*migrate.Result); ok {
-			printMigration(w, res, cmdutil.DryRunNone)
+			view.Migration(w, res, cmdutil.DryRunNone)
 		}
 	case retire.EventWarning:
 		fmt.Fprintf(l.errOut, "Warning: %v\n", e.Err)
 	case retire.EventRetired:
 		fmt.Fprintf(w, "%s retired from %s. State: %s, %s\n", e.Version, e.CRD, e.Analysis.State, e.Analysis.StateDescription)
-	}
-}
-
-// printRetirePlan writes every step with its status.
-func printRetirePlan(w io.Writer, crd, version string, steps []retire.Step) {
-	fmt.Fprintf(w, "Plan to retire %s from %s:\n", version, crd)
-	blocked := false
-	for _, s := range steps {
-		fmt.Fprintf(w, "  %d. %-8s %s: %s\n", s.Number, strings.ToUpper(string(s.Status)), s.Title, s.Message)
-		for _, e := range s.Evidence {
-			fmt.Fprintf(w, "              · %s\n", e)
-		}
-		if s.Status == retire.Blocked && s.Command != "" {
-			fmt.Fprintf(w, "              run: %s\n", s.Command)
-		}
-		blocked = blocked || s.Status == retire.Blocked
-	}
-	if blocked {
-		fmt.Fprintln(w, "Nothing is changed while a step is blocked; after unblocking, re-run to take the steps in order.")
 	}
 }

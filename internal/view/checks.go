@@ -1,0 +1,40 @@
+package view
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
+)
+
+// Checks writes the preflight report, one check a line.
+func Checks(w io.Writer, cs edit.Checks) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Preflight:")
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-4s  %s\n", strings.ToUpper(string(c.Outcome)), c.Message)
+		for _, d := range c.Details {
+			fmt.Fprintf(w, "          - %s\n", d)
+		}
+	}
+}
+
+// DryRunSuffix is " (server dry run)" or " (dry run)" after what a dry run
+// of strategy s would have done, "" for a real write.
+func DryRunSuffix(s cmdutil.DryRunStrategy) string {
+	switch s {
+	case cmdutil.DryRunClient:
+		return " (dry run)"
+	case cmdutil.DryRunServer:
+		return " (server dry run)"
+	}
+	return ""
+}
+
+// CRDRef names the CRD name as kubectl names what it edits.
+func CRDRef(name string) string { return "customresourcedefinition.apiextensions.k8s.io/" + name }

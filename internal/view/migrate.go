@@ -1,0 +1,110 @@
+package view
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// Migration writes the report of a client-engine migration: the headline
+// (Migrated, Interrupted or Failed), the counts, the failures by object and
+// whether storedVersions was trimmed.
+func Migration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
+	verb := "Migrated"
+	switch {
+	case dryRun == cmdutil.DryRunClient:
+		verb = "Counted (dry run, nothing written)"
+	case dryRun == cmdutil.DryRunServer:
+		verb = "Checked (server dry run, nothing written)"
+	case !r.Complete:
+		verb = "Interrupted"
+	case r.Failed > 0:
+		verb = "Failed"
+	}
+	if dryRun != cmdutil.DryRunNone && !r.Complete {
+		verb = "Interrupted: " + verb
+	}
+	switch {
+	case r.Restarted:
+		verb += ", restarted from the first object (the checkpoint's continue token had expired),"
+	case r.Resumed:
+		verb += ", resuming from the checkpoint,"
+	}
+	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
+	fmt.Fprintf(w, "  total %d, rewritten %d, already current %d, conflicts %d, deleted %d, failed %d\n",
+		r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
+	if c := r.Concurrency; c != nil {
+		limit := fmt.Sprintf("%d writes in flight (--max-speed)", c.Max)
+		if c.Mode == "adaptive" {
+			limit = fmt.Sprintf("%.1f writes in flight on average (1 to %d, --max-latency %s)", c.MeanLimit, c.Max, time.Duration(c.MaxLatencySeconds*float64(time.Second)))
+		}
+		fmt.Fprintf(w, "  %s, write latency p50 %.0f ms, p99 %.0f ms; %d answered 429 Too Many Requests, %d retries\n",
+			limit, 1000*c.WriteLatencyP50Seconds, 1000*c.WriteLatencyP99Seconds, r.TooManyRequests, r.Retries)
+	}
+	if p := r.PriorityAndFairness; p != nil {
+		fmt.Fprintf(w, "  API Priority and Fairness: priority level %s, flow schema %s", cmp.Or(p.PriorityLevel, p.PriorityLevelUID), cmp.Or(p.FlowSchema, p.FlowSchemaUID))
+		if p.Unresolved != "" {
+			fmt.Fprintf(w, " (names not known: %s)", p.Unresolved)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
+	}
+	for i, f := range r.Failures {
+		if i == 20 {
+			fmt.Fprintf(w, "  … and %d more failures (-o json lists all)\n", len(r.Failures)-20)
+			break
+		}
+		fmt.Fprintf(w, "  FAILED %s: %s\n", f.Object, f.Message)
+	}
+	before, after := "["+strings.Join(r.Trim.Before, ", ")+"]", "["+strings.Join(r.Trim.After, ", ")+"]"
+	if r.Trim.Trimmed {
+		fmt.Fprintf(w, "status.storedVersions: %s -> %s\n", before, after)
+		return
+	}
+	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)
+}
+
+// ServerMigration is the text summary of an --engine=server run.
+func ServerMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy, crd *apiextensionsv1.CustomResourceDefinition, version string) error {
+	sm := r.StorageVersionMigration
+	switch dryRun {
+	case cmdutil.DryRunClient:
+		fmt.Fprintf(w, "Would create (dry run, nothing created) this StorageVersionMigration for the %d object(s) of %s, to store them at %s:\n", r.Total, r.CRD, r.StorageVersion)
+		return (&printers.YAMLPrinter{}).PrintObj(svm.New(crd, version), w)
+	case cmdutil.DryRunServer:
+		fmt.Fprintf(w, "Checked (server dry run, nothing created): the API server accepts StorageVersionMigration %s (%s) for the %d object(s) of %s\n", sm.Name, sm.APIVersion, r.Total, r.CRD)
+		return nil
+	}
+	verb := "Migrated"
+	if sm.Phase != string(svm.Succeeded) {
+		verb = "Did not migrate"
+	}
+	fmt.Fprintf(w, "%s %s at %s through StorageVersionMigration %s (%s) in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, sm.Name, sm.APIVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
+	fmt.Fprintf(w, "  objects %d (counted before the migration; the controller reports no per-object outcomes), phase %s", r.Total, sm.Phase)
+	if sm.Message != "" {
+		fmt.Fprintf(w, ": %s", sm.Message)
+	}
+	fmt.Fprintln(w)
+	before, after := "["+strings.Join(r.Trim.Before, ", ")+"]", "["+strings.Join(r.Trim.After, ", ")+"]"
+	if r.Trim.Trimmed {
+		fmt.Fprintf(w, "status.storedVersions: %s -> %s (trimmed by %s)\n", before, after, r.Trim.By)
+		return nil
+	}
+	if r.Trim.Restored {
+		fmt.Fprintf(w, "status.storedVersions: %s, restored after the controller's trim: %s\n", after, r.Trim.Reason)
+		return nil
+	}
+	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)
+	return nil
+}

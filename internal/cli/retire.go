@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -249,8 +248,8 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	if progress {
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }
 	}
-	l := &retireLog{log: log, errOut: errOut, sources: u.Describe()}
-	res, err := (&retire.Executor{Cluster: rc, Events: l.event}).Run(ctx, crd, o.Version, opts)
+	l := &view.RetireLog{Log: log, ErrOut: errOut, Sources: u.Describe()}
+	res, err := (&retire.Executor{Cluster: rc, Events: l.Event}).Run(ctx, crd, o.Version, opts)
 	rep := &report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone,
 		Outcome: string(res.Outcome), Steps: res.Steps, Usage: res.Usage, ManagedFields: res.ManagedFields}
 	for _, id := range res.Taken {
@@ -265,48 +264,3 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 // printRetireLogged is the human view of a retire report: the progress log,
 // already written as the run went; nothing is left to print.
 func printRetireLogged(io.Writer, *report.Retire) error { return nil }
-
-// retireLog renders a run's events as its progress log: lines to log,
-// warnings to errOut.
-type retireLog struct {
-	log, errOut io.Writer
-	// sources names where the client-usage check looks.
-	sources string
-}
-
-func (l *retireLog) event(e retire.Event) {
-	w := l.log
-	switch e.Kind {
-	case retire.EventMeasuring:
-		fmt.Fprintf(w, "Measuring the client usage of %s/%s from %s…\n", e.Group, e.Version, l.sources)
-	case retire.EventChecking:
-		fmt.Fprintf(w, "Checking, with a server-side dry run of the migration, that the API server accepts the rewrite of every object of %s…\n", e.CRD)
-	case retire.EventPlan:
-		view.RetirePlan(w, e.CRD, e.Version, e.Steps)
-	case retire.EventRetiring:
-		fmt.Fprintf(w, "Retiring %s from %s\n", e.Version, e.CRD)
-	case retire.EventStep:
-		s := e.Step
-		fmt.Fprintf(w, "[%d/%d] %s: %s — %s\n", s.Number, e.Total, s.Title, strings.ToUpper(string(s.Status)), s.Message)
-		for _, ev := range s.Evidence {
-			fmt.Fprintf(w, "      · %s\n", ev)
-		}
-		if s.Status == retire.Blocked && s.Command != "" {
-			fmt.Fprintf(w, "      run: %s\n", s.Command)
-		}
-	case retire.EventTaking:
-		fmt.Fprintf(w, "[%d/%d] %s: %s…\n", e.Step.Number, e.Total, e.Step.Title, e.Step.Message)
-	case retire.EventManagedFieldsCleaned:
-		c := e.ManagedFields
-		fmt.Fprintf(w, "      managedFields rewritten on %d object(s) (entries relabeled: %d, merged: %d); %d already clean, %d deleted\n",
-			c.Rewritten, c.Relabeled, c.Merged, c.Current, c.Deleted)
-	case retire.EventMigrated:
-		if res, ok := e.Migration.Report.(*migrate.Result); ok {
-			view.Migration(w, res, cmdutil.DryRunNone)
-		}
-	case retire.EventWarning:
-		fmt.Fprintf(l.errOut, "Warning: %v\n", e.Err)
-	case retire.EventRetired:
-		fmt.Fprintf(w, "%s retired from %s. State: %s, %s\n", e.Version, e.CRD, e.Analysis.State, e.Analysis.StateDescription)
-	}
-}

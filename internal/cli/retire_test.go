@@ -17,6 +17,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 // retireOptions parses args as retire's command line would and resolves
@@ -126,7 +127,7 @@ func TestRetireOptions(t *testing.T) {
 // the executor moved to internal/retire.
 func TestRetireLog(t *testing.T) {
 	var log, errOut bytes.Buffer
-	l := &retireLog{log: &log, errOut: &errOut, sources: "every API server instance's /metrics, read 15s apart and the objects' managedFields"}
+	l := &view.RetireLog{Log: &log, ErrOut: &errOut, Sources: "every API server instance's /metrics, read 15s apart and the objects' managedFields"}
 	blocked := retire.Step{Number: 1, ID: retire.ClientsMoved, Title: "clients moved off v1", Status: retire.Blocked, Message: "clients still use v1",
 		Command: "kubectl crdversion retire c.example.com v1", Evidence: []string{"open now: WATCH 1"}}
 	done := retire.Step{Number: 3, ID: retire.StorageMoved, Title: "another version is the storage version", Status: retire.Done, Message: "the storage version is v2"}
@@ -144,7 +145,7 @@ func TestRetireLog(t *testing.T) {
 		{Kind: retire.EventRetired, Analysis: &analysis},
 	} {
 		e.CRD, e.Group, e.Version = "c.example.com", "example.com", "v1"
-		l.event(e)
+		l.Event(e)
 	}
 	want := `Measuring the client usage of example.com/v1 from every API server instance's /metrics, read 15s apart and the objects' managedFields…
 Plan to retire v1 from c.example.com:

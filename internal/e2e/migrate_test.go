@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -418,10 +420,41 @@ func TestFaultMigrateResumesFromCheckpoint(t *testing.T) {
 		t.Fatalf("no checkpoint after an interrupted run: %v", err)
 	}
 
-	opts.Progress = nil
-	second, err := engine(t).Run(context.Background(), crd.Name, opts)
+	// The objects of the pages the checkpoint records as done must not be
+	// written again: count the resumed run's PATCH requests.
+	var saved struct {
+		Counts migrate.Counts `json:"counts"`
+	}
+	data, err := os.ReadFile(cp)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Fatal(err)
+	}
+	done := saved.Counts.Rewritten + saved.Counts.Current + saved.Counts.Conflicts + saved.Counts.Deleted + saved.Counts.Failed
+	if done == 0 {
+		t.Fatalf("the checkpoint records no page done: %s", data)
+	}
+	var patches atomic.Int64
+	cfg := rest.CopyConfig(srv.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPatch {
+				patches.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	counted := &migrate.Engine{CRDs: c.ext.ApiextensionsV1().CustomResourceDefinitions(), Metadata: metadata.NewForConfigOrDie(cfg)}
+
+	opts.Progress = nil
+	second, err := counted.Run(context.Background(), crd.Name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := patches.Load(); n > 500-done {
+		t.Errorf("the resumed run sent %d PATCH requests; the checkpoint had %d of 500 objects done, so at most %d were due: it rewrote pages already done", n, done, 500-done)
 	}
 	if !second.Resumed || !second.Complete || !second.Trim.Trimmed || second.Failed != 0 {
 		t.Errorf("resumed run: %+v", second)

@@ -61,7 +61,7 @@ type PromoteOptions struct {
 // one is refused as such). c may be nil (manifest mode without a cluster).
 func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteOptions) (*edit.Result, error) {
 	r := edit.PromoteStorage(t.CRD, o.Version, o.AllowPruning)
-	if r.NoOp || len(r.Checks.Failed()) > 0 || c == nil || !t.live() {
+	if r.NoOp || !onlyPredictedLoss(r.Checks.Failed()) || c == nil || !t.live() {
 		return r, nil
 	}
 	if wh := lifecycle.ConversionWebhook(r.Edited); wh != nil && wh.ClientConfig.Service != nil {
@@ -69,7 +69,7 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 		r.Checks = append(r.Checks, preflight.NewWebhooks(c, o.WebhookTimeout).Service(ctx, wh, probe)...)
 	}
 	switch v := lifecycle.FindVersion(t.Live, o.Version); {
-	case len(r.Checks.Failed()) > 0:
+	case !onlyPredictedLoss(r.Checks.Failed()):
 		// The API server cannot call the webhook: reading the objects at
 		// the new version would only repeat that.
 	case v == nil || !v.Served:
@@ -104,4 +104,18 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 		r.Checks = append(r.Checks, preflight.Objects(found, o.AllowPruning)...)
 	}
 	return r, nil
+}
+
+// onlyPredictedLoss reports whether every failed check is the schemas'
+// prediction that conversion None prunes fields (none failed included):
+// the objects are still read at both versions then, so that the refusal
+// names the objects and the paths they would lose, not only the schema
+// paths where loss is possible.
+func onlyPredictedLoss(failed edit.Checks) bool {
+	for _, c := range failed {
+		if c.Name != edit.CheckNoneConversionPruning {
+			return false
+		}
+	}
+	return true
 }

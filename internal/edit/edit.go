@@ -54,6 +54,10 @@ func orNone(s string) string {
 // noneConversionCheck fails when, under conversion strategy None, the served
 // versions of crd have schemas that prune each other's fields. allowPruning
 // turns the failure into a warning that still lists what will be lost.
+// CheckNoneConversionPruning names the check that conversion None prunes no
+// field between a version and the others (a prediction from the schemas).
+const CheckNoneConversionPruning = "NoneConversionPruning"
+
 func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, allowPruning bool) {
 	if lifecycle.UsesWebhook(crd) {
 		return
@@ -75,15 +79,15 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 		}
 	}
 	if len(lost) == 0 {
-		cs.add("NoneConversionPruning", Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
+		cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
 		return
 	}
 	if allowPruning {
-		c := cs.add("NoneConversionPruning", Warn, "conversion strategy None: %d field(s) WILL BE LOST when objects move between %s and other versions (--allow-pruning)", len(lost), subject)
+		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %d field(s) WILL BE LOST when objects move between %s and other versions (--allow-pruning)", len(lost), subject)
 		c.Details = lost
 		return
 	}
-	c := cs.add("NoneConversionPruning", Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned (use Webhook conversion, make the schemas agree, or pass --allow-pruning to accept the loss)", len(lost))
+	c := cs.add(CheckNoneConversionPruning, Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned (use Webhook conversion, make the schemas agree, or pass --allow-pruning to accept the loss)", len(lost))
 	c.Details = lost
 }
 

@@ -51,13 +51,13 @@ func orNone(s string) string {
 	return s
 }
 
-// noneConversionCheck fails when, under conversion strategy None, the served
-// versions of crd have schemas that prune each other's fields. allowPruning
-// turns the failure into a warning that still lists what will be lost.
 // CheckNoneConversionPruning names the check that conversion None prunes no
 // field between a version and the others (a prediction from the schemas).
 const CheckNoneConversionPruning = "NoneConversionPruning"
 
+// noneConversionCheck fails when, under conversion strategy None, the served
+// versions of crd have schemas that prune each other's fields. allowPruning
+// turns the failure into a warning that still lists what will be lost.
 func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, allowPruning bool) {
 	if lifecycle.UsesWebhook(crd) {
 		return

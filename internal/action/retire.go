@@ -32,6 +32,10 @@ type Retire struct {
 	// migration. ChunkSize also pages the managedFields listing,
 	// Concurrency bounds the clean-up, and FieldManager names every write.
 	Engine migrate.Options
+	// AllowPruning lets the migration rewrite objects whose fields the
+	// storage version drops; without it the migration is refused, as
+	// migrate refuses it (MigrationRefusal, MeasureMigrationLoss).
+	AllowPruning bool
 	// Progress, when set, starts a progress display for the migration of
 	// the CRD named crd: the function the engine reports to, and the one
 	// that ends the display. Server-side dry runs of the migration show
@@ -130,6 +134,21 @@ func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need
 // write a server-side dry run); the engine's *migrate.Result is the
 // Migration's Report.
 func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*retire.Migration, error) {
+	if !r.AllowPruning {
+		// What the migration would lose, as migrate refuses it: the
+		// schemas' prediction always, and, while the old versions are
+		// still served (the plan's dry run comes before the unserve), the
+		// objects read at them and dry-run written through the storage
+		// version, compared field by field.
+		if dryRun {
+			if _, err := MeasureMigrationLoss(ctx, r.Client, crd, MigrateOptions{Client: r.Engine}); err != nil {
+				return nil, err
+			}
+		}
+		if err := predictedLossRefusal(crd); err != nil {
+			return nil, err
+		}
+	}
 	opts := r.Engine
 	opts.DryRun = dryRun
 	if r.Progress != nil && !dryRun {

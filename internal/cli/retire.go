@@ -88,6 +88,7 @@ type RetireFlags struct {
 	UsageFlags
 	Migrate            bool
 	CleanManagedFields bool
+	AllowPruning       bool
 	// Engine are the migrate engine's options set by flags: page size,
 	// writes in flight, field manager.
 	Engine   migrate.Options
@@ -119,6 +120,7 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 	fl.Fleet.addFlags(cmd)
 	f := cmd.Flags()
 	f.BoolVar(&fl.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
+	f.BoolVar(&fl.AllowPruning, "allow-pruning", false, "With --migrate: rewrite the objects even when the storage version drops fields they have (measured before anything is changed; the loss is then accepted).")
 	f.BoolVar(&fl.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
 	f.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
 	f.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")
@@ -136,6 +138,9 @@ type RetireOptions struct {
 	Usage    preflight.UsageConfig
 	Engine   migrate.Options
 	Progress bool
+	// AllowPruning lets --migrate rewrite objects whose fields the storage
+	// version drops.
+	AllowPruning bool
 
 	// fleet and contexts: the clusters of a fleet run (--contexts,
 	// --all-contexts); client the cluster otherwise.
@@ -182,7 +187,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 		return nil, err
 	}
 	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
-		Progress: fl.Progress, log: fl.Out, IOStreams: fl.IOStreams}
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, IOStreams: fl.IOStreams}
 	o.Retire = retire.Options{DryRun: map[cmdutil.DryRunStrategy]retire.DryRun{cmdutil.DryRunClient: retire.DryRunClient, cmdutil.DryRunServer: retire.DryRunServer}[dryRun],
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields,
 		Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
@@ -244,7 +249,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	if err != nil {
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
-	rc := &action.Retire{Client: c, Usage: u, ManagedFields: mf, Engine: o.Engine}
+	rc := &action.Retire{Client: c, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning}
 	if progress {
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }
 	}

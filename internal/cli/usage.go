@@ -24,7 +24,7 @@ type UsageFlags struct {
 func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
 	u.UsageWindow = window
 	f := cmd.Flags()
-	f.Var((*windowValue)(&u.UsageWindow), "usage-window", "How far back to look for clients of the version: the time between two reads of every API server instance's /metrics (the command waits that long), or, with a Prometheus source, the history it queries (7d, 24h); also the window of the managedFields and audit-log sources.")
+	f.Var((*windowValue)(&u.UsageWindow), "usage-window", "How far back to look for clients of the version: the time between two reads of every API server instance's /metrics (the command waits that long; at most 30m), or, with a Prometheus source, the history it queries (7d, 24h); also the window of the managedFields and audit-log sources.")
 	f.BoolVar(&u.SkipUsageCheck, "skip-usage-check", false, "Do not check for clients of the version (the output records that the check was skipped).")
 	f.StringVar(&u.PrometheusURL, "prometheus-url", "", "Read the API servers' request counters over --usage-window from this Prometheus server (http(s)://HOST:PORT[/PREFIX]), which must scrape every API server instance, instead of reading each instance's /metrics.")
 	f.StringVar(&u.PrometheusService, "prometheus-service", "", "Like --prometheus-url, through the API server's service proxy to this Service: NAMESPACE/NAME:PORT (for example monitoring/prometheus-k8s:9090; NAMESPACE/https:NAME:PORT for TLS).")

@@ -37,13 +37,22 @@ type UsageConfig struct {
 	AuditLogs []string
 }
 
+// MaxMetricsWindow is the longest --usage-window measured by reading every
+// instance's /metrics twice, that far apart: the command waits the whole
+// window, so longer windows (the days that catch weekly jobs) need a
+// Prometheus source, which answers from its history at once.
+const MaxMetricsWindow = 30 * time.Minute
+
 // Validate checks the configuration without contacting anything: a
-// window that is not negative, at most one Prometheus, a URL or service
-// reference that parses, audit logs that exist.
+// window that is not negative and, without Prometheus, not longer than
+// MaxMetricsWindow; at most one Prometheus, a URL or service reference
+// that parses, audit logs that exist.
 func (u UsageConfig) Validate() error {
 	switch {
 	case u.Window < 0:
 		return fmt.Errorf("--usage-window must not be negative, got %s", u.Window)
+	case !u.Skip && u.Window > MaxMetricsWindow && u.PrometheusURL == "" && u.PrometheusService == "":
+		return fmt.Errorf("--usage-window %s without --prometheus-url or --prometheus-service would wait %s between two reads of every API server's /metrics; give a Prometheus source for windows over %s, or a shorter window", u.Window, u.Window, MaxMetricsWindow)
 	case u.PrometheusURL != "" && u.PrometheusService != "":
 		return errors.New("give --prometheus-url or --prometheus-service, not both")
 	}

@@ -78,6 +78,12 @@ func TestUsageConfigValidate(t *testing.T) {
 		{UsageConfig{Window: time.Second, PrometheusURL: "http://prometheus:9090", AuditLogs: []string{log}}, ""},
 		{UsageConfig{PrometheusService: "monitoring/https:prometheus-k8s:9091"}, ""},
 		{UsageConfig{Window: -time.Second}, "--usage-window must not be negative, got -1s"},
+		// Without Prometheus a window is waited out: a week would hang the
+		// command for a week (found by trying --usage-window 7d).
+		{UsageConfig{Window: 7 * 24 * time.Hour}, "--usage-window 168h0m0s without --prometheus-url or --prometheus-service would wait 168h0m0s"},
+		{UsageConfig{Window: MaxMetricsWindow}, ""},
+		{UsageConfig{Window: 7 * 24 * time.Hour, Skip: true}, ""},
+		{UsageConfig{Window: 7 * 24 * time.Hour, PrometheusURL: "http://prometheus:9090"}, ""},
 		{UsageConfig{PrometheusURL: "prometheus:9090"}, `--prometheus-url "prometheus:9090" is not an http(s) URL`},
 		{UsageConfig{PrometheusService: "prometheus"}, `--prometheus-service "prometheus" is not NAMESPACE/NAME:PORT`},
 		{UsageConfig{PrometheusURL: "http://p:9090", PrometheusService: "m/p:9090"}, "give --prometheus-url or --prometheus-service, not both"},

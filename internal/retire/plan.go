@@ -63,9 +63,21 @@ func (p *planner) version() *apiextensionsv1.CustomResourceDefinitionVersion {
 	return lifecycle.FindVersion(p.sim, p.old)
 }
 
+// retire is the retire command to run next: with flag added to the
+// flags this run was given (--migrate, --clean-managed-fields,
+// --skip-usage-check), so that pasting it does not drop what the user
+// already chose and then stop at the step that needed it.
 func (p *planner) retire(flag string) []lifecycle.Command {
 	c := lifecycle.Crdversion("retire", p.name, p.old)
-	if flag != "" {
+	for _, f := range []struct {
+		name string
+		on   bool
+	}{{"migrate", p.f.Migrate}, {"clean-managed-fields", p.f.CleanManagedFields}, {"skip-usage-check", p.f.SkipUsage}} {
+		if f.on || f.name == flag {
+			c = c.With(f.name, "")
+		}
+	}
+	if flag != "" && flag != "migrate" && flag != "clean-managed-fields" && flag != "skip-usage-check" {
 		c = c.With(flag, "")
 	}
 	return []lifecycle.Command{c}

@@ -98,6 +98,11 @@ func TestPlan(t *testing.T) {
 		{"S2 with --migrate", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true}, "1=done 2=to do 3=done 4=to do 5=done 6=to do 7=info", 2, ""},
 		{"S1: old is the storage version", s1, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true}, "1=done 2=blocked 3=blocked 4=blocked 5=done 6=blocked 7=info", 2, "promote-storage crontabs.stable.example.com v2"},
 		{"S5, stale managedFields", s5, Facts{StaleManagedFields: stale}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5, "a/one, b/two, c/three and 1 more"},
+		// The command to run keeps the flags this run was given (a pasted
+		// --migrate run: line used to drop --migrate, and the next run
+		// stopped at the migration again).
+		{"S5, stale managedFields, given --migrate and --skip-usage-check", s5, Facts{StaleManagedFields: stale, Migrate: true, SkipUsage: true}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5,
+			"kubectl crdversion retire crontabs.stable.example.com v1 --migrate --clean-managed-fields --skip-usage-check"},
 		{"S5, stale managedFields, clean", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
 		{"S5, clean", s5, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, "remove v1"},
 		{"S6: already retired", s6, Facts{}, "1=done 2=done 3=done 4=done 5=done 6=done 7=info", 0, ""},

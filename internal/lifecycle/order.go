@@ -173,8 +173,8 @@ func orderFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis, o 
 			nonKube = true
 		}
 	}
-	if !nonKube {
-		return nil
+	if !nonKube || len(names) < 2 {
+		return nil // one version: there is nothing to order
 	}
 	if unordered := o.Unordered(crd, a.StorageVersion); len(unordered) > 0 {
 		f := Finding{

@@ -136,3 +136,15 @@ func TestNeverAdviseUnservingStored(t *testing.T) {
 		}
 	}
 }
+
+// TestOneVersionNeedsNoOrder: a CRD with one version whose name is not in
+// Kubernetes form has nothing to order; status said "the order used ...
+// is v1api20210501, from " with no source (found by trying the tool).
+func TestOneVersionNeedsNoOrder(t *testing.T) {
+	a := Analyze(newCRD().version("v1api20210501", true, true).stored("v1api20210501").v())
+	for _, f := range a.Findings {
+		if f.Code == CodeVersionOrderNotKubernetes || f.Code == CodeVersionOrderUnknown {
+			t.Errorf("one version, an order finding: %+v", f)
+		}
+	}
+}

@@ -309,8 +309,30 @@ func (w *walker) runAllowingExit(argv []string) string {
 
 func (w *walker) exec(argv []string) result {
 	w.t.Helper()
+	if len(argv) > 1 && (argv[1] == "unserve" || argv[1] == "retire") {
+		// Their client-usage check counts every write through the old
+		// version inside its window, the scenario's own setup writes
+		// included: wait until those are older than the window, as an
+		// operator runs these once the clients have moved.
+		writesSettled(w.t, w.c, getCRD(w.t, w.c, w.crd), usageWindowOf(argv))
+	}
 	env := []string{"PATH=" + pluginDir + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + srv.Kubeconfig}
 	return executeWithin(w.t, 3*time.Minute, w.kubectl, env, argv...)
+}
+
+// usageWindowOf is the --usage-window of argv, else unserve's and
+// retire's default (15s).
+func usageWindowOf(argv []string) time.Duration {
+	for i, a := range argv {
+		v, ok := strings.CutPrefix(a, "--usage-window=")
+		if !ok && a == "--usage-window" && i+1 < len(argv) {
+			v, ok = argv[i+1], true
+		}
+		if d, err := time.ParseDuration(v); ok && err == nil {
+			return d
+		}
+	}
+	return 15 * time.Second
 }
 
 // parse splits a printed line into its commands (joined by " && ") and

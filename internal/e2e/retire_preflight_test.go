@@ -114,6 +114,7 @@ func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 
 	t.Run("removal refused", func(t *testing.T) {
 		crd := advance(t, c, "asks-remove.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
+		writesSettled(t, c, crd, time.Second) // the setup's writes through v1 are no client of it
 		name := crd.Name
 		allow := denyCRDEdit(t, c, name, neverRemoved, neverRemovedMsg, removeVersion("v1"))
 
@@ -148,6 +149,7 @@ func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 
 	t.Run("unserve refused", func(t *testing.T) {
 		crd := advance(t, c, "asks-unserve.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
+		writesSettled(t, c, crd, time.Second) // the setup's writes through v1 are no client of it
 		name := crd.Name
 		denyCRDEdit(t, c, name, staysServed, staysServedMsg, unserveVersion("v1"))
 		refused(t, c, name, []string{"stopped at step 2", "nothing was changed", "the API server refuses to unserve v1", staysServedMsg},

@@ -77,9 +77,13 @@ func loadCheckpoint(path string, crd *apiextensionsv1.CustomResourceDefinition, 
 	return &cp, nil
 }
 
-func (r *run) saveCheckpoint(next string) error {
+// saveCheckpoint records p, the next page in list order whose every object
+// is done, and the counts of the pages recorded so far.
+func (r *run) saveCheckpoint(p *page) error {
+	next := p.next
 	r.mu.Lock()
-	cp := checkpoint{CRD: r.res.CRD, StorageVersion: r.res.StorageVersion, Continue: next, Counts: r.counts, Updated: time.Now().UTC()}
+	r.saved.plus(p.counts)
+	cp := checkpoint{CRD: r.res.CRD, StorageVersion: r.res.StorageVersion, Continue: next, Counts: r.saved, Updated: time.Now().UTC()}
 	r.mu.Unlock()
 	cp.CRDUID = r.crdUID
 	cp.Generation = r.generation

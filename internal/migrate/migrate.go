@@ -158,6 +158,31 @@ type Counts struct {
 	Failed    int64 `json:"failed"`
 }
 
+func (c *Counts) add(o Outcome) {
+	c.Total++
+	switch o {
+	case Rewritten:
+		c.Rewritten++
+	case Current:
+		c.Current++
+	case Conflict:
+		c.Conflicts++
+	case Deleted:
+		c.Deleted++
+	case Failed:
+		c.Failed++
+	}
+}
+
+func (c *Counts) plus(o Counts) {
+	c.Total += o.Total
+	c.Rewritten += o.Rewritten
+	c.Current += o.Current
+	c.Conflicts += o.Conflicts
+	c.Deleted += o.Deleted
+	c.Failed += o.Failed
+}
+
 // Trim says what happened to status.storedVersions.
 type Trim struct {
 	// Trimmed is true when this run wrote storedVersions.
@@ -367,7 +392,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 	}
 	if cp != nil {
 		res.Resumed = true
-		r.counts = cp.Counts
+		r.counts, r.saved = cp.Counts, cp.Counts
 		r.continueToken = cp.Continue
 		r.base = cp.Counts.Total
 		r.done.Store(cp.Counts.Total)
@@ -432,6 +457,7 @@ type page struct {
 	done      chan struct{}
 	finished  atomic.Bool
 	closeOnce sync.Once
+	counts    Counts // of this page's objects handled so far; guarded by run.mu
 }
 
 func (p *page) close() { p.closeOnce.Do(func() { close(p.done) }) }
@@ -454,8 +480,12 @@ type run struct {
 	latMu         sync.Mutex
 	latencies     []time.Duration // of every write attempt
 
-	mu       sync.Mutex
-	counts   Counts
+	mu     sync.Mutex
+	counts Counts
+	// saved is what the checkpoint records: the counts of the resumed run
+	// plus those of the pages completed in order, never the objects of a
+	// page still in flight, which a resumed run handles again.
+	saved    Counts
 	failures []Failure
 	seen     map[types.UID]struct{}
 	total    atomic.Int64
@@ -496,7 +526,7 @@ func (r *run) pass(ctx context.Context) error {
 				continue // interrupted: pages not fully handled are not recorded
 			}
 			if ctx.Err() == nil && r.opts.Checkpoint != "" && !r.res.DryRun {
-				if err := r.saveCheckpoint(p.next); err != nil && cpErr == nil {
+				if err := r.saveCheckpoint(p); err != nil && cpErr == nil {
 					cpErr = err
 				}
 			}
@@ -616,7 +646,7 @@ func (r *run) restart() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.res.Restarted = true
-	r.counts = Counts{}
+	r.counts, r.saved = Counts{}, Counts{}
 	r.done.Add(-r.base)
 	r.base = 0
 	r.res.Warnings = append(r.res.Warnings, "the checkpoint's continue token has expired (etcd was compacted since): the list restarted from the first object, so objects the interrupted run handled were handled again (found current) and are counted once, by this run")
@@ -810,18 +840,11 @@ func (r *run) record(it item, o Outcome, msg string) {
 		return
 	}
 	r.mu.Lock()
-	r.counts.Total++
-	switch o {
-	case Rewritten:
-		r.counts.Rewritten++
-	case Current:
-		r.counts.Current++
-	case Conflict:
-		r.counts.Conflicts++
-	case Deleted:
-		r.counts.Deleted++
-	case Failed:
-		r.counts.Failed++
+	r.counts.add(o)
+	if it.page != nil {
+		it.page.counts.add(o)
+	}
+	if o == Failed {
 		name := it.name
 		if it.namespace != "" {
 			name = it.namespace + "/" + name

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +10,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
@@ -128,7 +125,7 @@ func (fl *AddVersionFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args
 		o.Spec.DeprecationWarning = &fl.DeprecationWarning
 	}
 	if fl.SchemaFile != "" {
-		if o.Spec.Schema, err = readSchemaFile(fl.SchemaFile); err != nil {
+		if o.Spec.Schema, err = manifest.ReadSchemaFile(fl.SchemaFile); err != nil {
 			return nil, err
 		}
 	}
@@ -144,8 +141,13 @@ func (fl *AddVersionFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args
 		}
 		o.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
 	case string(apiextensionsv1.WebhookConverter):
-		if o.Spec.Conversion, err = fl.webhookConversion(); err != nil {
+		if o.Spec.Conversion, err = edit.WebhookConversion(fl.WebhookURL, fl.WebhookService, fl.ReviewVersions); err != nil {
 			return nil, err
+		}
+		if fl.CABundleFile != "" {
+			if o.Spec.Conversion.Webhook.ClientConfig.CABundle, err = manifest.ReadFile(fl.CABundleFile); err != nil {
+				return nil, err
+			}
 		}
 	default:
 		return nil, fmt.Errorf("--conversion must be None or Webhook, got %q", fl.Conversion)
@@ -169,87 +171,4 @@ func (o *AddVersionOptions) Run(ctx context.Context) error {
 	}
 	res := action.AddVersion(ctx, clusterAs[action.AddVersionCluster](o.client), r.target, action.AddVersionOptions{Spec: o.Spec, WebhookTimeout: o.WebhookTimeout})
 	return r.finish(ctx, res)
-}
-
-func (fl *AddVersionFlags) webhookConversion() (*apiextensionsv1.CustomResourceConversion, error) {
-	cc := &apiextensionsv1.WebhookClientConfig{}
-	switch {
-	case fl.WebhookURL != "" && fl.WebhookService != "":
-		return nil, fmt.Errorf("--webhook-url and --webhook-service cannot be combined")
-	case fl.WebhookURL != "":
-		if !strings.HasPrefix(fl.WebhookURL, "https://") {
-			return nil, fmt.Errorf("--webhook-url must be an https:// URL, got %q", fl.WebhookURL)
-		}
-		cc.URL = &fl.WebhookURL
-	case fl.WebhookService != "":
-		svc, err := parseServiceRef(fl.WebhookService)
-		if err != nil {
-			return nil, err
-		}
-		cc.Service = svc
-	}
-	if fl.CABundleFile != "" {
-		pem, err := manifest.ReadFile(fl.CABundleFile)
-		if err != nil {
-			return nil, err
-		}
-		cc.CABundle = pem
-	}
-	return &apiextensionsv1.CustomResourceConversion{
-		Strategy: apiextensionsv1.WebhookConverter,
-		Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: cc, ConversionReviewVersions: fl.ReviewVersions},
-	}, nil
-}
-
-// parseServiceRef parses NAMESPACE/NAME[:PORT][/PATH].
-func parseServiceRef(s string) (*apiextensionsv1.ServiceReference, error) {
-	bad := fmt.Errorf("--webhook-service must be NAMESPACE/NAME[:PORT][/PATH], got %q", s)
-	ns, rest, ok := strings.Cut(s, "/")
-	if !ok || ns == "" || rest == "" {
-		return nil, bad
-	}
-	ref := &apiextensionsv1.ServiceReference{Namespace: ns}
-	nameport, path, hasPath := strings.Cut(rest, "/")
-	if hasPath {
-		p := "/" + path
-		ref.Path = &p
-	}
-	name, port, hasPort := strings.Cut(nameport, ":")
-	if name == "" {
-		return nil, bad
-	}
-	ref.Name = name
-	if hasPort {
-		n, err := strconv.ParseInt(port, 10, 32)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, bad
-		}
-		p := int32(n)
-		ref.Port = &p
-	}
-	return ref, nil
-}
-
-// readSchemaFile reads an openAPIV3Schema, bare or wrapped as
-// {openAPIV3Schema: …}.
-func readSchemaFile(path string) (*apiextensionsv1.CustomResourceValidation, error) {
-	data, err := manifest.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var probe map[string]any
-	if err := yaml.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("--schema-file %s: %v", path, err)
-	}
-	v := &apiextensionsv1.CustomResourceValidation{}
-	if _, wrapped := probe["openAPIV3Schema"]; wrapped {
-		err = yaml.UnmarshalStrict(data, v)
-	} else {
-		v.OpenAPIV3Schema = &apiextensionsv1.JSONSchemaProps{}
-		err = yaml.UnmarshalStrict(data, v.OpenAPIV3Schema)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--schema-file %s: %v", path, err)
-	}
-	return v, nil
 }

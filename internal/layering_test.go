@@ -36,6 +36,7 @@ const module = "github.com/crdversion/kubectl-crdversion"
 // leave them out, and the other two rules still hold for them.
 var pure = []string{
 	"access",
+	"completion",
 	"edit",
 	"fleet",
 	"lifecycle",

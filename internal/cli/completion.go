@@ -2,16 +2,13 @@ package cli
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
-	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/completion"
 )
 
 // Shell completion. A command opts in with one line,
@@ -106,14 +103,7 @@ func completeCRDNames(cmd *cobra.Command, f cmdutil.Factory, given []string, pre
 	if err != nil {
 		return nil
 	}
-	var out []string
-	for _, crd := range list.Items {
-		if strings.HasPrefix(crd.Name, prefix) && !slices.Contains(given, crd.Name) {
-			out = append(out, crd.Name+"\t"+crd.Spec.Names.Kind)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return completion.CRDNames(list.Items, given, prefix)
 }
 
 // completeVersions returns the versions of the CRD named crdArg that start
@@ -128,34 +118,5 @@ func completeVersions(cmd *cobra.Command, f cmdutil.Factory, crdArg string, give
 	if err != nil {
 		return nil
 	}
-	var names []string
-	for _, v := range crd.Spec.Versions {
-		names = append(names, v.Name)
-	}
-	var out []string
-	for _, name := range lifecycle.ByPriority(names) {
-		if strings.HasPrefix(name, prefix) && !slices.Contains(given, name) {
-			out = append(out, name+"\t"+versionState(crd, *lifecycle.FindVersion(crd, name)))
-		}
-	}
-	return out
-}
-
-func versionState(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) string {
-	var s []string
-	if v.Storage {
-		s = append(s, "storage")
-	}
-	if v.Served {
-		s = append(s, "served")
-	} else {
-		s = append(s, "not served")
-	}
-	if v.Deprecated {
-		s = append(s, "deprecated")
-	}
-	if slices.Contains(crd.Status.StoredVersions, v.Name) {
-		s = append(s, "in storedVersions")
-	}
-	return strings.Join(s, ", ")
+	return completion.Versions(crd, given, prefix)
 }

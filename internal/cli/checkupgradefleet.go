@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
@@ -23,7 +24,7 @@ func (o *CheckUpgradeOptions) runFleet(ctx context.Context, docs []manifest.CRDD
 		res := report.FleetUpgradeCluster{Context: name, Server: o.fleet.server(name)}
 		var err error
 		res.Check, err = o.check(ctx, getter, inContext(o.conn, name), docs)
-		res.Reach, res.Error = clusterReach(err)
+		res.Reach, res.Error = cluster.CheckReach(err)
 		res.Seconds = time.Since(t0).Seconds()
 		return res
 	})
@@ -50,18 +51,4 @@ func (o *CheckUpgradeOptions) runFleet(ctx context.Context, docs []manifest.CRDD
 // commands printed for one cluster of a fleet run.
 func inContext(conn []lifecycle.Flag, name string) []lifecycle.Flag {
 	return append(slices.Clone(conn), lifecycle.Flag{Name: "context", Value: name})
-}
-
-// clusterReach is how a fleet run reports the error of one cluster's check
-// (nil: Reached): a cluster without the CRDs that could still not be
-// checked is Failed, not NotInstalled.
-func clusterReach(err error) (fleet.Reach, string) {
-	if err == nil {
-		return fleet.Reached, ""
-	}
-	reach := reachOf(err)
-	if reach == fleet.NotInstalled {
-		reach = fleet.Failed
-	}
-	return reach, err.Error()
 }

@@ -230,7 +230,7 @@ func (o *DoctorOptions) runFleet(ctx context.Context) error {
 		res := report.FleetDoctorCluster{Context: name, Server: o.fleet.server(name)}
 		var err error
 		res.Doctor, err = o.doctor(ctx, getter, inContext(o.conn, name), nil)
-		res.Reach, res.Error = clusterReach(err)
+		res.Reach, res.Error = cluster.CheckReach(err)
 		res.Seconds = time.Since(t0).Seconds()
 		return res
 	})

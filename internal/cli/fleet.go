@@ -2,20 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
+	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 )
 
@@ -63,28 +57,7 @@ func (fl *FleetFlags) resolve() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fl.AllContexts {
-		var names []string
-		for name := range raw.Contexts {
-			names = append(names, name)
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("the kubeconfig has no contexts")
-		}
-		slices.Sort(names)
-		return names, nil
-	}
-	var out []string
-	for _, name := range fl.Contexts {
-		name = strings.TrimSpace(name)
-		if _, ok := raw.Contexts[name]; !ok {
-			return nil, fmt.Errorf("context %q is not in the kubeconfig", name)
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
+	return fleet.Select(slices.Collect(maps.Keys(raw.Contexts)), fl.Contexts, fl.AllContexts)
 }
 
 // getter is the connection to one context: the command's connection flags
@@ -113,36 +86,7 @@ func (fl *FleetFlags) server(name string) string {
 // eachCluster calls fn for every context, at most fl.Parallel at once,
 // each with its own deadline, and returns the results in context order.
 func eachCluster[T any](ctx context.Context, fl *FleetFlags, names []string, fn func(ctx context.Context, name string, getter *genericclioptions.ConfigFlags) T) []T {
-	out := make([]T, len(names))
-	sem := make(chan struct{}, fl.Parallel)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cctx, cancel := context.WithTimeout(ctx, fl.ClusterTimeout)
-			defer cancel()
-			out[i] = fn(cctx, name, fl.getter(name))
-		})
-	}
-	wg.Wait()
-	return out
-}
-
-// reachOf classifies the error of reading a cluster.
-func reachOf(err error) fleet.Reach {
-	var notCRD *cluster.NotACRDError
-	var netErr net.Error
-	var urlErr *url.Error
-	switch {
-	case err == nil:
-		return fleet.Reached
-	case errors.As(err, &notCRD), apierrors.IsNotFound(err):
-		return fleet.NotInstalled
-	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-		return fleet.Forbidden
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr), errors.As(err, &urlErr):
-		return fleet.Unreachable
-	}
-	return fleet.Failed
+	return fleet.Each(ctx, names, fl.Parallel, fl.ClusterTimeout, func(ctx context.Context, name string) T {
+		return fn(ctx, name, fl.getter(name))
+	})
 }

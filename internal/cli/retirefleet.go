@@ -47,7 +47,7 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 			return err
 		}()
 		res.Seconds = time.Since(t0).Seconds()
-		res.Reach = reachOf(err)
+		res.Reach = cluster.ReachOf(err)
 		var blocked *retire.BlockedError
 		switch {
 		case err == nil:

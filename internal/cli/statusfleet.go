@@ -26,40 +26,19 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 		if err == nil {
 			r, err = action.Status(ctx, c, o.CRD, o.Count, o.ChunkSize, lifecycle.Options{})
 		}
-		fc.Reach = reachOf(err)
+		fc.Reach = cluster.ReachOf(err)
 		if err != nil {
 			fc.Error = err.Error()
 			return fc
 		}
-		a := r.Analysis
-		fc.Name = a.CRD.Name
-		fc.State, fc.StorageVersion, fc.StoredVersions = a.State, a.StorageVersion, a.StoredVersions
-		for _, v := range a.Versions {
-			if v.InSpec {
-				fc.Versions = append(fc.Versions, v.Name)
-			}
-			if v.Served {
-				fc.Served = append(fc.Served, v.Name)
-			}
-		}
+		fc.SetAnalysis(&r.Analysis)
 		if r.Objects != nil && r.Objects.Error == "" && r.Objects.Version != "" {
 			n := r.Objects.Count
 			fc.Objects = &n
 		}
-		for _, f := range a.Findings {
-			if f.Severity == lifecycle.SeverityError {
-				fc.Blocking = append(fc.Blocking, f.Message)
-			}
-		}
 		return fc
 	})
-	name := o.CRD
-	for _, c := range clusters {
-		if c.Reach == fleet.Reached {
-			name = c.Name
-			break
-		}
-	}
+	name := fleet.CRDName(clusters, o.CRD)
 	rep := &report.FleetStatus{CRD: name, Clusters: clusters, Verdicts: fleet.Verdicts(name, clusters, o.Versions), Seconds: time.Since(start).Seconds()}
 	for i := range rep.Verdicts {
 		for j, b := range rep.Verdicts[i].Blockers {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,7 +19,6 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
-	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
@@ -140,42 +138,21 @@ func (o *EditOptions) Validate() error {
 type editRun struct {
 	o      *EditOptions
 	target *action.Target
-	// In manifest mode: the parsed file and the document of the CRD.
-	file    *manifest.File
-	fileDoc int
+	// file is the manifest in manifest mode.
+	file *action.Manifest
 }
 
 // load reads the target: the live CRD, or in manifest mode the CRD in the
 // file, with the live CRD beside it when the cluster has it.
 func (o *EditOptions) load(ctx context.Context) (*editRun, error) {
 	r := &editRun{o: o}
+	var err error
 	if o.Filename == "" {
-		t, err := action.Load(ctx, o.client, o.CRD)
-		r.target = t
+		r.target, err = action.Load(ctx, o.client, o.CRD)
 		return r, err
 	}
-	var data []byte
-	var err error
-	if o.Filename == "-" {
-		data, err = manifest.ReadAll(o.In, "standard input")
-	} else {
-		data, err = manifest.ReadFile(o.Filename)
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.file = manifest.Parse(data)
-	i, crd, err := r.file.FindCRD(o.CRD)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Filename, err)
-	}
-	r.fileDoc = i
-	var reader action.Reader
-	if o.client != nil {
-		reader = o.client
-	}
-	r.target = action.LoadManifest(ctx, reader, crd, o.noCluster)
-	return r, nil
+	r.target, r.file, err = action.LoadFile(ctx, clusterAs[action.Reader](o.client), o.CRD, o.Filename, o.In, o.noCluster)
+	return r, err
 }
 
 // finish prints the preflight of res, refuses when it failed, and
@@ -240,21 +217,17 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 // edited file to stdout or back to the file.
 func (r *editRun) finishFile(res *edit.Result) error {
 	o := r.o
-	res.Checks = append(res.Checks, liveChecks(r.target, res.Edited)...)
+	res.Checks = append(res.Checks, action.LiveChecks(r.target, res.Edited)...)
 	view.Checks(o.ErrOut, res.Checks)
 	if err := res.Refused(o.Operation); err != nil {
 		return err
 	}
 	if !res.NoOp {
-		_, original, err := r.file.FindCRD(o.CRD)
+		normalized, err := r.file.Apply(res.Edited)
 		if err != nil {
 			return err
 		}
-		applied, err := r.file.Apply(r.fileDoc, original, res.Edited)
-		if err != nil {
-			return fmt.Errorf("%s: %w", o.Filename, err)
-		}
-		if applied.Normalized {
+		if normalized {
 			fmt.Fprintf(o.ErrOut, "Warning: %s: the CRD's versions are in flow style; its document was re-serialized\n", o.Filename)
 		}
 	}
@@ -263,37 +236,10 @@ func (r *editRun) finishFile(res *edit.Result) error {
 		if res.NoOp {
 			return nil
 		}
-		info, err := os.Stat(o.Filename)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(o.Filename, r.file.Bytes(), info.Mode().Perm())
+		return r.file.WriteBack()
 	}
 	_, err := o.Out.Write(r.file.Bytes())
 	return err
-}
-
-// liveChecks says which checks manifest mode skipped for lack of live
-// state, or, with live state, whether the cluster would accept the edited
-// file: every version in the live status.storedVersions must stay in its
-// spec.versions.
-func liveChecks(t *action.Target, edited *apiextensionsv1.CustomResourceDefinition) edit.Checks {
-	if t.Live == nil {
-		return edit.Checks{{Name: "LiveState", Outcome: edit.Skip,
-			Message: "checks of live state (status.storedVersions, objects) skipped: " + t.LiveSkip}}
-	}
-	var missing []string
-	for _, v := range t.Live.Status.StoredVersions {
-		if lifecycle.FindVersion(edited, v) == nil {
-			missing = append(missing, v)
-		}
-	}
-	if len(missing) > 0 {
-		return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Warn,
-			Message: fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate %s trims them", strings.Join(missing, ", "), t.Live.Name)}}
-	}
-	return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Pass,
-		Message: fmt.Sprintf("every version in the cluster's status.storedVersions [%s] is in the file", strings.Join(t.Live.Status.StoredVersions, ", "))}}
 }
 
 // clusterAs is the client as the cluster interface I of an action, or I's

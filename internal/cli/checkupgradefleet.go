@@ -8,7 +8,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
-	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -28,21 +27,8 @@ func (o *CheckUpgradeOptions) runFleet(ctx context.Context, docs []manifest.CRDD
 		res.Seconds = time.Since(t0).Seconds()
 		return res
 	})
-	r := &report.FleetUpgradeCheck{Source: o.source(), Clusters: clusters, Answer: fleet.Yes}
-	for _, c := range clusters {
-		switch {
-		case c.Check == nil:
-			if r.Answer == fleet.Yes {
-				r.Answer = fleet.Unknown
-			}
-		case c.Check.Summary.Incompatible:
-			r.Answer = fleet.No
-		}
-		if c.Check != nil {
-			r.Summary.Merge(c.Check.Summary)
-		}
-	}
-	r.Summary.Incompatible = r.Answer != fleet.Yes
+	r := &report.FleetUpgradeCheck{Source: o.source(), Clusters: clusters}
+	r.Tally()
 	r.Seconds = time.Since(start).Seconds()
 	return printFindings(o.Out, o.print, r, r.Summary)
 }

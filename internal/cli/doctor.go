@@ -235,13 +235,7 @@ func (o *DoctorOptions) runFleet(ctx context.Context) error {
 		return res
 	})
 	r := &report.FleetDoctor{Clusters: clusters, Seconds: time.Since(start).Seconds()}
-	for _, c := range clusters {
-		if c.Doctor == nil {
-			r.Summary.Incompatible = true // a cluster that could not be checked is not healthy
-			continue
-		}
-		r.Summary.Merge(c.Doctor.Summary)
-	}
+	r.Tally()
 	return printFindings(o.Out, o.print, r, r.Summary)
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,10 +12,8 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
-	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
-	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
 
 // runFleet is retire in every context, each cluster on its own: one
@@ -47,34 +44,14 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 			return err
 		}()
 		res.Seconds = time.Since(t0).Seconds()
-		res.Reach = cluster.ReachOf(err)
-		var blocked *retire.BlockedError
-		switch {
-		case err == nil:
-		case errors.As(err, &blocked):
-			res.Reach = fleet.Reached
-			res.Error = err.Error()
-		case res.Reach == fleet.Reached || res.Reach == fleet.Failed:
-			res.Error = err.Error()
-		default:
-			res.Error = err.Error()
-			res.Outcome = string(res.Reach)
-		}
-		if res.Outcome == "" {
-			res.Outcome = "Failed"
-		}
+		res.End(err, cluster.ReachOf(err))
 		return res
 	})
 	rep := &report.FleetRetire{CRD: o.CRD, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone, Clusters: results, Seconds: time.Since(start).Seconds()}
 	if err := o.print(rep, o.Out); err != nil {
 		return err
 	}
-	var notDone []string
-	for _, r := range results {
-		if r.Outcome != "Complete" && r.Outcome != "Planned" {
-			notDone = append(notDone, r.Context+" ("+strings.ToLower(r.Outcome)+")")
-		}
-	}
+	notDone := rep.NotDone()
 	if len(notDone) > 0 {
 		return fmt.Errorf("retire %s of %s did not finish in %d of %d cluster(s): %s", o.Version, o.CRD, len(notDone), len(results), strings.Join(notDone, ", "))
 	}

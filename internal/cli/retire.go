@@ -255,15 +255,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	}
 	l := &view.RetireLog{Log: log, ErrOut: errOut, Sources: u.Describe()}
 	res, err := (&retire.Executor{Cluster: rc, Events: l.Event}).Run(ctx, crd, o.Version, opts)
-	rep := &report.Retire{CRD: crd.Name, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone,
-		Outcome: string(res.Outcome), Steps: res.Steps, Usage: res.Usage, ManagedFields: res.ManagedFields}
-	for _, id := range res.Taken {
-		rep.Taken = append(rep.Taken, string(id))
-	}
-	if res.Migration != nil {
-		rep.Migration, _ = res.Migration.Report.(*migrate.Result)
-	}
-	return rep, err
+	return report.NewRetire(crd.Name, o.Version, o.DryRun != cmdutil.DryRunNone, res), err
 }
 
 // printRetireLogged is the human view of a retire report: the progress log,

@@ -137,6 +137,22 @@ type Retire struct {
 	ManagedFields *retire.ManagedFieldsCleanup `json:"managedFields,omitempty"`
 }
 
+// NewRetire is the report of the retire run of version of the CRD named crd
+// that ended with res (a dry run when dryRun): its outcome, steps, usage
+// and managedFields clean-up, the IDs of the steps taken, and the migrate
+// report when the run migrated with the client engine.
+func NewRetire(crd, version string, dryRun bool, res *retire.Result) *Retire {
+	r := &Retire{CRD: crd, Version: version, DryRun: dryRun,
+		Outcome: string(res.Outcome), Steps: res.Steps, Usage: res.Usage, ManagedFields: res.ManagedFields}
+	for _, id := range res.Taken {
+		r.Taken = append(r.Taken, string(id))
+	}
+	if res.Migration != nil {
+		r.Migration, _ = res.Migration.Report.(*migrate.Result)
+	}
+	return r
+}
+
 // DeepCopyObject implements runtime.Object.
 func (r *Retire) DeepCopyObject() runtime.Object {
 	out := *r

@@ -203,19 +203,10 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 // own request counter and cache of webhook endpoints; conn are the
 // connection flags of its printed commands.
 func (o *DoctorOptions) doctor(ctx context.Context, getter genericclioptions.RESTClientGetter, conn []lifecycle.Flag, progress func(doctor.Event)) (*report.Doctor, error) {
-	var requests cluster.RequestCounter
-	c, err := cluster.New(getter, requests.Option())
+	d, err := doctor.Connect(getter, doctor.Config{ChunkSize: o.ChunkSize, WebhookTimeout: o.WebhookTimeout,
+		Usage: o.Usage, Conn: conn, Progress: progress})
 	if err != nil {
 		return nil, err
-	}
-	d := &doctor.Doctor{Reader: c, Webhooks: preflight.NewWebhooks(c, o.WebhookTimeout), Requests: requests.Count,
-		ChunkSize: o.ChunkSize, Conn: conn, Progress: progress}
-	if !o.Usage.Skip {
-		u, err := preflight.NewUsage(c, o.Usage, c.ManagedFieldsSource(o.ChunkSize, nil))
-		if err != nil {
-			return nil, err
-		}
-		d.Usage = doctor.ClientUsage(u)
 	}
 	return d.Run(ctx, o.Names, o.All)
 }

@@ -48,9 +48,17 @@ func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
 				t.Errorf("status advises %q although nothing orders the versions", cmd)
 			}
 		}
-		if !strings.Contains(codes(s.Findings), lifecycle.CodeVersionOrderUnknown) || s.Next == nil ||
-			s.Next.Command != "kubectl crdversion status "+crd.Name+" --version-order "+lifecycle.VersionOrderPlaceholder {
-			t.Errorf("findings %s, next %+v: want %s and the status that asks for the order", codes(s.Findings), s.Next, lifecycle.CodeVersionOrderUnknown)
+		// Issue 17: no state is claimed, and the order is asked for in
+		// words, naming the versions: no command with a placeholder.
+		if !strings.Contains(codes(s.Findings), lifecycle.CodeVersionOrderUnknown) || s.Next == nil || s.Next.Command != "" ||
+			!strings.Contains(s.Next.Reason, "--version-order listing v1api20210501, v1api20230101, oldest first") {
+			t.Errorf("findings %s, next %+v: want %s and Next asking for the order", codes(s.Findings), s.Next, lifecycle.CodeVersionOrderUnknown)
+		}
+		if s.State != lifecycle.StateUnknown || s.OldVersion != "" || s.NewVersion != "" {
+			t.Errorf("state %s [%s -> %s] with the order unknown, want Unknown", s.State, s.OldVersion, s.NewVersion)
+		}
+		if out := mustRun(t, "status", crd.Name); strings.Contains(out.stdout, "<") || !strings.Contains(out.stdout, "Unknown, "+lifecycle.OrderUnknownDescription+"\n") {
+			t.Errorf("status with the order unknown:\n%s", out.stdout)
 		}
 		// migrate rewrites at the storage version: nothing makes it useless.
 		mustRun(t, "migrate", crd.Name)

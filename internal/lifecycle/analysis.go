@@ -26,7 +26,9 @@ import (
 type State string
 
 // The lifecycle states. StateUnknown is used when the CRD has no single
-// storage version (only possible in a manifest).
+// storage version (only possible in a manifest), and when the step past
+// S2 depends on an order of versions that nothing gives (see Order;
+// StateDescription is then OrderUnknownDescription).
 const (
 	StateS0      State = "S0"
 	StateS1      State = "S1"
@@ -58,6 +60,11 @@ func (s State) Description() string {
 	}
 	return "no single storage version"
 }
+
+// OrderUnknownDescription is the StateDescription of StateUnknown when the
+// CRD has a single storage version but the order of its versions is not
+// known (see Order), so neither is the step of the lifecycle.
+const OrderUnknownDescription = "the order of the versions is unknown"
 
 // RetiredVersionsAnnotation records, comma-separated, the versions that
 // `kubectl crdversion retire` removed from spec.versions. It is what tells
@@ -289,10 +296,16 @@ func AnalyzeWith(crd *apiextensionsv1.CustomResourceDefinition, o Options) Analy
 	}
 	a.Versions = versionRows(crd, a.StorageVersion, a.DefaultVersion)
 	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion, a.order)
+	a.StateDescription = a.State.Description()
 	if a.StorageVersion != "" {
 		a.UnorderedVersions = a.order.Unordered(crd, a.StorageVersion)
 	}
-	a.StateDescription = a.State.Description()
+	if len(a.UnorderedVersions) > 0 && (a.State == StateS3 || a.State == StateS4 || a.State == StateS5) {
+		// Which of S3–S5 this is, and which version is OLD, depends on
+		// an order nothing gives.
+		a.State, a.OldVersion, a.NewVersion = StateUnknown, "", ""
+		a.StateDescription = OrderUnknownDescription
+	}
 	a.Findings = findings(crd, a)
 	a.settle()
 	return a
@@ -431,8 +444,9 @@ func versionRows(crd *apiextensionsv1.CustomResourceDefinition, storage, def str
 // newest version above it (by order, see Order) when one was added but not
 // promoted yet. OLD is the version on its way out that the next step acts
 // on: the oldest one when several are. A version that order cannot place
-// against the storage version counts as one on its way out here; Next
-// advises no step that depends on it (see UnorderedVersions).
+// against the storage version counts as one on its way out here;
+// AnalyzeWith then reports S3–S5 as StateUnknown, with no OLD and no step
+// advised (see UnorderedVersions).
 func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string, order Order) (state State, old, new string) {
 	if storage == "" {
 		return StateUnknown, "", ""
@@ -578,9 +592,9 @@ func nextStep(name string, a Analysis) *NextStep {
 		return next(fmt.Sprintf("the storage version %s is deprecated, so clients are told to leave the version every object is written at; undo the deprecation (or first add a newer version and make it the storage version)", a.StorageVersion),
 			Crdversion("deprecate", name, a.StorageVersion).With("undo", ""))
 	}
-	if len(a.UnorderedVersions) > 0 && (a.State == StateS3 || a.State == StateS4 || a.State == StateS5) {
-		return next(fmt.Sprintf("nothing says whether %s is newer or older than the storage version %s (names outside Kubernetes version form); re-run with --version-order, oldest first", strings.Join(a.UnorderedVersions, ", "), a.StorageVersion),
-			Crdversion("status", name).With("version-order", VersionOrderPlaceholder))
+	if a.State == StateUnknown && len(a.UnorderedVersions) > 0 {
+		return &NextStep{Reason: fmt.Sprintf("nothing says whether %s is newer or older than the storage version %s (names outside Kubernetes version form); %s",
+			strings.Join(a.UnorderedVersions, ", "), a.StorageVersion, AskOrder(a.StorageVersion, a.UnorderedVersions))}
 	}
 	switch a.State {
 	case StateS0:

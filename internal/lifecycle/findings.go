@@ -104,7 +104,8 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 // deprecatedServed is the finding for the deprecated, served version v,
 // with the step that is safe in its place: unserving it only when it is
 // neither the storage version nor still listed in status.storedVersions
-// (objects may be stored at it); otherwise undoing a deprecated storage
+// (objects may be stored at it), and known to be older than the storage
+// version (see Order); otherwise undoing a deprecated storage
 // version, or migrating first.
 func deprecatedServed(crd *apiextensionsv1.CustomResourceDefinition, a Analysis, v string) Finding {
 	name := crd.Name
@@ -119,6 +120,14 @@ func deprecatedServed(crd *apiextensionsv1.CustomResourceDefinition, a Analysis,
 			Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,
 			Message: fmt.Sprintf("%s is deprecated and still served, and status.storedVersions still lists it (objects may be stored at it): rewrite them at the storage version %s first; unserve %s only after that, once no client requests it", v, a.StorageVersion, v),
 		}.WithRun(migrateFix(a)...)
+	case slices.Contains(a.UnorderedVersions, v):
+		// Unserving it is the lifecycle's step only if it is the older
+		// API, which nothing says.
+		return Finding{
+			Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,
+			Message: fmt.Sprintf("%s is deprecated and still served; clients using it get a warning; nothing says whether it is older than the storage version %s, so unserving it is not advised", v, a.StorageVersion),
+			Fix:     AskOrder(a.StorageVersion, a.UnorderedVersions),
+		}
 	}
 	return Finding{
 		Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,

@@ -110,7 +110,7 @@ func TestAnalyzeStates(t *testing.T) {
 		{"a newer version added unserved is served first", newCRD().version("v1", true, true).version("v2", false, false).stored("v1").v(),
 			StateS1, "v1", "v2", "serve widgets.example.com v2", ""},
 		{"a non-conforming name beside the storage version is not ordered", newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(),
-			StateS3, "next", "v1", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		// B2: kubectl's priority is alphabetical for these names; the order
 		// comes from storedVersions, or is not known.
 		{"date-stamped names: storedVersions orders them (S2)", newCRD().version("v1api20230101", true, true).version("v1api20210501", true, false).stored("v1api20210501", "v1api20230101").v(),
@@ -118,13 +118,13 @@ func TestAnalyzeStates(t *testing.T) {
 		{"date-stamped names, older storage, storedVersions orders them (S1)", newCRD().version("v1api20210501", true, true).version("v1api20230101", true, false).stored("v1api20230101", "v1api20210501").v(),
 			StateS2, "v1api20230101", "v1api20210501", "migrate widgets.example.com", CodeMigrationPending + "," + CodeVersionOrderNotKubernetes},
 		{"date-stamped names, nothing orders them", newCRD().version("v1api20210501", true, false).version("v1api20230101", true, true).stored("v1api20230101").v(),
-			StateS3, "v1api20210501", "v1api20230101", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		{"the reverse, nothing orders them either", newCRD().version("v1api20210501", true, true).version("v1api20230101", true, false).stored("v1api20210501").v(),
-			StateS3, "v1api20230101", "v1api20210501", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		{"alpha and stable: not alphabetical", newCRD().version("alpha", true, false).version("stable", true, true).stored("stable").v(),
-			StateS3, "alpha", "stable", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		{"a Kubernetes name beside a non-conforming one is not ordered", newCRD().version("v1beta20201101", true, false).version("v1api20210501", true, true).stored("v1api20210501").v(),
-			StateS3, "v1beta20201101", "v1api20210501", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		// B6: a deprecated storage version is never advised to be unserved.
 		{"deprecated storage version", newCRD().version("v1", true, false).version("v2", true, true).deprecated("v2").stored("v2").v(),
 			StateS3, "v1", "v2", "deprecate widgets.example.com v2 --undo", CodeDeprecatedServed},

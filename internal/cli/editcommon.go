@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -289,11 +290,23 @@ func liveChecks(t *action.Target, edited *apiextensionsv1.CustomResourceDefiniti
 		}
 	}
 	if len(missing) > 0 {
-		return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Warn,
-			Message: fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate %s trims them", strings.Join(missing, ", "), t.Live.Name)}}
+		return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Warn, Message: missingStoredMessage(t.Live, missing)}}
 	}
 	return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Pass,
 		Message: fmt.Sprintf("every version in the cluster's status.storedVersions [%s] is in the file", strings.Join(t.Live.Status.StoredVersions, ", "))}}
+}
+
+// missingStoredMessage says why a file lacking the versions missing of
+// live's status.storedVersions cannot be applied yet, and what clears
+// them: migrate trims status.storedVersions to the storage version, so it
+// never removes the storage version itself, which must change first.
+func missingStoredMessage(live *apiextensionsv1.CustomResourceDefinition, missing []string) string {
+	msg := fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until ", strings.Join(missing, ", "))
+	storage := lifecycle.StorageVersion(live)
+	if !slices.Contains(missing, storage) {
+		return msg + fmt.Sprintf("kubectl crdversion migrate %s rewrites the objects and trims status.storedVersions to the storage version %s", live.Name, storage)
+	}
+	return msg + fmt.Sprintf("a version this file keeps is the cluster's storage version (kubectl crdversion promote-storage) and kubectl crdversion migrate %s has then trimmed status.storedVersions to it: %s is the storage version now, which migrate never trims", live.Name, storage)
 }
 
 // clusterAs is the client as the cluster interface I of an action, or I's

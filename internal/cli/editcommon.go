@@ -230,8 +230,16 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 		a := lifecycle.Analyze(written.CRD)
 		a.RenderCommands(o.conn)
 		fmt.Fprintf(o.Out, "State: %s, %s\n", a.State, a.StateDescription)
-		if a.Next != nil && a.Next.Command != "" {
+		switch {
+		case a.Next != nil && a.Next.Command != "":
 			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Command)
+			if a.Next.Loss != "" {
+				fmt.Fprintf(o.Out, "  WARNING: %s\n", a.Next.Loss)
+			}
+		case a.Next != nil && a.Next.Reason != "" && a.State == lifecycle.StateUnknown:
+			// No command can be printed (the order of versions is
+			// unknown): say what is needed instead.
+			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Reason)
 		}
 	}
 	return nil

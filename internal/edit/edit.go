@@ -62,22 +62,10 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 	if lifecycle.UsesWebhook(crd) {
 		return
 	}
-	v := lifecycle.FindVersion(crd, subject)
-	if v == nil {
+	if lifecycle.FindVersion(crd, subject) == nil {
 		return
 	}
-	var lost []string
-	for _, other := range crd.Spec.Versions {
-		if other.Name == subject || (!other.Served && !other.Storage) {
-			continue
-		}
-		for _, p := range schema.PrunedFields(schema.Of(&other), schema.Of(v)) {
-			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, other.Name, subject))
-		}
-		for _, p := range schema.PrunedFields(schema.Of(v), schema.Of(&other)) {
-			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, subject, other.Name))
-		}
-	}
+	lost := lifecycle.NoneConversionLoss(crd, subject)
 	if len(lost) == 0 {
 		cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
 		return

@@ -188,10 +188,20 @@ type NextStep struct {
 	Command string    `json:"command,omitempty"`
 	Run     []Command `json:"run,omitempty"`
 	Reason  string    `json:"reason"`
+	// Loss, when set, says that Command accepts losing data (it carries
+	// --allow-pruning, without which it refuses in this state) and what
+	// is lost; it is printed beside Command.
+	Loss string `json:"loss,omitempty"`
 }
 
 func next(reason string, cmds ...Command) *NextStep {
 	return &NextStep{Command: RenderAll(cmds, nil), Run: cmds, Reason: reason}
+}
+
+// withLoss is n with Loss set to loss.
+func (n *NextStep) withLoss(loss string) *NextStep {
+	n.Loss = loss
+	return n
 }
 
 // Rendered returns a copy of n with Command rendered with the connection
@@ -241,6 +251,12 @@ type Analysis struct {
 	UnorderedVersions []string `json:"unorderedVersions,omitempty"`
 
 	order Order
+	// promoteLoss are the fields conversion None prunes between NewVersion
+	// and the other versions (NoneConversionLoss) in S1; migrateLoss what
+	// migrating the objects stored at old versions drops (MigrationLosses).
+	// The step that loses them refuses without --allow-pruning.
+	promoteLoss []string
+	migrateLoss []Loss
 	// staleManaged counts, per version, the objects whose managedFields
 	// name it (see ManagedFieldsNaming).
 	staleManaged map[string]int
@@ -297,6 +313,10 @@ func AnalyzeWith(crd *apiextensionsv1.CustomResourceDefinition, o Options) Analy
 	a.Versions = versionRows(crd, a.StorageVersion, a.DefaultVersion)
 	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion, a.order)
 	a.StateDescription = a.State.Description()
+	a.migrateLoss = MigrationLosses(crd)
+	if a.State == StateS1 {
+		a.promoteLoss = NoneConversionLoss(crd, a.NewVersion)
+	}
 	if a.StorageVersion != "" {
 		a.UnorderedVersions = a.order.Unordered(crd, a.StorageVersion)
 	}
@@ -341,7 +361,7 @@ func (a *Analysis) settle() {
 		}
 	}
 	if a.Next != nil && len(a.Next.Run) > 0 {
-		a.Next = next(a.Next.Reason, withOrder(a.Next.Run, order)...)
+		a.Next = next(a.Next.Reason, withOrder(a.Next.Run, order)...).withLoss(a.Next.Loss)
 	}
 }
 
@@ -605,11 +625,15 @@ func nextStep(name string, a Analysis) *NextStep {
 			return next(fmt.Sprintf("%s must be served before it can become the storage version (then kubectl crdversion promote-storage %s %s)", a.NewVersion, name, a.NewVersion),
 				Crdversion("serve", name, a.NewVersion))
 		}
+		promote := Crdversion("promote-storage", name, a.NewVersion)
+		if len(a.promoteLoss) > 0 {
+			promote = promote.With("allow-pruning", "")
+		}
 		return next(fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion),
-			Crdversion("promote-storage", name, a.NewVersion))
+			promote).withLoss(promoteLossText(a))
 	case StateS2:
 		return next(fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion),
-			Crdversion("migrate", name))
+			migrateCommand(a)).withLoss(migrateLossText(a))
 	case StateS3:
 		return next(fmt.Sprintf("warn clients that still request %s", a.OldVersion),
 			Crdversion("deprecate", name, a.OldVersion))

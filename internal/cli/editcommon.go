@@ -65,7 +65,11 @@ func (fl *EditFlags) AddFlags(cmd *cobra.Command) {
 // EditFlags and the arguments "CRD VERSION".
 type EditOptions struct {
 	// Operation names the command in refusals ("add-version").
-	Operation    string
+	Operation string
+	// VersionOrder is the order of versions the user gave, oldest first
+	// (--version-order, promote-storage only): the state printed after the
+	// write uses it.
+	VersionOrder []string
 	CRD, Version string
 	DryRun       cmdutil.DryRunStrategy
 	FieldManager string
@@ -227,7 +231,7 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 		fmt.Fprintf(o.Out, "Served: %s is in discovery; clients can use it now\n", lifecycle.GroupVersion(written.CRD, v))
 	}
 	if o.DryRun == cmdutil.DryRunNone {
-		a := lifecycle.Analyze(written.CRD)
+		a := lifecycle.AnalyzeWith(written.CRD, lifecycle.Options{VersionOrder: o.VersionOrder})
 		a.RenderCommands(o.conn)
 		fmt.Fprintf(o.Out, "State: %s, %s\n", a.State, a.StateDescription)
 		switch {

@@ -82,8 +82,14 @@ func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
 		}
 		given := statusJSON(t, crd.Name, "--version-order", "v1api20210501,v1api20230101")
 		if given.State != lifecycle.StateS1 || given.Next == nil ||
-			given.Next.Command != "kubectl crdversion promote-storage "+crd.Name+" v1api20230101" {
+			given.Next.Command != "kubectl crdversion promote-storage "+crd.Name+" v1api20230101 --version-order v1api20210501,v1api20230101" {
 			t.Errorf("with --version-order: %s, next %+v", given.State, given.Next)
+		}
+		// The printed promote-storage runs, and the order given settles
+		// its check (issue 17: it had no --version-order).
+		promote := mustRun(t, "promote-storage", crd.Name, "v1api20230101", "--version-order", "v1api20210501,v1api20230101", "--dry-run=server")
+		if strings.Contains(promote.stdout, "nothing says whether") {
+			t.Errorf("promote-storage with --version-order still does not know the order:\n%s", promote.stdout)
 		}
 		refused(t, c, crd.Name, []string{"v1api20230101, a newer version, is not the storage version yet"}, "migrate", crd.Name, "--version-order", "v1api20210501,v1api20230101")
 	})

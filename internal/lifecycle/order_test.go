@@ -177,7 +177,7 @@ func TestUnknownOrderIsNoState(t *testing.T) {
 	}
 	// The order given, the state is known again.
 	a := AnalyzeWith(newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(), Options{VersionOrder: []string{"v1", "next"}})
-	if a.State != StateS1 || a.NewVersion != "next" || a.Next == nil || a.Next.Command != "kubectl crdversion promote-storage widgets.example.com next" {
+	if a.State != StateS1 || a.NewVersion != "next" || a.Next == nil || a.Next.Command != "kubectl crdversion promote-storage widgets.example.com next --version-order v1,next" {
 		t.Errorf("with the order: %s [%s -> %s], next %+v", a.State, a.OldVersion, a.NewVersion, a.Next)
 	}
 }

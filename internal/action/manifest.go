@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -87,7 +88,7 @@ func (m *Manifest) WriteBack() error {
 // state (t.Live nil: a Skip naming t.LiveSkip), or, with live state,
 // whether the cluster would accept the edited file: every version in the
 // live status.storedVersions must stay in edited's spec.versions (a Warn
-// naming the missing ones and the migrate command that trims them, else a
+// naming the missing ones and what clears them (missingStoredMessage), else a
 // Pass).
 func LiveChecks(t *Target, edited *apiextensionsv1.CustomResourceDefinition) edit.Checks {
 	if t.Live == nil {
@@ -102,8 +103,21 @@ func LiveChecks(t *Target, edited *apiextensionsv1.CustomResourceDefinition) edi
 	}
 	if len(missing) > 0 {
 		return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Warn,
-			Message: fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate %s trims them", strings.Join(missing, ", "), t.Live.Name)}}
+			Message: missingStoredMessage(t.Live, missing)}}
 	}
 	return edit.Checks{{Name: "LiveStoredVersions", Outcome: edit.Pass,
 		Message: fmt.Sprintf("every version in the cluster's status.storedVersions [%s] is in the file", strings.Join(t.Live.Status.StoredVersions, ", "))}}
+}
+
+// missingStoredMessage says why a file lacking the versions missing of
+// live's status.storedVersions cannot be applied yet, and what clears
+// them: migrate trims status.storedVersions to the storage version, so it
+// never removes the storage version itself, which must change first.
+func missingStoredMessage(live *apiextensionsv1.CustomResourceDefinition, missing []string) string {
+	msg := fmt.Sprintf("the cluster's status.storedVersions lists %s, which this file's spec.versions lacks: applying the file will be rejected until ", strings.Join(missing, ", "))
+	storage := lifecycle.StorageVersion(live)
+	if !slices.Contains(missing, storage) {
+		return msg + fmt.Sprintf("kubectl crdversion migrate %s rewrites the objects and trims status.storedVersions to the storage version %s", live.Name, storage)
+	}
+	return msg + fmt.Sprintf("a version this file keeps is the cluster's storage version (kubectl crdversion promote-storage) and kubectl crdversion migrate %s has then trimmed status.storedVersions to it: %s is the storage version now, which migrate never trims", live.Name, storage)
 }

@@ -103,7 +103,7 @@ func TestLoadFileErrors(t *testing.T) {
 
 func TestLiveChecks(t *testing.T) {
 	edited := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1"}, {Name: "v2"}}}}
+		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Storage: true}, {Name: "v2"}}}}
 	live := func(stored ...string) *apiextensionsv1.CustomResourceDefinition {
 		c := edited.DeepCopy()
 		c.Name = "crontabs.stable.example.com"
@@ -122,7 +122,7 @@ func TestLiveChecks(t *testing.T) {
 		{"all stored versions kept", &Target{Live: live("v1", "v2")}, "LiveStoredVersions", edit.Pass,
 			"every version in the cluster's status.storedVersions [v1, v2] is in the file"},
 		{"a stored version dropped", &Target{Live: live("v1beta1", "v1", "v0")}, "LiveStoredVersions", edit.Warn,
-			"the cluster's status.storedVersions lists v1beta1, v0, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate crontabs.stable.example.com trims them"},
+			"the cluster's status.storedVersions lists v1beta1, v0, which this file's spec.versions lacks: applying the file will be rejected until kubectl crdversion migrate crontabs.stable.example.com rewrites the objects and trims status.storedVersions to the storage version v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := LiveChecks(tc.target, edited)

@@ -33,6 +33,9 @@ type PromoteOptions struct {
 	// AllowPruning accepts conversion strategy None between schemas that
 	// prune fields.
 	AllowPruning bool
+	// VersionOrder is the order of the CRD's versions the user gave,
+	// oldest first (--version-order; see lifecycle.Order).
+	VersionOrder []string
 	// Sample limits the objects validated at Version (0: all); every
 	// object is still read at it.
 	Sample int
@@ -60,7 +63,10 @@ type PromoteOptions struct {
 // Before that, the permissions those requests need are checked (a missing
 // one is refused as such). c may be nil (manifest mode without a cluster).
 func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteOptions) (*edit.Result, error) {
-	r := edit.PromoteStorage(t.CRD, o.Version, o.AllowPruning)
+	if err := lifecycle.CheckVersionOrder(t.CRD, o.VersionOrder); err != nil {
+		return nil, err
+	}
+	r := edit.PromoteStorage(t.CRD, o.Version, o.AllowPruning, o.VersionOrder)
 	if r.NoOp || !onlyPredictedLoss(r.Checks.Failed()) || c == nil || !t.live() {
 		return r, nil
 	}

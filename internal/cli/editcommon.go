@@ -62,7 +62,11 @@ func (fl *EditFlags) AddFlags(cmd *cobra.Command) {
 // EditFlags and the arguments "CRD VERSION".
 type EditOptions struct {
 	// Operation names the command in refusals ("add-version").
-	Operation    string
+	Operation string
+	// VersionOrder is the order of versions the user gave, oldest first
+	// (--version-order, promote-storage only): the state printed after the
+	// write uses it.
+	VersionOrder []string
 	CRD, Version string
 	DryRun       cmdutil.DryRunStrategy
 	FieldManager string
@@ -203,11 +207,19 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 		fmt.Fprintf(o.Out, "Served: %s is in discovery; clients can use it now\n", lifecycle.GroupVersion(written.CRD, v))
 	}
 	if o.DryRun == cmdutil.DryRunNone {
-		a := lifecycle.Analyze(written.CRD)
+		a := lifecycle.AnalyzeWith(written.CRD, lifecycle.Options{VersionOrder: o.VersionOrder})
 		a.RenderCommands(o.conn)
 		fmt.Fprintf(o.Out, "State: %s, %s\n", a.State, a.StateDescription)
-		if a.Next != nil && a.Next.Command != "" {
+		switch {
+		case a.Next != nil && a.Next.Command != "":
 			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Command)
+			if a.Next.Loss != "" {
+				fmt.Fprintf(o.Out, "  WARNING: %s\n", a.Next.Loss)
+			}
+		case a.Next != nil && a.Next.Reason != "" && a.State == lifecycle.StateUnknown:
+			// No command can be printed (the order of versions is
+			// unknown): say what is needed instead.
+			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Reason)
 		}
 	}
 	return nil

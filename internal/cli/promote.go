@@ -61,6 +61,8 @@ type PromoteFlags struct {
 	ChunkSize      int64
 	AllowPruning   bool
 	WebhookTimeout time.Duration
+	// VersionOrder is --version-order, oldest first.
+	VersionOrder []string
 }
 
 // PromoteOptions are the inputs of promote-storage.
@@ -88,6 +90,10 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 			if err != nil {
 				return nil, err
 			}
+			if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
+				return nil, err
+			}
+			eo.VersionOrder = fl.VersionOrder
 			return &PromoteOptions{EditOptions: eo, Sample: fl.Sample, ChunkSize: fl.ChunkSize, AllowPruning: fl.AllowPruning, WebhookTimeout: fl.WebhookTimeout}, nil
 		}),
 	}
@@ -95,6 +101,7 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 	cmd.Flags().IntVar(&fl.Sample, "sample", fl.Sample, "Validate at most this many objects at the new version (0: all). Every object is still read at it.")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when reading them.")
 	cmd.Flags().BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept losing fields: those objects have at the current storage version and lack at the new one (read at both), and, with conversion strategy None, those the schemas prune; the objects and fields are listed and lost.")
+	addVersionOrderFlag(cmd.Flags(), &fl.VersionOrder)
 	cmd.Flags().DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight, when it is behind a Service whose endpoints this client reaches.")
 	return cmd
 }
@@ -119,7 +126,7 @@ func (o *PromoteOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	po := action.PromoteOptions{Version: o.Version, AllowPruning: o.AllowPruning, Sample: o.Sample, ChunkSize: o.ChunkSize,
+	po := action.PromoteOptions{Version: o.Version, AllowPruning: o.AllowPruning, VersionOrder: o.EditOptions.VersionOrder, Sample: o.Sample, ChunkSize: o.ChunkSize,
 		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != cmdutil.DryRunClient, FieldManager: o.FieldManager}
 	if term.IsTerminal(o.ErrOut) {
 		var stop func()

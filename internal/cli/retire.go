@@ -89,6 +89,8 @@ type RetireFlags struct {
 	Migrate            bool
 	CleanManagedFields bool
 	AllowPruning       bool
+	// VersionOrder is --version-order, oldest first.
+	VersionOrder []string
 	// Engine are the migrate engine's options set by flags: page size,
 	// writes in flight, field manager.
 	Engine   migrate.Options
@@ -125,6 +127,7 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 	f.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
 	f.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")
 	f.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar while migrating (on a terminal only).")
+	addVersionOrderFlag(f, &fl.VersionOrder)
 }
 
 // RetireOptions are the inputs of one retire command, resolved once from
@@ -182,6 +185,9 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if err := checkVersionNames("", args[1]); err != nil {
 		return nil, err
 	}
+	if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
+		return nil, err
+	}
 	dryRun, err := cmdutil.GetDryRunStrategy(cmd)
 	if err != nil {
 		return nil, err
@@ -189,7 +195,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
 		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, IOStreams: fl.IOStreams}
 	o.Retire = retire.Options{DryRun: map[cmdutil.DryRunStrategy]retire.DryRun{cmdutil.DryRunClient: retire.DryRunClient, cmdutil.DryRunServer: retire.DryRunServer}[dryRun],
-		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields,
+		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
 		Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
 	human := humanPrinter(printRetireLogged)
 	if fl.Fleet.enabled() {

@@ -48,9 +48,17 @@ func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
 				t.Errorf("status advises %q although nothing orders the versions", cmd)
 			}
 		}
-		if !strings.Contains(codes(s.Findings), lifecycle.CodeVersionOrderUnknown) || s.Next == nil ||
-			s.Next.Command != "kubectl crdversion status "+crd.Name+" --version-order "+lifecycle.VersionOrderPlaceholder {
-			t.Errorf("findings %s, next %+v: want %s and the status that asks for the order", codes(s.Findings), s.Next, lifecycle.CodeVersionOrderUnknown)
+		// Issue 17: no state is claimed, and the order is asked for in
+		// words, naming the versions: no command with a placeholder.
+		if !strings.Contains(codes(s.Findings), lifecycle.CodeVersionOrderUnknown) || s.Next == nil || s.Next.Command != "" ||
+			!strings.Contains(s.Next.Reason, "--version-order listing v1api20210501, v1api20230101, oldest first") {
+			t.Errorf("findings %s, next %+v: want %s and Next asking for the order", codes(s.Findings), s.Next, lifecycle.CodeVersionOrderUnknown)
+		}
+		if s.State != lifecycle.StateUnknown || s.OldVersion != "" || s.NewVersion != "" {
+			t.Errorf("state %s [%s -> %s] with the order unknown, want Unknown", s.State, s.OldVersion, s.NewVersion)
+		}
+		if out := mustRun(t, "status", crd.Name); strings.Contains(out.stdout, "<") || !strings.Contains(out.stdout, "Unknown, "+lifecycle.OrderUnknownDescription+"\n") {
+			t.Errorf("status with the order unknown:\n%s", out.stdout)
 		}
 		// migrate rewrites at the storage version: nothing makes it useless.
 		mustRun(t, "migrate", crd.Name)
@@ -74,8 +82,14 @@ func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
 		}
 		given := statusJSON(t, crd.Name, "--version-order", "v1api20210501,v1api20230101")
 		if given.State != lifecycle.StateS1 || given.Next == nil ||
-			given.Next.Command != "kubectl crdversion promote-storage "+crd.Name+" v1api20230101" {
+			given.Next.Command != "kubectl crdversion promote-storage "+crd.Name+" v1api20230101 --version-order v1api20210501,v1api20230101" {
 			t.Errorf("with --version-order: %s, next %+v", given.State, given.Next)
+		}
+		// The printed promote-storage runs, and the order given settles
+		// its check (issue 17: it had no --version-order).
+		promote := mustRun(t, "promote-storage", crd.Name, "v1api20230101", "--version-order", "v1api20210501,v1api20230101", "--dry-run=server")
+		if strings.Contains(promote.stdout, "nothing says whether") {
+			t.Errorf("promote-storage with --version-order still does not know the order:\n%s", promote.stdout)
 		}
 		refused(t, c, crd.Name, []string{"v1api20230101, a newer version, is not the storage version yet"}, "migrate", crd.Name, "--version-order", "v1api20210501,v1api20230101")
 	})

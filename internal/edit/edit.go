@@ -62,22 +62,10 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 	if lifecycle.UsesWebhook(crd) {
 		return
 	}
-	v := lifecycle.FindVersion(crd, subject)
-	if v == nil {
+	if lifecycle.FindVersion(crd, subject) == nil {
 		return
 	}
-	var lost []string
-	for _, other := range crd.Spec.Versions {
-		if other.Name == subject || (!other.Served && !other.Storage) {
-			continue
-		}
-		for _, p := range schema.PrunedFields(schema.Of(&other), schema.Of(v)) {
-			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, other.Name, subject))
-		}
-		for _, p := range schema.PrunedFields(schema.Of(v), schema.Of(&other)) {
-			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, subject, other.Name))
-		}
-	}
+	lost := lifecycle.NoneConversionLoss(crd, subject)
 	if len(lost) == 0 {
 		cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
 		return
@@ -263,8 +251,11 @@ func webhookConfigCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinitio
 }
 
 // PromoteStorage makes version the one storage version. Checks on objects
-// (readable and valid at version) are the command's.
-func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version string, allowPruning bool) *Result {
+// (readable and valid at version) are the command's. versionOrder is the
+// order of versions the user gave, oldest first (--version-order, may be
+// nil): the check that version is newer than the storage version uses it
+// (see lifecycle.Order).
+func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version string, allowPruning bool, versionOrder []string) *Result {
 	out := crd.DeepCopy()
 	r := &Result{Edited: out}
 	cs := &r.Checks
@@ -304,7 +295,7 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 	if current != "" {
 		// A move back is a rollback (sometimes the repair), never the
 		// lifecycle's next step: say so rather than pass in silence.
-		switch c, basis := lifecycle.OrderOf(crd, nil).Compare(version, current); {
+		switch c, basis := lifecycle.OrderOf(crd, versionOrder).Compare(version, current); {
 		case basis == lifecycle.OrderUnknown:
 			cs.add("VersionOrder", Warn, "nothing says whether %s is newer than the storage version %s (names outside Kubernetes version form that status.storedVersions does not order): make sure %s is the newer API, or this moves the lifecycle backwards", version, current, version)
 		case c < 0:
@@ -320,8 +311,11 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 }
 
 func orderBasis(b lifecycle.OrderBasis) string {
-	if b == lifecycle.OrderStoredVersions {
+	switch b {
+	case lifecycle.OrderStoredVersions:
 		return "the order of status.storedVersions"
+	case lifecycle.OrderGiven:
+		return "--version-order"
 	}
 	return "Kubernetes' version rules"
 }

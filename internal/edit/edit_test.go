@@ -189,7 +189,7 @@ func TestPromoteStorage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := PromoteStorage(tc.in, tc.to, false)
+			r := PromoteStorage(tc.in, tc.to, false, nil)
 			if got := outcomes(r.Checks); got != tc.checks {
 				t.Errorf("checks:\n got %s\nwant %s", got, tc.checks)
 			}
@@ -253,7 +253,7 @@ func TestSetServedAndDeprecate(t *testing.T) {
 }
 
 func TestRefusedErrorIsOneLine(t *testing.T) {
-	r := PromoteStorage(crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b", "c", "d", "e", "f", "g"}}, version{name: "v2", served: true, fields: []string{"z"}}), "v2", false)
+	r := PromoteStorage(crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b", "c", "d", "e", "f", "g"}}, version{name: "v2", served: true, fields: []string{"z"}}), "v2", false, nil)
 	err := r.Refused("promote-storage")
 	if err == nil {
 		t.Fatal("no refusal")

@@ -26,7 +26,9 @@ import (
 type State string
 
 // The lifecycle states. StateUnknown is used when the CRD has no single
-// storage version (only possible in a manifest).
+// storage version (only possible in a manifest), and when the step past
+// S2 depends on an order of versions that nothing gives (see Order;
+// StateDescription is then OrderUnknownDescription).
 const (
 	StateS0      State = "S0"
 	StateS1      State = "S1"
@@ -58,6 +60,11 @@ func (s State) Description() string {
 	}
 	return "no single storage version"
 }
+
+// OrderUnknownDescription is the StateDescription of StateUnknown when the
+// CRD has a single storage version but the order of its versions is not
+// known (see Order), so neither is the step of the lifecycle.
+const OrderUnknownDescription = "the order of the versions is unknown"
 
 // RetiredVersionsAnnotation records, comma-separated, the versions that
 // `kubectl crdversion retire` removed from spec.versions. It is what tells
@@ -181,10 +188,20 @@ type NextStep struct {
 	Command string    `json:"command,omitempty"`
 	Run     []Command `json:"run,omitempty"`
 	Reason  string    `json:"reason"`
+	// Loss, when set, says that Command accepts losing data (it carries
+	// --allow-pruning, without which it refuses in this state) and what
+	// is lost; it is printed beside Command.
+	Loss string `json:"loss,omitempty"`
 }
 
 func next(reason string, cmds ...Command) *NextStep {
 	return &NextStep{Command: RenderAll(cmds, nil), Run: cmds, Reason: reason}
+}
+
+// withLoss is n with Loss set to loss.
+func (n *NextStep) withLoss(loss string) *NextStep {
+	n.Loss = loss
+	return n
 }
 
 // Rendered returns a copy of n with Command rendered with the connection
@@ -234,6 +251,12 @@ type Analysis struct {
 	UnorderedVersions []string `json:"unorderedVersions,omitempty"`
 
 	order Order
+	// promoteLoss are the fields conversion None prunes between NewVersion
+	// and the other versions (NoneConversionLoss) in S1; migrateLoss what
+	// migrating the objects stored at old versions drops (MigrationLosses).
+	// The step that loses them refuses without --allow-pruning.
+	promoteLoss []string
+	migrateLoss []Loss
 	// staleManaged counts, per version, the objects whose managedFields
 	// name it (see ManagedFieldsNaming).
 	staleManaged map[string]int
@@ -266,7 +289,7 @@ func Analyze(crd *apiextensionsv1.CustomResourceDefinition) Analysis {
 
 // OrderFlagVerbs are the commands that take --version-order; a printed
 // command of these repeats the order the user gave.
-var OrderFlagVerbs = []string{"status", "migrate"}
+var OrderFlagVerbs = []string{"status", "migrate", "retire", "promote-storage"}
 
 // AnalyzeWith is Analyze with the user's inputs o.
 func AnalyzeWith(crd *apiextensionsv1.CustomResourceDefinition, o Options) Analysis {
@@ -289,10 +312,20 @@ func AnalyzeWith(crd *apiextensionsv1.CustomResourceDefinition, o Options) Analy
 	}
 	a.Versions = versionRows(crd, a.StorageVersion, a.DefaultVersion)
 	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion, a.order)
+	a.StateDescription = a.State.Description()
+	a.migrateLoss = MigrationLosses(crd)
+	if a.State == StateS1 {
+		a.promoteLoss = NoneConversionLoss(crd, a.NewVersion)
+	}
 	if a.StorageVersion != "" {
 		a.UnorderedVersions = a.order.Unordered(crd, a.StorageVersion)
 	}
-	a.StateDescription = a.State.Description()
+	if len(a.UnorderedVersions) > 0 && (a.State == StateS3 || a.State == StateS4 || a.State == StateS5) {
+		// Which of S3–S5 this is, and which version is OLD, depends on
+		// an order nothing gives.
+		a.State, a.OldVersion, a.NewVersion = StateUnknown, "", ""
+		a.StateDescription = OrderUnknownDescription
+	}
 	a.Findings = findings(crd, a)
 	a.settle()
 	return a
@@ -328,7 +361,7 @@ func (a *Analysis) settle() {
 		}
 	}
 	if a.Next != nil && len(a.Next.Run) > 0 {
-		a.Next = next(a.Next.Reason, withOrder(a.Next.Run, order)...)
+		a.Next = next(a.Next.Reason, withOrder(a.Next.Run, order)...).withLoss(a.Next.Loss)
 	}
 }
 
@@ -431,8 +464,9 @@ func versionRows(crd *apiextensionsv1.CustomResourceDefinition, storage, def str
 // newest version above it (by order, see Order) when one was added but not
 // promoted yet. OLD is the version on its way out that the next step acts
 // on: the oldest one when several are. A version that order cannot place
-// against the storage version counts as one on its way out here; Next
-// advises no step that depends on it (see UnorderedVersions).
+// against the storage version counts as one on its way out here;
+// AnalyzeWith then reports S3–S5 as StateUnknown, with no OLD and no step
+// advised (see UnorderedVersions).
 func stateOf(crd *apiextensionsv1.CustomResourceDefinition, storage string, order Order) (state State, old, new string) {
 	if storage == "" {
 		return StateUnknown, "", ""
@@ -578,9 +612,9 @@ func nextStep(name string, a Analysis) *NextStep {
 		return next(fmt.Sprintf("the storage version %s is deprecated, so clients are told to leave the version every object is written at; undo the deprecation (or first add a newer version and make it the storage version)", a.StorageVersion),
 			Crdversion("deprecate", name, a.StorageVersion).With("undo", ""))
 	}
-	if len(a.UnorderedVersions) > 0 && (a.State == StateS3 || a.State == StateS4 || a.State == StateS5) {
-		return next(fmt.Sprintf("nothing says whether %s is newer or older than the storage version %s (names outside Kubernetes version form); re-run with --version-order, oldest first", strings.Join(a.UnorderedVersions, ", "), a.StorageVersion),
-			Crdversion("status", name).With("version-order", VersionOrderPlaceholder))
+	if a.State == StateUnknown && len(a.UnorderedVersions) > 0 {
+		return &NextStep{Reason: fmt.Sprintf("nothing says whether %s is newer or older than the storage version %s (names outside Kubernetes version form); %s",
+			strings.Join(a.UnorderedVersions, ", "), a.StorageVersion, AskOrder(a.StorageVersion, a.UnorderedVersions))}
 	}
 	switch a.State {
 	case StateS0:
@@ -591,11 +625,15 @@ func nextStep(name string, a Analysis) *NextStep {
 			return next(fmt.Sprintf("%s must be served before it can become the storage version (then kubectl crdversion promote-storage %s %s)", a.NewVersion, name, a.NewVersion),
 				Crdversion("serve", name, a.NewVersion))
 		}
+		promote := Crdversion("promote-storage", name, a.NewVersion)
+		if len(a.promoteLoss) > 0 {
+			promote = promote.With("allow-pruning", "")
+		}
 		return next(fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion),
-			Crdversion("promote-storage", name, a.NewVersion))
+			promote).withLoss(promoteLossText(a))
 	case StateS2:
 		return next(fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion),
-			Crdversion("migrate", name))
+			migrateCommand(a)).withLoss(migrateLossText(a))
 	case StateS3:
 		return next(fmt.Sprintf("warn clients that still request %s", a.OldVersion),
 			Crdversion("deprecate", name, a.OldVersion))

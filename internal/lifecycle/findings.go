@@ -51,7 +51,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		}
 		add(Finding{
 			Code: CodeMigrationPending, Severity: SeverityWarning, Version: s,
-			Message: fmt.Sprintf("status.storedVersions still lists %s: objects may be stored at %s until every object is rewritten at %s; %s cannot be removed from spec.versions before that", s, s, a.StorageVersion, s),
+			Message: fmt.Sprintf("status.storedVersions still lists %s: objects may be stored at %s until every object is rewritten at %s; %s cannot be removed from spec.versions before that", s, s, a.StorageVersion, s) + withLoss(a),
 		}.WithRun(migrateFix(a)...))
 	}
 
@@ -104,7 +104,8 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 // deprecatedServed is the finding for the deprecated, served version v,
 // with the step that is safe in its place: unserving it only when it is
 // neither the storage version nor still listed in status.storedVersions
-// (objects may be stored at it); otherwise undoing a deprecated storage
+// (objects may be stored at it), and known to be older than the storage
+// version (see Order); otherwise undoing a deprecated storage
 // version, or migrating first.
 func deprecatedServed(crd *apiextensionsv1.CustomResourceDefinition, a Analysis, v string) Finding {
 	name := crd.Name
@@ -119,6 +120,14 @@ func deprecatedServed(crd *apiextensionsv1.CustomResourceDefinition, a Analysis,
 			Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,
 			Message: fmt.Sprintf("%s is deprecated and still served, and status.storedVersions still lists it (objects may be stored at it): rewrite them at the storage version %s first; unserve %s only after that, once no client requests it", v, a.StorageVersion, v),
 		}.WithRun(migrateFix(a)...)
+	case slices.Contains(a.UnorderedVersions, v):
+		// Unserving it is the lifecycle's step only if it is the older
+		// API, which nothing says.
+		return Finding{
+			Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,
+			Message: fmt.Sprintf("%s is deprecated and still served; clients using it get a warning; nothing says whether it is older than the storage version %s, so unserving it is not advised", v, a.StorageVersion),
+			Fix:     AskOrder(a.StorageVersion, a.UnorderedVersions),
+		}
 	}
 	return Finding{
 		Code: CodeDeprecatedServed, Severity: SeverityInfo, Version: v,
@@ -263,13 +272,58 @@ func conversionFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysi
 }
 
 // migrateFix is migrate, or serving the storage version first when it is
-// not served (migrate writes through it).
+// not served (migrate writes through it). When the schemas predict that
+// the migration drops fields (MigrationLosses), migrate refuses without
+// --allow-pruning, so the command carries it: the finding or Next that
+// prints it says what it loses (see migrateLossText).
 func migrateFix(a Analysis) []Command {
-	name := a.CRD.Name
 	if !a.versionServed(a.StorageVersion) {
-		return []Command{Crdversion("serve", name, a.StorageVersion), Crdversion("migrate", name)}
+		return []Command{Crdversion("serve", a.CRD.Name, a.StorageVersion), migrateCommand(a)}
 	}
-	return []Command{Crdversion("migrate", name)}
+	return []Command{migrateCommand(a)}
+}
+
+// migrateCommand is migrate, with --allow-pruning when the schemas
+// predict that the migration drops fields (see migrateFix).
+func migrateCommand(a Analysis) Command {
+	if len(a.migrateLoss) > 0 {
+		return Crdversion("migrate", a.CRD.Name).With("allow-pruning", "")
+	}
+	return Crdversion("migrate", a.CRD.Name)
+}
+
+// withLoss is what MigrationPending adds when its fix accepts a loss:
+// "" when the schemas predict none.
+func withLoss(a Analysis) string {
+	if len(a.migrateLoss) == 0 {
+		return ""
+	}
+	return "; the fix carries --allow-pruning, which ACCEPTS LOSING the fields that " + CodeMigrationPrunes + " names (migrate refuses without it)"
+}
+
+// migrateLossText says what migrate --allow-pruning accepts losing, and
+// that migrate refuses without it; "" when the schemas predict no loss.
+func migrateLossText(a Analysis) string {
+	if len(a.migrateLoss) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, l := range a.migrateLoss {
+		parts = append(parts, l.Describe(a.StorageVersion))
+	}
+	return fmt.Sprintf("--allow-pruning ACCEPTS LOSING DATA: conversion strategy None: %s; without it migrate refuses once an object has these fields; to keep them, add the fields to %s's schema or use Webhook conversion first",
+		strings.Join(parts, "; "), a.StorageVersion)
+}
+
+// promoteLossText says what promote-storage --allow-pruning accepts
+// losing when a.NewVersion becomes the storage version, and that
+// promote-storage refuses without it; "" when no field is pruned.
+func promoteLossText(a Analysis) string {
+	if len(a.promoteLoss) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("--allow-pruning ACCEPTS LOSING DATA: conversion strategy None prunes %d field(s) between %s and the other versions (%s); without it promote-storage refuses; to keep them, make the schemas agree or use Webhook conversion first",
+		len(a.promoteLoss), a.NewVersion, strings.Join(a.promoteLoss, "; "))
 }
 
 func orPlaceholder(s string) string {
@@ -379,6 +433,35 @@ func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
 		}
 	}
 	return out
+}
+
+// NoneConversionLoss lists, for conversion strategy None, the fields
+// pruned when objects move between subject and each other served or
+// storage version of crd, as "PATH at VERSION (read or written through
+// OTHER)"; nil for Webhook conversion or when subject is not in
+// spec.versions. promote-storage and add-version refuse such a loss
+// unless --allow-pruning accepts it.
+func NoneConversionLoss(crd *apiextensionsv1.CustomResourceDefinition, subject string) []string {
+	if UsesWebhook(crd) {
+		return nil
+	}
+	v := FindVersion(crd, subject)
+	if v == nil {
+		return nil
+	}
+	var lost []string
+	for _, other := range crd.Spec.Versions {
+		if other.Name == subject || (!other.Served && !other.Storage) {
+			continue
+		}
+		for _, p := range schema.PrunedFields(schema.Of(&other), schema.Of(v)) {
+			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, other.Name, subject))
+		}
+		for _, p := range schema.PrunedFields(schema.Of(v), schema.Of(&other)) {
+			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, subject, other.Name))
+		}
+	}
+	return lost
 }
 
 func otherServed(crd *apiextensionsv1.CustomResourceDefinition, name string) bool {

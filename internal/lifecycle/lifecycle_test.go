@@ -110,7 +110,7 @@ func TestAnalyzeStates(t *testing.T) {
 		{"a newer version added unserved is served first", newCRD().version("v1", true, true).version("v2", false, false).stored("v1").v(),
 			StateS1, "v1", "v2", "serve widgets.example.com v2", ""},
 		{"a non-conforming name beside the storage version is not ordered", newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(),
-			StateS3, "next", "v1", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		// B2: kubectl's priority is alphabetical for these names; the order
 		// comes from storedVersions, or is not known.
 		{"date-stamped names: storedVersions orders them (S2)", newCRD().version("v1api20230101", true, true).version("v1api20210501", true, false).stored("v1api20210501", "v1api20230101").v(),
@@ -118,13 +118,13 @@ func TestAnalyzeStates(t *testing.T) {
 		{"date-stamped names, older storage, storedVersions orders them (S1)", newCRD().version("v1api20210501", true, true).version("v1api20230101", true, false).stored("v1api20230101", "v1api20210501").v(),
 			StateS2, "v1api20230101", "v1api20210501", "migrate widgets.example.com", CodeMigrationPending + "," + CodeVersionOrderNotKubernetes},
 		{"date-stamped names, nothing orders them", newCRD().version("v1api20210501", true, false).version("v1api20230101", true, true).stored("v1api20230101").v(),
-			StateS3, "v1api20210501", "v1api20230101", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		{"the reverse, nothing orders them either", newCRD().version("v1api20210501", true, true).version("v1api20230101", true, false).stored("v1api20210501").v(),
-			StateS3, "v1api20230101", "v1api20210501", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		{"alpha and stable: not alphabetical", newCRD().version("alpha", true, false).version("stable", true, true).stored("stable").v(),
-			StateS3, "alpha", "stable", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		{"a Kubernetes name beside a non-conforming one is not ordered", newCRD().version("v1beta20201101", true, false).version("v1api20210501", true, true).stored("v1api20210501").v(),
-			StateS3, "v1beta20201101", "v1api20210501", "status widgets.example.com --version-order <oldest,...,newest>", CodeVersionOrderUnknown},
+			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		// B6: a deprecated storage version is never advised to be unserved.
 		{"deprecated storage version", newCRD().version("v1", true, false).version("v2", true, true).deprecated("v2").stored("v2").v(),
 			StateS3, "v1", "v2", "deprecate widgets.example.com v2 --undo", CodeDeprecatedServed},
@@ -150,9 +150,9 @@ func TestAnalyzeStates(t *testing.T) {
 		{"storedVersions lacks the storage version (a hand edit of /status)", newCRD().version("v1alpha1", false, false).version("v1beta1", true, true).stored("v1alpha1").v(),
 			StateS2, "v1alpha1", "v1beta1", "migrate widgets.example.com", CodeStorageVersionNotStored + "," + CodeMigrationPending},
 		{"an old version's schema describes less than the storage version's (case 18)", newCRD().version("v1", true, false, "size").version("v2", true, true, "size", "licenseRef").stored("v1", "v2").v(),
-			StateS2, "v1", "v2", "migrate widgets.example.com", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
+			StateS2, "v1", "v2", "migrate widgets.example.com --allow-pruning", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 		{"migrating would prune", newCRD().version("v1alpha1", true, false, "size", "legacy").version("v1", true, true, "size").stored("v1alpha1", "v1").v(),
-			StateS2, "v1alpha1", "v1", "migrate widgets.example.com", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
+			StateS2, "v1alpha1", "v1", "migrate widgets.example.com --allow-pruning", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -399,5 +399,42 @@ func TestReadyToTrim(t *testing.T) {
 	a.StoredVersions = []string{"v2"}
 	if f := ReadyToTrim(a, 0); f != nil {
 		t.Errorf("trimmed: %+v", f)
+	}
+}
+
+// TestNextAcceptsPruningOnlyOutLoud (issue 17): after add-version or
+// promote-storage with --allow-pruning, Next was promote-storage or
+// migrate without the flag, which refuse in that state (conversion None
+// prunes fields). Next now carries --allow-pruning and says, in Loss, that
+// it accepts losing data and what; without a loss it stays plain.
+func TestNextAcceptsPruningOnlyOutLoud(t *testing.T) {
+	s1 := Analyze(newCRD().version("v1", true, true, "size", "color").version("v2", true, false, "size").stored("v1").v())
+	if s1.Next == nil || s1.Next.Command != "kubectl crdversion promote-storage widgets.example.com v2 --allow-pruning" ||
+		!strings.Contains(s1.Next.Loss, "ACCEPTS LOSING DATA") || !strings.Contains(s1.Next.Loss, ".spec.color at v1") {
+		t.Errorf("S1 with pruning: next %+v", s1.Next)
+	}
+	s2 := Analyze(newCRD().version("v1", true, false, "size", "color").version("v2", true, true, "size").stored("v1", "v2").v())
+	if s2.Next == nil || s2.Next.Command != "kubectl crdversion migrate widgets.example.com --allow-pruning" ||
+		!strings.Contains(s2.Next.Loss, "ACCEPTS LOSING DATA") || !strings.Contains(s2.Next.Loss, "lose .spec.color") {
+		t.Errorf("S2 with pruning: next %+v", s2.Next)
+	}
+	for _, f := range s2.Findings {
+		if f.Code == CodeMigrationPending && (f.Fix != s2.Next.Command || !strings.Contains(f.Message, "ACCEPTS LOSING")) {
+			t.Errorf("S2 with pruning: %+v", f)
+		}
+	}
+	// The given order keeps the loss beside the command.
+	s2o := AnalyzeWith(newCRD().version("v1", true, false, "size", "color").version("v2", true, true, "size").stored("v1", "v2").v(), Options{VersionOrder: []string{"v1", "v2"}})
+	if s2o.Next == nil || s2o.Next.Loss == "" {
+		t.Errorf("S2 with pruning and --version-order: next %+v", s2o.Next)
+	}
+	for _, plain := range []*crdBuilder{
+		newCRD().version("v1", true, true).version("v2", true, false).stored("v1"),
+		newCRD().version("v1", true, false).version("v2", true, true).stored("v1", "v2"),
+	} {
+		a := Analyze(plain.v())
+		if a.Next == nil || a.Next.Loss != "" || strings.Contains(a.Next.Command, "allow-pruning") {
+			t.Errorf("%s without pruning: next %+v", a.State, a.Next)
+		}
 	}
 }

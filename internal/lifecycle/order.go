@@ -156,9 +156,13 @@ const (
 	CodeVersionOrderNotKubernetes = "VersionOrderNotKubernetes"
 )
 
-// VersionOrderPlaceholder is the value of --version-order in a printed
-// command that asks the user for the order.
-const VersionOrderPlaceholder = "<oldest,...,newest>"
+// AskOrder is the instruction, in words, to give the order of storage
+// and the versions unordered against it: the names to list, and that no
+// command can be printed for it (only the user knows the order).
+func AskOrder(storage string, unordered []string) string {
+	return fmt.Sprintf("re-run status with --version-order listing %s, oldest first (only you know which is newer, so no command is printed for it)",
+		strings.Join(append(slices.Clone(unordered), storage), ", "))
+}
 
 // orderFindings says when kubectl's priority does not tell which version is
 // newer: which order was used instead, or that none is known.
@@ -177,12 +181,12 @@ func orderFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis, o 
 		return nil // one version: there is nothing to order
 	}
 	if unordered := o.Unordered(crd, a.StorageVersion); len(unordered) > 0 {
-		f := Finding{
+		return []Finding{{
 			Code: CodeVersionOrderUnknown, Severity: SeverityWarning, Version: one(unordered),
-			Message: fmt.Sprintf("%s and the storage version %s cannot be ordered by Kubernetes' version rules (vN, vNbetaM, vNalphaM; kubectl's priority is alphabetical for other names), and status.storedVersions does not list both: nothing says which is newer, so no lifecycle step is advised; give the order, oldest first, with --version-order",
+			Message: fmt.Sprintf("%s and the storage version %s cannot be ordered by Kubernetes' version rules (vN, vNbetaM, vNalphaM; kubectl's priority is alphabetical for other names), and status.storedVersions does not list both: nothing says which is newer, so no lifecycle step is advised",
 				strings.Join(unordered, ", "), a.StorageVersion),
-		}.WithRun(Crdversion("status", crd.Name).With("version-order", VersionOrderPlaceholder))
-		return []Finding{f}
+			Fix: AskOrder(a.StorageVersion, unordered),
+		}}
 	}
 	sorted := o.Sort(names)
 	slices.Reverse(sorted)

@@ -148,3 +148,36 @@ func TestOneVersionNeedsNoOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownOrderIsNoState (issue 17): with versions that nothing orders
+// against the storage version, status said "S3, migrated [next -> v1]"
+// (oldVersion next, which may be the newer API) and printed a command with
+// a placeholder (--version-order <oldest,...,newest>) that cannot be
+// pasted. Now the state is Unknown with no OLD or NEW, and no command is
+// advised: the words name the versions to order.
+func TestUnknownOrderIsNoState(t *testing.T) {
+	for _, crd := range []*crdBuilder{
+		newCRD().version("v1", true, true).version("next", true, false).stored("v1"),
+		newCRD().version("alpha", true, false).version("stable", true, true).stored("stable"),
+		newCRD().version("alpha", true, false).deprecated("alpha").version("stable", true, true).stored("stable"),
+		newCRD().version("alpha", false, false).version("stable", true, true).stored("stable"),
+	} {
+		a := Analyze(crd.v())
+		if a.State != StateUnknown || a.StateDescription != OrderUnknownDescription || a.OldVersion != "" || a.NewVersion != "" {
+			t.Errorf("%s: state %s %q [%s -> %s], want Unknown with no OLD or NEW", a.UnorderedVersions, a.State, a.StateDescription, a.OldVersion, a.NewVersion)
+		}
+		if a.Next == nil || a.Next.Command != "" || len(a.Next.Run) > 0 || !strings.Contains(a.Next.Reason, "--version-order listing "+a.UnorderedVersions[0]+", "+a.StorageVersion) {
+			t.Errorf("%s: next %+v, want no command and the versions to order", a.UnorderedVersions, a.Next)
+		}
+		for _, f := range a.Findings {
+			if len(f.Run) > 0 || strings.Contains(f.Fix, "<") {
+				t.Errorf("%s: finding %s advises %q", a.UnorderedVersions, f.Code, f.Fix)
+			}
+		}
+	}
+	// The order given, the state is known again.
+	a := AnalyzeWith(newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(), Options{VersionOrder: []string{"v1", "next"}})
+	if a.State != StateS1 || a.NewVersion != "next" || a.Next == nil || a.Next.Command != "kubectl crdversion promote-storage widgets.example.com next --version-order v1,next" {
+		t.Errorf("with the order: %s [%s -> %s], next %+v", a.State, a.OldVersion, a.NewVersion, a.Next)
+	}
+}

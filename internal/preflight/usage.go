@@ -153,7 +153,7 @@ func ClientUsage(a usage.Assessment) edit.Check {
 	c := edit.Check{Name: CheckClientUsage, Details: a.Evidence()}
 	switch a.Verdict {
 	case usage.InUse:
-		c.Outcome, c.Message = edit.Fail, a.Message()+": move them to another version first (or, once they moved, re-run)"
+		c.Outcome, c.Message = edit.Fail, a.Message()+"; ways out: "+strings.Join(a.InUseWaysOut(), "; ")
 	case usage.Unknown:
 		c.Outcome, c.Message = edit.Fail, a.Message()
 		for _, w := range a.WaysOut() {

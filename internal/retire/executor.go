@@ -35,6 +35,9 @@ type Options struct {
 	// the run migrate the objects; CleanManagedFields
 	// (--clean-managed-fields) lets it rewrite managedFields entries.
 	SkipUsageCheck, Migrate, CleanManagedFields bool
+	// VersionOrder is the order of the CRD's versions the user gave,
+	// oldest first (--version-order; see lifecycle.Order).
+	VersionOrder []string
 	// Global are the connection flags every printed command carries (see
 	// lifecycle.Command.Render).
 	Global []lifecycle.Flag
@@ -97,7 +100,7 @@ type Executor struct {
 // missing permission an *access.MissingError; the Result is never nil.
 func (e *Executor) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, old string, opts Options) (*Result, error) {
 	r := &run{e: e, opts: opts, old: old, crd: crd, res: &Result{},
-		facts:    Facts{SkipUsage: opts.SkipUsageCheck, Migrate: opts.Migrate, CleanManagedFields: opts.CleanManagedFields},
+		facts:    Facts{SkipUsage: opts.SkipUsageCheck, Migrate: opts.Migrate, CleanManagedFields: opts.CleanManagedFields, VersionOrder: opts.VersionOrder},
 		found:    map[StepID]string{},
 		observed: map[StepID][]string{},
 		did:      map[StepID][]string{},
@@ -149,6 +152,9 @@ func (r *run) run(ctx context.Context) error {
 	crd, old := r.crd, r.old
 	if lifecycle.FindVersion(crd, old) == nil && !slices.Contains(crd.Status.StoredVersions, old) && !slices.Contains(lifecycle.RetiredVersions(crd), old) {
 		return fmt.Errorf("%s has no version %s (spec.versions: %s)", crd.Name, old, strings.Join(lifecycle.VersionNames(crd), ", "))
+	}
+	if err := lifecycle.CheckVersionOrder(crd, r.opts.VersionOrder); err != nil {
+		return err
 	}
 	// From the CRD alone first: a step the CRD shows blocked refuses the
 	// run before the metrics window is waited for.
@@ -440,6 +446,9 @@ func (r *run) rerun() string {
 		if f.set {
 			c = c.With(f.name, "")
 		}
+	}
+	if len(r.opts.VersionOrder) > 0 {
+		c = c.With("version-order", strings.Join(r.opts.VersionOrder, ","))
 	}
 	return c.Render(r.opts.Global)
 }

@@ -36,6 +36,10 @@ var order = []struct {
 func Plan(crd *apiextensionsv1.CustomResourceDefinition, old string, f Facts) []Step {
 	p := &planner{old: old, f: f, name: crd.Name, group: crd.Spec.Group, sim: crd.DeepCopy(),
 		inSpec: lifecycle.FindVersion(crd, old) != nil, storageVersion: lifecycle.StorageVersion(crd), successor: successorOf(crd, old)}
+	if p.inSpec && p.storageVersion != "" && p.storageVersion != old {
+		_, basis := lifecycle.OrderOf(crd, f.VersionOrder).Compare(old, p.storageVersion)
+		p.unordered = basis == lifecycle.OrderUnknown
+	}
 	for i, o := range order {
 		s := Step{Number: i + 1, ID: o.id, Title: o.title(old)}
 		o.plan(p, &s)
@@ -54,6 +58,9 @@ type planner struct {
 	// storage version as read; successor is the version clients move to.
 	inSpec                    bool
 	storageVersion, successor string
+	// unordered: nothing says whether OLD is older than the storage
+	// version (see lifecycle.Order).
+	unordered bool
 	// steps are the steps evaluated so far.
 	steps []Step
 }
@@ -80,6 +87,9 @@ func (p *planner) retire(flag string) []lifecycle.Command {
 	if flag != "" && flag != "migrate" && flag != "clean-managed-fields" && flag != "skip-usage-check" {
 		c = c.With(flag, "")
 	}
+	if len(p.f.VersionOrder) > 0 {
+		c = c.With("version-order", strings.Join(p.f.VersionOrder, ","))
+	}
 	return []lifecycle.Command{c}
 }
 
@@ -96,6 +106,10 @@ func (s *Step) set(st Status, run []lifecycle.Command, format string, args ...an
 func (p *planner) clients(s *Step) {
 	old, f, v := p.old, p.f, p.version()
 	switch {
+	case p.unordered:
+		// Retire removes the older API; nothing says that OLD is it.
+		s.set(Blocked, nil, "nothing says whether %s is older than the storage version %s (names outside Kubernetes version form that status.storedVersions does not order), and if %s is the newer API this removes it; if it is the older, give the order with --version-order listing %s, %s, oldest first",
+			old, p.storageVersion, old, old, p.storageVersion)
 	case v == nil:
 		s.set(Done, nil, "%s is not in spec.versions", old)
 	case !v.Served:

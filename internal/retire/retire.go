@@ -131,6 +131,10 @@ type Facts struct {
 	// CleanManagedFields (--clean-managed-fields) lets it rewrite
 	// managedFields entries.
 	Migrate, CleanManagedFields bool
+	// VersionOrder is the order of the CRD's versions the user gave,
+	// oldest first (--version-order): it tells whether OLD is older than
+	// the storage version when their names do not (see lifecycle.Order).
+	VersionOrder []string
 }
 
 // WriteCheck is the API server's answer to the server-side dry run of a

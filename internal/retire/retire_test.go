@@ -161,3 +161,28 @@ func TestPlan(t *testing.T) {
 		t.Errorf("in-use evidence: %q", ev)
 	}
 }
+
+// TestPlanUnorderedVersion (issue 17): with versions v1 (storage) and
+// next, which nothing orders, retire planned removing next, which may be
+// the newer API. Now step 1 is blocked until --version-order says next
+// is the older, and the commands it prints repeat the order.
+func TestPlanUnorderedVersion(t *testing.T) {
+	c := crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"next", true, false})
+	steps := Plan(c, "next", Facts{Usage: notInUse(), StaleManagedFields: none()})
+	if first := Next(steps); first == nil || first.Number != 1 || first.Status != Blocked || first.Command != "" ||
+		!strings.Contains(first.Message, "nothing says whether next is older than the storage version v1") || !strings.Contains(first.Message, "--version-order listing next, v1, oldest first") {
+		t.Errorf("first step %+v, want step 1 blocked on the order", first)
+	}
+	given := Facts{Usage: notInUse(), StaleManagedFields: &[]ObjectRef{{"a", "one"}}, VersionOrder: []string{"next", "v1"}}
+	steps = Plan(c, "next", given)
+	if got := statuses(steps); !strings.HasPrefix(got, "1=done ") {
+		t.Errorf("with --version-order next,v1: %s", got)
+	}
+	if first := Next(steps); first == nil || !strings.Contains(first.Command, "--version-order next,v1") {
+		t.Errorf("with --version-order, the printed command drops it: %+v", first)
+	}
+	// A Kubernetes-form pair needs no order.
+	if got := statuses(Plan(crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true}), "v1", Facts{Usage: notInUse(), StaleManagedFields: none()})); !strings.HasPrefix(got, "1=done ") {
+		t.Errorf("v1 beside storage v2: %s", got)
+	}
+}

@@ -259,6 +259,43 @@ func (a Assessment) WaysOut() []string {
 	return out
 }
 
+// InUseWaysOut are the ways out of an InUse verdict, without repeats:
+// moving the clients; for the field managers whose managedFields entries
+// name the version inside the window, when they stop counting (their
+// last write plus the window) and that cleaning managedFields is no way
+// out (those are writes, not leftovers); ending with --skip-usage-check.
+// Empty unless the verdict is InUse.
+func (a Assessment) InUseWaysOut() []string {
+	if a.Verdict != InUse {
+		return nil
+	}
+	gv := a.GroupVersion()
+	out := []string{"move the clients to another version, then re-run"}
+	window := time.Duration(a.WindowSeconds * float64(time.Second))
+	for _, s := range a.Sources {
+		if s.Source != SourceManagedFields {
+			continue
+		}
+		var managers []string
+		var last time.Time
+		for _, c := range s.Clients {
+			if !c.InWindow {
+				continue
+			}
+			managers = append(managers, c.Manager)
+			if c.Last.After(last) {
+				last = c.Last
+			}
+		}
+		if len(managers) == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("the managedFields entries of %s record writes through %s inside the %s window, the last at %s: they stop counting once the manager writes through another version (which relabels its entry) or once the window no longer reaches that write (a re-run after %s); cleaning managedFields is no way out (retire's --clean-managed-fields relabels entries for the removal, unserve has none): these are writes, not leftovers",
+			joinAnd(managers), gv, roundDuration(a.WindowSeconds), last.UTC().Format(time.RFC3339), last.Add(window).UTC().Format(time.RFC3339)))
+	}
+	return append(out, fmt.Sprintf("once you know by other means that no client uses %s: --skip-usage-check", gv))
+}
+
 // Ways out named by the sources.
 const (
 	WayPrometheus  = "read the API servers' request counters from Prometheus, which scrapes every instance: --prometheus-url URL, or --prometheus-service NAMESPACE/NAME:PORT through the API server's service proxy"

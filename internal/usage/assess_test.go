@@ -489,3 +489,37 @@ func TestMeasureNoSourcePassesOnPartialEvidence(t *testing.T) {
 		})
 	}
 }
+
+// TestInUseWaysOut (issue 17): unserve refused a version whose objects'
+// managedFields showed writes through it inside the window with "move
+// them to another version first (or, once they moved, re-run)": a re-run
+// right after moving still fails (the entry keeps its time), and nothing
+// said that cleaning managedFields (retire's --clean-managed-fields) is no
+// way out. The ways out now name when the entries stop counting.
+func TestInUseWaysOut(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	mf := SourceReport{Source: SourceManagedFields, Name: "managedFields of widgets", Clients: []Client{
+		{Manager: "old-operator", Operation: "Update", Count: 3, Last: t0.Add(-time.Hour)},
+		{Manager: "kubectl-annotate", Operation: "Update", Count: 1, Last: t0, InWindow: true},
+	}}
+	metrics := SourceReport{Source: SourceMetrics, Name: "/metrics of 1 API server instance(s)"}
+	a := Combine(gvr, 5*time.Minute, metrics, mf)
+	ways := strings.Join(a.InUseWaysOut(), "\n")
+	for _, want := range []string{
+		"move the clients to another version, then re-run",
+		"the managedFields entries of kubectl-annotate record writes through example.com/v1 inside the 5m0s window, the last at 2026-12-01T10:00:00Z",
+		"a re-run after 2026-12-01T10:05:00Z",
+		"retire's --clean-managed-fields relabels entries for the removal, unserve has none",
+		"--skip-usage-check",
+	} {
+		if !strings.Contains(ways, want) {
+			t.Errorf("ways out lack %q:\n%s", want, ways)
+		}
+	}
+	if strings.Contains(ways, "old-operator") {
+		t.Errorf("a write outside the window is named:\n%s", ways)
+	}
+	if got := Combine(gvr, 5*time.Minute, metrics).InUseWaysOut(); got != nil {
+		t.Errorf("ways out of a NotInUse verdict: %v", got)
+	}
+}

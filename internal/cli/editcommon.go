@@ -213,13 +213,14 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 		switch {
 		case a.Next != nil && a.Next.Command != "":
 			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Command)
+		case a.Next != nil && a.Next.Reason != "" && (a.State == lifecycle.StateUnknown || a.Next.Loss != ""):
+			// No command can be printed (the order of versions is
+			// unknown, or the step would lose fields): say what is
+			// needed instead.
+			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Reason)
 			if a.Next.Loss != "" {
 				fmt.Fprintf(o.Out, "  WARNING: %s\n", a.Next.Loss)
 			}
-		case a.Next != nil && a.Next.Reason != "" && a.State == lifecycle.StateUnknown:
-			// No command can be printed (the order of versions is
-			// unknown): say what is needed instead.
-			fmt.Fprintf(o.Out, "Next: %s\n", a.Next.Reason)
 		}
 	}
 	return nil

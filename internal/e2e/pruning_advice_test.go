@@ -14,11 +14,14 @@ import (
 )
 
 // TestAdviceAfterAcceptedPruning (issue 17): after add-version
-// --allow-pruning, the printed Next was promote-storage without the flag,
-// and after promote-storage --allow-pruning, status's Next was migrate
-// without it: both refuse in that state (conversion None drops .spec.image
-// of the object stored at v1). It follows the printed advice: each Next
-// runs as printed, and says out loud that it accepts losing data.
+// --allow-pruning, the printed Next was promote-storage, and after
+// promote-storage --allow-pruning, status's Next was migrate: both refuse
+// in that state (conversion None drops .spec.image of the object stored
+// at v1). Advice must neither refuse nor carry --allow-pruning (a pasted
+// flag would lose data nobody chose to lose): every Next prints no
+// command, names the field, and says that only the user's own
+// --allow-pruning accepts losing it. The user then takes the losing steps
+// by their own choice; until the migration, .spec.image stays in storage.
 func TestAdviceAfterAcceptedPruning(t *testing.T) {
 	c := newClients(t)
 	crd := createCRD(t, c, crontab("accepted-pruning.example.com", apiextensionsv1.NamespaceScoped))
@@ -41,26 +44,42 @@ properties:
       replicas: {type: integer}
 `)
 	added := mustRun(t, "add-version", crd.Name, "v2", "--schema-file", schemaFile, "--allow-pruning")
-	next := followNext(t, added.stdout, "promote-storage "+crd.Name+" v2 --allow-pruning")
-
-	mustRun(t, next...)
+	noCommandButLoss(t, added.stdout, "promote-storage "+crd.Name+" v2")
 	s := statusJSON(t, crd.Name)
-	if s.State != lifecycle.StateS2 || s.Next == nil || s.Next.Command != "kubectl crdversion migrate "+crd.Name+" --allow-pruning" ||
+	if s.State != lifecycle.StateS1 || s.Next == nil || s.Next.Command != "" || len(s.Next.Run) != 0 || !strings.Contains(s.Next.Loss, "ACCEPTS LOSING DATA") {
+		t.Fatalf("after add-version --allow-pruning: %s, next %+v", s.State, s.Next)
+	}
+	imageAtV1(t, c, crd)
+
+	mustRun(t, "promote-storage", crd.Name, "v2", "--allow-pruning") // the user's own choice
+	s = statusJSON(t, crd.Name)
+	if s.State != lifecycle.StateS2 || s.Next == nil || s.Next.Command != "" || len(s.Next.Run) != 0 ||
 		!strings.Contains(s.Next.Loss, "ACCEPTS LOSING DATA") || !strings.Contains(s.Next.Loss, ".spec.image") {
 		t.Fatalf("after promote-storage --allow-pruning: %s, next %+v", s.State, s.Next)
 	}
+	for _, f := range s.Findings {
+		for _, cmd := range f.Run {
+			if strings.Contains(cmd.String(), "allow-pruning") {
+				t.Errorf("finding %s advises %s", f.Code, cmd.String())
+			}
+		}
+	}
 	out := mustRun(t, "status", crd.Name)
-	next = followNext(t, out.stdout, "migrate "+crd.Name+" --allow-pruning")
-	mustRun(t, next...)
+	noCommandButLoss(t, out.stdout, "migrate "+crd.Name)
+	if strings.Contains(out.stdout, "fix: kubectl crdversion migrate "+crd.Name+" --allow-pruning") {
+		t.Errorf("status advises a migration that loses data:\n%s", out.stdout)
+	}
+	imageAtV1(t, c, crd)
+
+	mustRun(t, "migrate", crd.Name, "--allow-pruning") // the user's own choice
 	if after := statusJSON(t, crd.Name); after.State != lifecycle.StateS3 || len(after.StoredVersions) != 1 || after.StoredVersions[0] != "v2" {
 		t.Errorf("after the migration: %s, storedVersions %v", after.State, after.StoredVersions)
 	}
 }
 
-// followNext returns the arguments of the Next: line printed in out, which
-// must be kubectl crdversion want and be followed by the WARNING that it
-// accepts losing data.
-func followNext(t *testing.T, out, want string) []string {
+// noCommandButLoss checks that out's Next: line is no command but names
+// step, and is followed by the WARNING that says what the step loses.
+func noCommandButLoss(t *testing.T, out, step string) {
 	t.Helper()
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
@@ -68,14 +87,26 @@ func followNext(t *testing.T, out, want string) []string {
 		if !ok {
 			continue
 		}
-		if rest != "kubectl crdversion "+want {
-			t.Fatalf("Next: %s, want kubectl crdversion %s\n%s", rest, want, out)
+		if strings.HasPrefix(rest, "kubectl ") || strings.Contains(rest, "--allow-pruning") || !strings.Contains(rest, "kubectl crdversion "+step+")") {
+			t.Errorf("Next: %s, want words naming kubectl crdversion %s, no command and no --allow-pruning\n%s", rest, step, out)
 		}
-		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "  WARNING: --allow-pruning ACCEPTS LOSING DATA") {
-			t.Errorf("Next: %s is not followed by the loss it accepts:\n%s", rest, out)
+		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "  WARNING: conversion strategy None") || !strings.Contains(lines[i+1], "ACCEPTS LOSING DATA") {
+			t.Errorf("Next: %s is not followed by the loss:\n%s", rest, out)
 		}
-		return strings.Fields(want)
+		return
 	}
 	t.Fatalf("no Next: line:\n%s", out)
-	return nil
+}
+
+// imageAtV1 checks that the object still holds .spec.image at v1: nothing
+// was lost by following the advice.
+func imageAtV1(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	got, err := resource(c, crd, "v1", "pruned").Get(context.Background(), "c1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, _, _ := unstructured.NestedString(got.Object, "spec", "image"); img != "kept-at-v1" {
+		t.Errorf(".spec.image at v1 = %q, want kept-at-v1: the advice lost data", img)
+	}
 }

@@ -188,20 +188,16 @@ type NextStep struct {
 	Command string    `json:"command,omitempty"`
 	Run     []Command `json:"run,omitempty"`
 	Reason  string    `json:"reason"`
-	// Loss, when set, says that Command accepts losing data (it carries
-	// --allow-pruning, without which it refuses in this state) and what
-	// is lost; it is printed beside Command.
+	// Loss, when set, says which fields conversion None drops in this
+	// state, so that the step Reason names refuses (it measures the
+	// objects), how to keep them, and that only an explicit
+	// --allow-pruning accepts losing them. No Command is printed then:
+	// advice never carries --allow-pruning.
 	Loss string `json:"loss,omitempty"`
 }
 
 func next(reason string, cmds ...Command) *NextStep {
 	return &NextStep{Command: RenderAll(cmds, nil), Run: cmds, Reason: reason}
-}
-
-// withLoss is n with Loss set to loss.
-func (n *NextStep) withLoss(loss string) *NextStep {
-	n.Loss = loss
-	return n
 }
 
 // Rendered returns a copy of n with Command rendered with the connection
@@ -361,7 +357,7 @@ func (a *Analysis) settle() {
 		}
 	}
 	if a.Next != nil && len(a.Next.Run) > 0 {
-		a.Next = next(a.Next.Reason, withOrder(a.Next.Run, order)...).withLoss(a.Next.Loss)
+		a.Next = next(a.Next.Reason, withOrder(a.Next.Run, order)...)
 	}
 }
 
@@ -625,15 +621,19 @@ func nextStep(name string, a Analysis) *NextStep {
 			return next(fmt.Sprintf("%s must be served before it can become the storage version (then kubectl crdversion promote-storage %s %s)", a.NewVersion, name, a.NewVersion),
 				Crdversion("serve", name, a.NewVersion))
 		}
-		promote := Crdversion("promote-storage", name, a.NewVersion)
+		reason := fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion)
 		if len(a.promoteLoss) > 0 {
-			promote = promote.With("allow-pruning", "")
+			// No command: promote-storage refuses here, and a pasted
+			// --allow-pruning would lose data nobody chose to lose.
+			return &NextStep{Reason: reason + " (kubectl crdversion promote-storage " + name + " " + a.NewVersion + "), once the schemas keep every field", Loss: promoteLossText(a)}
 		}
-		return next(fmt.Sprintf("make %s the storage version once every client and the controller can use it", a.NewVersion),
-			promote).withLoss(promoteLossText(a))
+		return next(reason, Crdversion("promote-storage", name, a.NewVersion))
 	case StateS2:
-		return next(fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion),
-			migrateCommand(a)).withLoss(migrateLossText(a))
+		reason := fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion)
+		if len(a.migrateLoss) > 0 {
+			return &NextStep{Reason: reason + " (kubectl crdversion migrate " + name + "), once the schemas keep every field", Loss: migrateLossText(a)}
+		}
+		return next(reason, Crdversion("migrate", name))
 	case StateS3:
 		return next(fmt.Sprintf("warn clients that still request %s", a.OldVersion),
 			Crdversion("deprecate", name, a.OldVersion))

@@ -273,32 +273,26 @@ func conversionFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysi
 
 // migrateFix is migrate, or serving the storage version first when it is
 // not served (migrate writes through it). When the schemas predict that
-// the migration drops fields (MigrationLosses), migrate refuses without
-// --allow-pruning, so the command carries it: the finding or Next that
-// prints it says what it loses (see migrateLossText).
+// the migration drops fields (MigrationLosses) there is no command to
+// print: migrate refuses once an object holds them, and advice never
+// carries --allow-pruning; the finding says why instead (withLoss).
 func migrateFix(a Analysis) []Command {
-	if !a.versionServed(a.StorageVersion) {
-		return []Command{Crdversion("serve", a.CRD.Name, a.StorageVersion), migrateCommand(a)}
-	}
-	return []Command{migrateCommand(a)}
-}
-
-// migrateCommand is migrate, with --allow-pruning when the schemas
-// predict that the migration drops fields (see migrateFix).
-func migrateCommand(a Analysis) Command {
 	if len(a.migrateLoss) > 0 {
-		return Crdversion("migrate", a.CRD.Name).With("allow-pruning", "")
+		return nil
 	}
-	return Crdversion("migrate", a.CRD.Name)
+	if !a.versionServed(a.StorageVersion) {
+		return []Command{Crdversion("serve", a.CRD.Name, a.StorageVersion), Crdversion("migrate", a.CRD.Name)}
+	}
+	return []Command{Crdversion("migrate", a.CRD.Name)}
 }
 
-// withLoss is what MigrationPending adds when its fix accepts a loss:
-// "" when the schemas predict none.
+// withLoss is what MigrationPending adds when the schemas predict that the
+// migration drops fields: "" when they predict none.
 func withLoss(a Analysis) string {
 	if len(a.migrateLoss) == 0 {
 		return ""
 	}
-	return "; the fix carries --allow-pruning, which ACCEPTS LOSING the fields that " + CodeMigrationPrunes + " names (migrate refuses without it)"
+	return "; kubectl crdversion migrate " + a.CRD.Name + " refuses once an object holds the fields that " + CodeMigrationPrunes + " names: keep them first (see there), or accept losing them with migrate --allow-pruning"
 }
 
 // migrateLossText says what migrate --allow-pruning accepts losing, and
@@ -311,7 +305,7 @@ func migrateLossText(a Analysis) string {
 	for _, l := range a.migrateLoss {
 		parts = append(parts, l.Describe(a.StorageVersion))
 	}
-	return fmt.Sprintf("--allow-pruning ACCEPTS LOSING DATA: conversion strategy None: %s; without it migrate refuses once an object has these fields; to keep them, add the fields to %s's schema or use Webhook conversion first",
+	return fmt.Sprintf("conversion strategy None: %s; migrate refuses once an object has these fields; to keep them, add the fields to %s's schema or use Webhook conversion first; only migrate --allow-pruning, given by you, ACCEPTS LOSING DATA",
 		strings.Join(parts, "; "), a.StorageVersion)
 }
 
@@ -322,7 +316,7 @@ func promoteLossText(a Analysis) string {
 	if len(a.promoteLoss) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("--allow-pruning ACCEPTS LOSING DATA: conversion strategy None prunes %d field(s) between %s and the other versions (%s); without it promote-storage refuses; to keep them, make the schemas agree or use Webhook conversion first",
+	return fmt.Sprintf("conversion strategy None prunes %d field(s) between %s and the other versions (%s): promote-storage refuses; to keep them, make the schemas agree or use Webhook conversion first; only promote-storage --allow-pruning, given by you, ACCEPTS LOSING DATA",
 		len(a.promoteLoss), a.NewVersion, strings.Join(a.promoteLoss, "; "))
 }
 

@@ -72,12 +72,11 @@ func Status(out io.Writer, r *report.Status) error {
 		fmt.Fprintln(out, "Next: nothing to do")
 	case r.Next.Command == "":
 		fmt.Fprintf(out, "Next: %s\n", r.Next.Reason)
-	default:
-		fmt.Fprintf(out, "Next: %s\n", r.Next.Command)
 		if r.Next.Loss != "" {
 			fmt.Fprintf(out, "  WARNING: %s\n", r.Next.Loss)
 		}
-		fmt.Fprintf(out, "  %s\n", r.Next.Reason)
+	default:
+		fmt.Fprintf(out, "Next: %s\n  %s\n", r.Next.Command, r.Next.Reason)
 	}
 	return nil
 }

@@ -225,7 +225,8 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 	name := crd.Name
 	// Enforced while v2 is not stored yet, so that its removal can probe it.
 	denyCRDEdit(t, c, name, neverRemoved, neverRemovedMsg, removeVersion("v2"))
-	setStorage(t, c, name, "v2") // S2: objects at v1, storedVersions [v1, v2]
+	setStorage(t, c, name, "v2")          // S2: objects at v1, storedVersions [v1, v2]
+	writesSettled(t, c, crd, time.Second) // the setup's writes at v1 are no client of the usage check
 
 	r := plugin(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "-o", "json")
 	if r.err == nil {

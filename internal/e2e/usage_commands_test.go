@@ -16,6 +16,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
@@ -213,10 +214,14 @@ func TestUsageAuditLogNamedByCommands(t *testing.T) {
 // before the wait, so that its own request is outside the window too.
 func writesSettled(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, window time.Duration) {
 	t.Helper()
-	list, err := c.dyn.Resource(gvr(crd, lifecycle.StorageVersion(crd))).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Right after a CRD edit the API server may not serve the version yet
+	// (404 on a busy machine): retry the list.
+	var list *unstructured.UnstructuredList
+	waitFor(t, "the objects of "+crd.Name+" to be listed", func() (bool, error) {
+		var err error
+		list, err = c.dyn.Resource(gvr(crd, lifecycle.StorageVersion(crd))).List(context.Background(), metav1.ListOptions{})
+		return err == nil, nil
+	})
 	var last time.Time
 	for _, o := range list.Items {
 		for _, e := range o.GetManagedFields() {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,6 +49,10 @@ func TestSelect(t *testing.T) {
 func TestEach(t *testing.T) {
 	names := []string{"a", "b", "c", "d", "e"}
 	var running, most atomic.Int32
+	// Each call holds its slot until two calls have run at once (or a
+	// deadline passes), so that a third could only start if Each let it.
+	twoAtOnce := make(chan struct{})
+	var once sync.Once
 	got := Each(context.Background(), names, 2, time.Minute, func(ctx context.Context, name string) string {
 		n := running.Add(1)
 		defer running.Add(-1)
@@ -57,10 +62,17 @@ func TestEach(t *testing.T) {
 				break
 			}
 		}
+		if n >= 2 {
+			once.Do(func() { close(twoAtOnce) })
+		}
 		if _, ok := ctx.Deadline(); !ok {
 			t.Errorf("%s: no deadline", name)
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-twoAtOnce:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: no two calls ran at once within 10s", name)
+		}
 		return strings.ToUpper(name)
 	})
 	if s := strings.Join(got, ""); s != "ABCDE" {

@@ -174,9 +174,10 @@ func TestUsageAuditLogNamedByCommands(t *testing.T) {
 	waitAuditCovers(t, window)
 	waitPrometheusCovers(t, window)
 	listAs(t, h, h.Instances[1], gvr, 3)
+	saw := serverSawAs(t, h, "alice", aliceAgent, "list", gvr, 3)
 	logs := auditLogs(h)
 	audit := []string{"--audit-log", logs[0], "--audit-log", logs[1], "--usage-window=1m", "--prometheus-url", usageFx.prom.URL}
-	named := `user alice, agent "nightly-backup/1.0": LIST 3, last `
+	named := fmt.Sprintf(`user alice, agent "nightly-backup/1.0": LIST %d, last `, saw)
 
 	refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"clients still use audit-cmd.usage.example.com/v1beta1 crontabs", "audit log", named},
 		append([]string{"unserve", name, "v1beta1"}, audit...)...)
@@ -199,7 +200,7 @@ func TestUsageAuditLogNamedByCommands(t *testing.T) {
 	found := false
 	for _, s := range d.CRDs[0].Usage[0].Sources {
 		for _, cl := range s.Clients {
-			found = found || (cl.User == "alice" && cl.UserAgent == aliceAgent && cl.Count == 3)
+			found = found || (cl.User == "alice" && cl.UserAgent == aliceAgent && cl.Count == saw)
 		}
 	}
 	if !found {
@@ -282,6 +283,7 @@ func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
 	window := time.Minute
 	waitPrometheusCovers(t, window)
 	listAs(t, h, h.Instances[1], gvr, 3)
+	saw := serverSawAs(t, h, "alice", aliceAgent, "list", gvr, 3)
 	// The counter of a new series shows up at the next scrape of both.
 	waitUntil(t, time.Minute, "Prometheus scraped the requests", func() bool {
 		return promHasRequests(t, gvr)
@@ -289,7 +291,7 @@ func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
 	if body, err := c.kube.CoreV1().Services(ns).ProxyGet("", svc, "", "/api/v1/query", map[string]string{"query": "up"}).DoRaw(ctx); err != nil {
 		t.Fatalf("the service proxy does not reach Prometheus: %v %.300s", err, body)
 	}
-	r := refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"clients still use prom-proxy.usage.example.com/v1beta1 crontabs (seen by: Prometheus service monitoring/prometheus", "LIST 3"},
+	r := refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"clients still use prom-proxy.usage.example.com/v1beta1 crontabs (seen by: Prometheus service monitoring/prometheus", fmt.Sprintf("LIST %d", saw)},
 		"unserve", name, "v1beta1", "--prometheus-service", ns+"/"+svc, "--usage-window", window.String())
 	t.Logf("unserve:\n%s%s", r.stdout, r.stderr)
 	if !servedOn(t, c, name, "v1beta1") {

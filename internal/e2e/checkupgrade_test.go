@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -206,17 +207,34 @@ func checkUpgradePair(t *testing.T, c clients, p releasePair, stored []string, v
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.storedVersions") {
 		t.Errorf("%s: rejected for another reason than storedVersions: %v", label, err)
 	}
-	// The printed commands, in order, make the apply succeed.
-	if len(plan.Run) < 2 || len(plan.Fix) != len(plan.Run) || plan.Run[len(plan.Run)-1].Tool != lifecycle.ToolKubectl ||
-		!strings.HasSuffix(plan.Fix[len(plan.Fix)-1], " apply --server-side -f "+newFile) {
-		t.Fatalf("%s: fix steps %q", label, plan.Fix)
+	// The printed commands, in order, make the apply succeed. Where
+	// migrate would lose data, they stop before it (Then says so in
+	// words): the test then takes the loss as the user's own choice.
+	steps := plan.Run
+	if plan.Then == "" {
+		if len(plan.Run) < 2 || len(plan.Fix) != len(plan.Run) || plan.Run[len(plan.Run)-1].Tool != lifecycle.ToolKubectl ||
+			!strings.HasSuffix(plan.Fix[len(plan.Fix)-1], " apply --server-side -f "+newFile) {
+			t.Fatalf("%s: fix steps %q", label, plan.Fix)
+		}
+		steps = plan.Run[:len(plan.Run)-1]
+	} else if !strings.Contains(plan.Then, "apply --server-side -f "+newFile) || !strings.Contains(plan.Then, "given by you") {
+		t.Fatalf("%s: then %q", label, plan.Then)
 	}
-	for _, step := range plan.Run[:len(plan.Run)-1] {
-		if step.Tool != "" {
-			t.Fatalf("%s: step %q is not a kubectl crdversion command", label, step)
+	for _, step := range steps {
+		if step.Tool != "" || slices.Contains(step.Argv(nil), "--allow-pruning") {
+			t.Fatalf("%s: step %q is not a kubectl crdversion command, or accepts losing data", label, step)
 		}
 		if res := plugin(t, step.Argv(nil)[2:]...); res.err != nil {
 			t.Fatalf("%s: %s: %v\n%s%s", label, step, res.err, res.stdout, res.stderr)
+		}
+	}
+	if plan.Then != "" {
+		t.Logf("%s: the plan stops before migrate, which loses data: %s", label, plan.Then)
+		if res := plugin(t, "migrate", next.Name); res.err == nil || !strings.Contains(res.err.Error(), "nothing was changed") {
+			t.Fatalf("%s: then %q, yet migrate did not refuse: %v\n%s%s", label, plan.Then, res.err, res.stdout, res.stderr)
+		}
+		if res := plugin(t, "migrate", next.Name, "--allow-pruning"); res.err != nil {
+			t.Fatalf("%s: migrate --allow-pruning (the user's choice): %v\n%s%s", label, res.err, res.stdout, res.stderr)
 		}
 	}
 	if err := applyRelease(ctx, c, next); err != nil {

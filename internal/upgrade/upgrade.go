@@ -69,6 +69,11 @@ type Plan struct {
 	// Fix are their renderings (see lifecycle.Command.Render).
 	Fix []string            `json:"fix,omitempty"`
 	Run []lifecycle.Command `json:"run,omitempty"`
+	// Then is set when Run stops short of the apply because the next step,
+	// migrate, loses data (CodeMigrationPrunes): it says in words what is
+	// lost, how to keep it, and that only the user's own migrate
+	// --allow-pruning accepts the loss. No command carries that flag.
+	Then string `json:"then,omitempty"`
 }
 
 // rejections are the finding codes for which the API server refuses the
@@ -120,7 +125,7 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 	}
 	schemadiff.Sort(p.Findings)
 	p.Apply = p.Static
-	p.Run = fixSteps(live, next, applyCommand)
+	p.Run, p.Then = fixSteps(live, next, applyCommand)
 	p.Fix = p.RenderFix(nil)
 	return p
 }
@@ -217,7 +222,7 @@ func migrationLosses(live, next *apiextensionsv1.CustomResourceDefinition) []sch
 	for _, l := range lifecycle.MigrationLosses(c) {
 		target := lifecycle.StorageVersion(c)
 		out = append(out, schemadiff.Finding{Code: CodeMigrationPrunes, Severity: lifecycle.SeverityError, Version: l.Version, Path: "status.storedVersions",
-			Message: fmt.Sprintf("conversion strategy None: objects still stored at %s lose %s when migrate rewrites them at %s (hence --allow-pruning below); if they use those fields, move the data to %s's fields first", l.Version, strings.Join(l.Fields, ", "), target, target)})
+			Message: fmt.Sprintf("conversion strategy None: objects still stored at %s lose %s when migrate rewrites them at %s (migrate refuses them without --allow-pruning); if they use those fields, move the data to %s's fields first", l.Version, strings.Join(l.Fields, ", "), target, target)})
 	}
 	return out
 }
@@ -227,21 +232,22 @@ func migrationLosses(live, next *apiextensionsv1.CustomResourceDefinition) []sch
 // version present and served, made the storage version, every object
 // rewritten at it and storedVersions trimmed, then the apply. They are nil
 // when nothing needs fixing, or when what blocks the release (scope, kind)
-// has no fix short of re-creating the CRD.
-func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand lifecycle.Command) []lifecycle.Command {
+// has no fix short of re-creating the CRD. When migrate would lose data
+// (migrationLosses), the steps stop before it and then says why in words:
+// printed advice never accepts a loss for the user.
+func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand lifecycle.Command) (steps []lifecycle.Command, then string) {
 	drop := storedToDrop(live, next)
 	if len(drop) == 0 {
-		return nil
+		return nil, ""
 	}
 	if live.Spec.Scope != next.Spec.Scope || live.Spec.Names.Kind != next.Spec.Names.Kind || live.Spec.Group != next.Spec.Group {
-		return nil
+		return nil, ""
 	}
 	newStorage, liveStorage := lifecycle.StorageVersion(next), lifecycle.StorageVersion(live)
 	if newStorage == "" || liveStorage == "" {
-		return nil
+		return nil, ""
 	}
 	cmd := lifecycle.Crdversion
-	var steps []lifecycle.Command
 	// Stored versions missing from the live spec already: their objects
 	// are unreadable until the version is back (unserved).
 	for _, s := range drop {
@@ -259,10 +265,13 @@ func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand
 	if liveStorage != newStorage {
 		steps = append(steps, cmd("promote-storage", live.Name, newStorage))
 	}
-	migrate := cmd("migrate", live.Name)
-	if len(migrationLosses(live, next)) > 0 {
-		migrate = migrate.With("allow-pruning", "")
+	if c := beforeMigrate(live, next); len(lifecycle.MigrationLosses(c)) > 0 {
+		var what []string
+		for _, l := range lifecycle.MigrationLosses(c) {
+			what = append(what, fmt.Sprintf("objects still stored at %s lose %s", l.Version, strings.Join(l.Fields, ", ")))
+		}
+		return steps, fmt.Sprintf("migrate %s refuses: %s when rewritten at %s (conversion strategy None); keep the fields first (add them to %s's schema, or use Webhook conversion) and run check-upgrade again; "+
+			"only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", live.Name, strings.Join(what, "; "), newStorage, newStorage, applyCommand.Render(nil))
 	}
-	steps = append(steps, migrate)
-	return append(steps, applyCommand)
+	return append(steps, cmd("migrate", live.Name), applyCommand), ""
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -62,7 +63,7 @@ func TestCheck(t *testing.T) {
 			false, nil, "v2"},
 		{"conversion None prunes what objects stored at the removed version have",
 			crd([]string{"v1+x", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
-			[]string{"kubectl crdversion migrate crontabs.stable.example.com --allow-pruning", apply}, true, []string{"v1"}, "v2"},
+			nil, true, []string{"v1"}, "v2"},
 		{"a field removed from the storage version's schema: accepted, data lost",
 			crd([]string{"v2*+x"}, "v2"), crd([]string{"v2*"}), Accepted, nil, true, nil, "v2"},
 	}
@@ -77,6 +78,20 @@ func TestCheck(t *testing.T) {
 			}
 			if !slices.Equal(p.Fix, tc.fix) {
 				t.Errorf("fix:\n got %q\nwant %q", p.Fix, tc.fix)
+			}
+			// Advice never accepts a loss for the user: where migrate would
+			// lose data, the steps stop before it and Then says so.
+			for _, f := range p.Fix {
+				if strings.Contains(f, "allow-pruning") {
+					t.Errorf("fix step %q accepts losing data", f)
+				}
+			}
+			migrationLoss := slices.ContainsFunc(p.Findings, func(f schemadiff.Finding) bool { return f.Code == CodeMigrationPrunes })
+			if migrationLoss != (p.Then != "") {
+				t.Errorf("migration loss %v, then %q", migrationLoss, p.Then)
+			}
+			if p.Then != "" && (!strings.Contains(p.Then, "only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM") || !strings.Contains(p.Then, apply) || !strings.Contains(p.Then, "objects still stored at v1 lose .spec.x when rewritten at v2")) {
+				t.Errorf("then %q: want the fields lost, that only the user's own migrate --allow-pruning accepts it, and the apply after", p.Then)
 			}
 			if p.DataLoss != tc.dataLoss {
 				t.Errorf("data loss %v, want %v: %+v", p.DataLoss, tc.dataLoss, p.Findings)

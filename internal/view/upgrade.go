@@ -73,6 +73,12 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 				fmt.Fprintf(out, "    %d. %s\n", i+1, c)
 			}
 		}
+		if p.Then != "" {
+			if len(p.Fix) == 0 {
+				fmt.Fprintln(out, "  To upgrade safely:")
+			}
+			fmt.Fprintf(out, "    then (no command: it loses data): %s\n", p.Then)
+		}
 	}
 	fmt.Fprintf(out, "\n%s; %s\n", Plural(len(r.CRDs), "CRD"), SummaryText(r.Summary))
 	return nil
@@ -113,6 +119,9 @@ func FleetUpgrade(out io.Writer, r *report.FleetUpgradeCheck) error {
 			fmt.Fprintf(out, "  %s (no): %s %s: %s\n", c.Context, p.Name, what, strings.Join(p.Reasons, "; "))
 			for _, f := range p.Fix {
 				fmt.Fprintf(out, "    run: %s\n", f)
+			}
+			if p.Then != "" {
+				fmt.Fprintf(out, "    then (no command: it loses data): %s\n", p.Then)
 			}
 		}
 	}

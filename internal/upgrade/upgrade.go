@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 )
 
@@ -69,12 +70,20 @@ type Plan struct {
 	// Fix are their renderings (see lifecycle.Command.Render).
 	Fix []string            `json:"fix,omitempty"`
 	Run []lifecycle.Command `json:"run,omitempty"`
-	// Then is set when Run stops short of the apply because the next step,
-	// migrate, loses data (CodeMigrationPrunes): it says in words what is
-	// lost, how to keep it, and that only the user's own migrate
-	// --allow-pruning accepts the loss. No command carries that flag.
-	Then string `json:"then,omitempty"`
+	// StopsBefore is set when Run stops short of the apply because the
+	// next step loses data: "migrate" (CodeMigrationPrunes) or "apply"
+	// (an error finding on the release itself). Then says in words what
+	// is lost, how to keep it, and that only the user can accept it: no
+	// printed command loses data.
+	StopsBefore string `json:"stopsBefore,omitempty"`
+	Then        string `json:"then,omitempty"`
 }
+
+// Steps that Plan.StopsBefore names.
+const (
+	StopMigrate = "migrate"
+	StopApply   = "apply"
+)
 
 // rejections are the finding codes for which the API server refuses the
 // update of an installed CRD.
@@ -113,19 +122,25 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 		case f.Code == schemadiff.CodeVersionRemoved && f.Severity == lifecycle.SeverityWarning,
 			f.Code == schemadiff.CodeVersionUnserved:
 			p.RemovedServedVersions = append(p.RemovedServedVersions, f.Version)
-		case f.Severity == lifecycle.SeverityError:
-			p.DataLoss = true
 		}
 	}
 	p.Findings = append(p.Findings, migrationLosses(live, next)...)
+	p.Findings = append(p.Findings, releaseLosses(live, next)...)
+	var applyLoses []string
 	for _, f := range p.Findings {
-		if f.Code == CodeMigrationPrunes {
+		switch {
+		case f.Code == CodeMigrationPrunes:
 			p.DataLoss = true
+		case f.Severity == lifecycle.SeverityError && !slices.Contains(rejections, f.Code) && f.Code != schemadiff.CodeStorageVersionRemoved:
+			p.DataLoss = true
+			if at := strings.TrimSpace(f.Version + " " + f.Path); !slices.Contains(applyLoses, at) {
+				applyLoses = append(applyLoses, at)
+			}
 		}
 	}
 	schemadiff.Sort(p.Findings)
 	p.Apply = p.Static
-	p.Run, p.Then = fixSteps(live, next, applyCommand)
+	p.Run, p.StopsBefore, p.Then = fixSteps(live, next, applyCommand, applyLoses)
 	p.Fix = p.RenderFix(nil)
 	return p
 }
@@ -222,9 +237,36 @@ func migrationLosses(live, next *apiextensionsv1.CustomResourceDefinition) []sch
 	for _, l := range lifecycle.MigrationLosses(c) {
 		target := lifecycle.StorageVersion(c)
 		out = append(out, schemadiff.Finding{Code: CodeMigrationPrunes, Severity: lifecycle.SeverityError, Version: l.Version, Path: "status.storedVersions",
-			Message: fmt.Sprintf("conversion strategy None: objects still stored at %s lose %s when migrate rewrites them at %s (migrate refuses them without --allow-pruning); if they use those fields, move the data to %s's fields first", l.Version, strings.Join(l.Fields, ", "), target, target)})
+			Message: fmt.Sprintf("conversion strategy None: %s; migrate refuses without --allow-pruning; if the objects use those fields, move the data to %s's fields first", l.Describe(target), target)})
 	}
 	return out
+}
+
+// CodeReleasePrunes is the finding that the release's storage version,
+// which the fix steps add as a copy of the live storage version's schema
+// and store every object at, declares fewer fields than that copy: with
+// conversion strategy None, once the release is applied its schema prunes
+// them from what clients read, and each object's next write loses them.
+const CodeReleasePrunes = "ReleasePrunesStoredFields"
+
+// releaseLosses: the release renames the storage version (removes the one
+// stored, adds another), so the fix steps store the objects at a copy of
+// the old schema under the new name; the apply then replaces it with the
+// release's schema. schemadiff compares versions by name only, so this
+// loss is found here.
+func releaseLosses(live, next *apiextensionsv1.CustomResourceDefinition) []schemadiff.Finding {
+	newStorage, liveStorage := lifecycle.StorageVersion(next), lifecycle.StorageVersion(live)
+	if len(storedToDrop(live, next)) == 0 || newStorage == "" || liveStorage == "" || lifecycle.FindVersion(live, newStorage) != nil ||
+		lifecycle.UsesWebhook(next) {
+		return nil
+	}
+	lost := schema.PrunedFields(schema.Of(lifecycle.FindVersion(live, liveStorage)), schema.Of(lifecycle.FindVersion(next, newStorage)))
+	if len(lost) == 0 {
+		return nil
+	}
+	return []schemadiff.Finding{{Code: CodeReleasePrunes, Severity: lifecycle.SeverityError, Version: newStorage, Path: "spec.versions",
+		Message: fmt.Sprintf("the release replaces the storage version %s with %s, which it adds: the steps below store every object at %s with %s's schema, and the release's %s schema lacks %s; once applied (conversion strategy None), those fields are pruned from what clients read and lost at each object's next write; declare them in the release's %s schema first",
+			liveStorage, newStorage, newStorage, liveStorage, newStorage, strings.Join(lost, ", "), newStorage)}}
 }
 
 // fixSteps are the commands that let the API server accept the release
@@ -233,19 +275,21 @@ func migrationLosses(live, next *apiextensionsv1.CustomResourceDefinition) []sch
 // rewritten at it and storedVersions trimmed, then the apply. They are nil
 // when nothing needs fixing, or when what blocks the release (scope, kind)
 // has no fix short of re-creating the CRD. When migrate would lose data
-// (migrationLosses), the steps stop before it and then says why in words:
-// printed advice never accepts a loss for the user.
-func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand lifecycle.Command) (steps []lifecycle.Command, then string) {
+// (migrationLosses), the steps stop before it; when the release itself
+// would (applyLoses: the paths of its error findings), they stop before
+// the apply; then says why in words: printed advice never accepts a loss
+// for the user.
+func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand lifecycle.Command, applyLoses []string) (steps []lifecycle.Command, stopsBefore, then string) {
 	drop := storedToDrop(live, next)
 	if len(drop) == 0 {
-		return nil, ""
+		return nil, "", ""
 	}
 	if live.Spec.Scope != next.Spec.Scope || live.Spec.Names.Kind != next.Spec.Names.Kind || live.Spec.Group != next.Spec.Group {
-		return nil, ""
+		return nil, "", ""
 	}
 	newStorage, liveStorage := lifecycle.StorageVersion(next), lifecycle.StorageVersion(live)
 	if newStorage == "" || liveStorage == "" {
-		return nil, ""
+		return nil, "", ""
 	}
 	cmd := lifecycle.Crdversion
 	// Stored versions missing from the live spec already: their objects
@@ -266,12 +310,17 @@ func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand
 		steps = append(steps, cmd("promote-storage", live.Name, newStorage))
 	}
 	if c := beforeMigrate(live, next); len(lifecycle.MigrationLosses(c)) > 0 {
-		var what []string
+		var stored []string
 		for _, l := range lifecycle.MigrationLosses(c) {
-			what = append(what, fmt.Sprintf("objects still stored at %s lose %s", l.Version, strings.Join(l.Fields, ", ")))
+			stored = append(stored, l.Version)
 		}
-		return steps, fmt.Sprintf("migrate %s refuses: %s when rewritten at %s (conversion strategy None); keep the fields first (add them to %s's schema, or use Webhook conversion) and run check-upgrade again; "+
-			"only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", live.Name, strings.Join(what, "; "), newStorage, newStorage, applyCommand.Render(nil))
+		return steps, StopMigrate, fmt.Sprintf("migrate %s refuses (conversion strategy None): objects stored at %s lose the fields that the %s finding names when rewritten at %s; keep them first (declare them in %s's schema, or use Webhook conversion) and run check-upgrade again; "+
+			"only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", live.Name, strings.Join(stored, ", "), CodeMigrationPrunes, newStorage, newStorage, applyCommand.Render(nil))
 	}
-	return append(steps, cmd("migrate", live.Name), applyCommand), ""
+	steps = append(steps, cmd("migrate", live.Name))
+	if len(applyLoses) > 0 {
+		return steps, StopApply, fmt.Sprintf("apply the release (%s) once its schemas keep the fields that the ERROR findings above name (%s); applied as it is, it loses them, which only you can accept",
+			applyCommand.Render(nil), strings.Join(applyLoses, ", "))
+	}
+	return append(steps, applyCommand), "", ""
 }

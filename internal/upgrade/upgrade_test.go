@@ -64,6 +64,13 @@ func TestCheck(t *testing.T) {
 		{"conversion None prunes what objects stored at the removed version have",
 			crd([]string{"v1+x", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
 			nil, true, []string{"v1"}, "v2"},
+		{"the release renames the storage version and drops a field of the stored one: the steps stop before the apply",
+			crd([]string{"v1*+x"}, "v1"), crd([]string{"v2*"}), Rejected,
+			[]string{"kubectl crdversion add-version crontabs.stable.example.com v2 --from v1", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com"},
+			true, []string{"v1"}, "v1"},
+		{"a stored version removed and a field removed from the storage version: the steps stop before the apply",
+			crd([]string{"v1+x", "v2*+x"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			[]string{"kubectl crdversion migrate crontabs.stable.example.com"}, true, []string{"v1"}, "v2"},
 		{"a field removed from the storage version's schema: accepted, data lost",
 			crd([]string{"v2*+x"}, "v2"), crd([]string{"v2*"}), Accepted, nil, true, nil, "v2"},
 	}
@@ -87,11 +94,29 @@ func TestCheck(t *testing.T) {
 				}
 			}
 			migrationLoss := slices.ContainsFunc(p.Findings, func(f schemadiff.Finding) bool { return f.Code == CodeMigrationPrunes })
-			if migrationLoss != (p.Then != "") {
-				t.Errorf("migration loss %v, then %q", migrationLoss, p.Then)
+			if migrationLoss && !slices.ContainsFunc(p.Findings, func(f schemadiff.Finding) bool {
+				return f.Code == CodeMigrationPrunes && strings.Contains(f.Message, "objects stored at v1 lose .spec.x when rewritten at the storage version v2")
+			}) {
+				t.Errorf("the %s finding does not name .spec.x: %+v", CodeMigrationPrunes, p.Findings)
 			}
-			if p.Then != "" && (!strings.Contains(p.Then, "only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM") || !strings.Contains(p.Then, apply) || !strings.Contains(p.Then, "objects still stored at v1 lose .spec.x when rewritten at v2")) {
-				t.Errorf("then %q: want the fields lost, that only the user's own migrate --allow-pruning accepts it, and the apply after", p.Then)
+			if migrationLoss != (p.StopsBefore == StopMigrate) {
+				t.Errorf("migration loss %v, stops before %q", migrationLoss, p.StopsBefore)
+			}
+			if (p.StopsBefore != "") != (p.Then != "") || (p.StopsBefore != "" && !p.DataLoss) {
+				t.Errorf("stops before %q, then %q, data loss %v", p.StopsBefore, p.Then, p.DataLoss)
+			}
+			if p.DataLoss && len(p.Fix) > 0 && p.Fix[len(p.Fix)-1] == apply {
+				t.Errorf("data loss, yet the steps end with the apply: %q", p.Fix)
+			}
+			switch p.StopsBefore {
+			case StopMigrate:
+				if !strings.Contains(p.Then, "only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM") || !strings.Contains(p.Then, apply) || !strings.Contains(p.Then, "objects stored at v1 lose the fields that the MigrationPrunesFields finding names when rewritten at v2") {
+					t.Errorf("then %q: want the fields lost, that only the user's own migrate --allow-pruning accepts it, and the apply after", p.Then)
+				}
+			case StopApply:
+				if !strings.Contains(p.Then, "apply the release ("+apply+") once its schemas keep") || !strings.Contains(p.Then, "only you can accept") {
+					t.Errorf("then %q", p.Then)
+				}
 			}
 			if p.DataLoss != tc.dataLoss {
 				t.Errorf("data loss %v, want %v: %+v", p.DataLoss, tc.dataLoss, p.Findings)

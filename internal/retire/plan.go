@@ -121,6 +121,10 @@ func (p *planner) clients(s *Step) {
 	case f.Usage.Verdict == usage.InUse:
 		s.set(Blocked, p.retire(""), "%s: move them (and the controller) to %s, then re-run", f.Usage.Message(), orPlaceholder(p.successor))
 		s.Evidence = f.Usage.Evidence()
+		// The first way out, moving the clients, is the message.
+		for _, w := range f.Usage.InUseWaysOut()[1:] {
+			s.Evidence = append(s.Evidence, "way out: "+w)
+		}
 	case f.Usage.Verdict == usage.Unknown:
 		s.set(Blocked, p.retire(""), "%s", f.Usage.Message())
 		s.Evidence = f.Usage.Evidence()

@@ -162,6 +162,35 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// TestPlanInUseWaysOut: when a field manager's write through the retired
+// version is what keeps it in use, step 1 names the ways out that unserve
+// names: when the entry stops counting, that cleaning managedFields is no
+// way out, and --skip-usage-check.
+func TestPlanInUseWaysOut(t *testing.T) {
+	last := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	mf := usage.SourceReport{Source: usage.SourceManagedFields, Name: "managedFields of crontabs", Clients: []usage.Client{
+		{Manager: "kubectl-annotate", Operation: "Update", Count: 1, Last: last, InWindow: true}}}
+	a := usage.Combine(v1, 5*time.Minute, usage.SourceReport{Source: usage.SourceMetrics, Name: "/metrics of 1 API server instance(s)"}, mf)
+	if a.Verdict != usage.InUse {
+		t.Fatalf("verdict %s, want InUse", a.Verdict)
+	}
+	s3 := crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+	step := Plan(s3, "v1", Facts{Usage: &a, StaleManagedFields: none()})[0]
+	ev := strings.Join(step.Evidence, "\n")
+	for _, want := range []string{
+		"way out: the managedFields entries of kubectl-annotate record writes through stable.example.com/v1 inside the 5m0s window, the last at 2026-12-01T10:00:00Z",
+		"a re-run after 2026-12-01T10:05:00Z", "cleaning managedFields is no way out",
+		"way out: once you know by other means that no client uses stable.example.com/v1: --skip-usage-check",
+	} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("step 1 evidence lacks %q:\n%s", want, ev)
+		}
+	}
+	if step.Status != Blocked || !strings.Contains(step.Message, "move them (and the controller) to v2, then re-run") {
+		t.Errorf("step 1: %s: %s", step.Status, step.Message)
+	}
+}
+
 // TestPlanUnorderedVersion (issue 17): with versions v1 (storage) and
 // next, which nothing orders, retire planned removing next, which may be
 // the newer API. Now step 1 is blocked until --version-order says next

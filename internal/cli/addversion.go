@@ -90,7 +90,7 @@ func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *co
 	fl.EditFlags.AddFlags(cmd)
 	c := cmd.Flags()
 	c.StringVar(&fl.From, "from", "", "Copy schema, subresources, printer columns and selectable fields from this version (default: the storage version); with --schema-file, all but the schema.")
-	c.StringVar(&fl.SchemaFile, "schema-file", "", "YAML or JSON file with the new version's openAPIV3Schema (the schema itself, or {openAPIV3Schema: …}).")
+	c.StringVar(&fl.SchemaFile, "schema-file", "", "YAML or JSON file with the new version's openAPIV3Schema: the schema itself, {openAPIV3Schema: …}, or a CustomResourceDefinition manifest (such as the release's) whose version NEW_VERSION gives it.")
 	c.BoolVar(&fl.Served, "served", fl.Served, "Serve the new version.")
 	c.BoolVar(&fl.Deprecated, "deprecated", false, "Mark the new version deprecated.")
 	c.StringVar(&fl.DeprecationWarning, "deprecation-warning", "", "The deprecationWarning of the new version (implies --deprecated).")
@@ -125,7 +125,7 @@ func (fl *AddVersionFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args
 		o.Spec.DeprecationWarning = &fl.DeprecationWarning
 	}
 	if fl.SchemaFile != "" {
-		if o.Spec.Schema, err = manifest.ReadSchemaFile(fl.SchemaFile); err != nil {
+		if o.Spec.Schema, err = manifest.ReadSchemaFile(fl.SchemaFile, eo.CRD, eo.Version); err != nil {
 			return nil, err
 		}
 	}

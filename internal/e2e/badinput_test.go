@@ -168,6 +168,7 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "malformed YAML", args: []string{"deprecate", crd, "v1", "-f", f.malformed}, want: "document 1"},
 		{name: "malformed YAML release", args: []string{"check-upgrade", "-f", f.malformed}, code: 2, want: f.malformed},
 		{name: "malformed schema file", args: []string{"add-version", crd, "v3", "--schema-file", f.malformed}, want: "--schema-file " + f.malformed},
+		{name: "a CRD manifest as the schema file, without the new version", args: []string{"add-version", crd, "v3", "--schema-file", f.good}, want: "has no version v3 to take the schema of (its versions: v1, v2)"},
 		{name: "a ConfigMap, no CRD", args: []string{"unserve", crd, "v1", "-f", f.configMap}, want: "no CustomResourceDefinition in the file"},
 		{name: "a ConfigMap release", args: []string{"check-upgrade", "-f", f.configMap}, code: 2, want: "no CustomResourceDefinition in " + f.configMap},
 		{name: "a ConfigMap diff", args: []string{"diff", "--old", f.configMap, "--new", f.configMap}, code: 2, want: "no CustomResourceDefinition in"},

@@ -2,26 +2,37 @@ package manifest
 
 import (
 	"fmt"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// ReadSchemaFile reads a version's openAPIV3Schema from a YAML or JSON
-// file, bare or wrapped as {openAPIV3Schema: …} (the shape of a version's
-// schema field), as ReadFile reads it (at most MaxFileBytes). A field the
-// schema type does not have is an error, named "--schema-file PATH: …"
-// like any other content the file cannot be read as.
-func ReadSchemaFile(path string) (*apiextensionsv1.CustomResourceValidation, error) {
+// ReadSchemaFile reads the openAPIV3Schema of version of the CRD crdName
+// from a YAML or JSON file, as ReadFile reads it (at most MaxFileBytes):
+// the schema bare, wrapped as {openAPIV3Schema: …} (the shape of a
+// version's schema field), or a manifest holding the CustomResourceDefinition
+// crdName (multi-document, as ParseCRDs reads it, such as a release's),
+// whose spec.versions entry named version gives it. A field the schema type
+// does not have, a manifest without that CRD or a CRD without that version
+// is an error, named "--schema-file PATH: …" like any other content the
+// file cannot be read as.
+func ReadSchemaFile(path, crdName, version string) (*apiextensionsv1.CustomResourceValidation, error) {
 	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return parseSchema(path, data)
+	return parseSchema(path, crdName, version, data)
 }
 
 // parseSchema is ReadSchemaFile on data, read from path.
-func parseSchema(path string, data []byte) (*apiextensionsv1.CustomResourceValidation, error) {
+func parseSchema(path, crdName, version string, data []byte) (*apiextensionsv1.CustomResourceValidation, error) {
+	if docs, err := ParseCRDs(data); err != nil || len(docs) > 0 {
+		if err != nil {
+			return nil, fmt.Errorf("--schema-file %s: %v", path, err)
+		}
+		return crdSchema(path, crdName, version, docs)
+	}
 	var probe map[string]any
 	if err := yaml.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("--schema-file %s: %v", path, err)
@@ -38,4 +49,28 @@ func parseSchema(path string, data []byte) (*apiextensionsv1.CustomResourceValid
 		return nil, fmt.Errorf("--schema-file %s: %v", path, err)
 	}
 	return v, nil
+}
+
+// crdSchema is the schema of version of the CRD crdName among docs.
+func crdSchema(path, crdName, version string, docs []CRDDoc) (*apiextensionsv1.CustomResourceValidation, error) {
+	var crds []string
+	for _, d := range docs {
+		if d.CRD.Name != crdName {
+			crds = append(crds, d.CRD.Name)
+			continue
+		}
+		var names []string
+		for _, v := range d.CRD.Spec.Versions {
+			if v.Name != version {
+				names = append(names, v.Name)
+				continue
+			}
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				return nil, fmt.Errorf("--schema-file %s: version %s of CustomResourceDefinition %s has no schema", path, version, crdName)
+			}
+			return v.Schema.DeepCopy(), nil
+		}
+		return nil, fmt.Errorf("--schema-file %s: CustomResourceDefinition %s has no version %s to take the schema of (its versions: %s)", path, crdName, version, strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("--schema-file %s: no CustomResourceDefinition %s in it (it has %s)", path, crdName, strings.Join(crds, ", "))
 }

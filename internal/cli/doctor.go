@@ -37,8 +37,8 @@ var doctorLong = templates.LongDesc(`
 	port with a ready endpoint and, when an endpoint is reachable from this
 	client, serve a certificate the caBundle verifies and convert),
 	status.storedVersions entries ready to trim (no object left that could be
-	stored at them), and, per deprecated served version, whether clients
-	still use it and who: from every API server instance's /metrics (or
+	stored at them), and, per served version that is deprecated or older
+	than the storage version, whether clients still use it and who: from every API server instance's /metrics (or
 	--prometheus-url / --prometheus-service), the objects' managedFields and
 	--audit-log files, with the sources each verdict rests on.
 
@@ -47,8 +47,8 @@ var doctorLong = templates.LongDesc(`
 	or when it lists objects that a conversion webhook converts; when the API
 	server's answer to a failed list does not name the objects that break
 	it, one list of their names and one read per object (at most 1000); two
-	reads for a Service-referenced webhook; when a CRD has a deprecated
-	served version, one list of the identity leases and of the kubernetes
+	reads for a Service-referenced webhook; when a CRD has a deprecated or
+	old served version, one list of the identity leases and of the kubernetes
 	Service's EndpointSlices and one read of each instance's /metrics (two,
 	--usage-window apart, for all CRDs at once; or Prometheus queries), and
 	one more metadata-only list of its objects for their managedFields. The

@@ -137,7 +137,7 @@ func TestPrintDoctorUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"crontabs.stable.example.com: client usage of its deprecated versions",
+		"crontabs.stable.example.com: client usage of its deprecated and old versions",
 		"  INUSE: clients still use stable.example.com/v1beta1 crontabs (seen by: Prometheus http://p:9090 and audit log a.log)",
 		`    client: user alice, agent "nightly-backup/1.0": LIST 3, last 2026-11-30T10:02:11Z (inside the window)`,
 	} {

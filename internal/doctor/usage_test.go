@@ -59,25 +59,34 @@ func byVersion(gvr schema.GroupVersionResource) usage.Assessment {
 	return usage.Combine(gvr, 10*time.Second, metrics, mf)
 }
 
-// TestClientUsage: every deprecated served version of every CRD of the run
-// is measured at once; per version a warning when a client uses it, with
-// the named clients and a retire dry run; information when unknown
-// (naming what was not seen) or when no client was seen; the
-// assessments are returned for the report.
+// TestClientUsage: every deprecated served version, and every served one
+// older than the storage version, of every CRD of the run is measured at
+// once (not a newer version, nor one whose age nothing says); per
+// deprecated version a warning when a client uses it, with the named
+// clients and a retire dry run; per old version information naming the
+// clients to move; information when unknown (naming what was not seen) or
+// when no client was seen; the assessments are returned for the report.
 func TestClientUsage(t *testing.T) {
 	m := &fakeMeasurer{assess: byVersion}
 	u := ClientUsage(m)
 	ctx := context.Background()
-	plain := widgets(false, "v2", "v1")
+	plain := widgets(false, "v2", "v1", "v3", "next")
 	crd := deprecate(widgets(false, "v2", "v1", "v3", "v4"), "v1", "v3", "v4")
 	if err := u.Prepare(ctx, []*apiextensionsv1.CustomResourceDefinition{plain, crd}); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.calls) != 1 || len(m.calls[0]) != 3 {
-		t.Fatalf("measured %v, want one call with the 3 deprecated served versions", m.calls)
+	if len(m.calls) != 1 || len(m.calls[0]) != 4 || m.calls[0][0].Version != "v1" {
+		t.Fatalf("measured %v, want one call with the old v1 of the first CRD and the 3 deprecated served versions of the second", m.calls)
 	}
-	if fs, as, err := u.Findings(ctx, plain); err != nil || len(fs) != 0 || len(as) != 0 {
-		t.Fatalf("no deprecated version: %v %+v %+v", err, fs, as)
+	old, as, err := u.Findings(ctx, plain)
+	if err != nil || len(old) != 1 || len(as) != 1 {
+		t.Fatalf("old v1, newer v3, unordered next: %v %+v %+v", err, old, as)
+	}
+	if f := old[0]; f.Code != lifecycle.CodeOldVersionInUse || f.Version != "v1" || f.Severity != lifecycle.SeverityInfo || f.Fix != "" ||
+		!strings.Contains(f.Message, "old version v1 (older than the storage version v2, not deprecated): clients still use example.com/v1 widgets") ||
+		!strings.Contains(f.Message, "named clients: manager my-operator (Update) wrote 37 object(s) through example.com/v1") ||
+		!strings.Contains(f.Message, "move those clients to v2 before it is deprecated and unserved") {
+		t.Errorf("old v1: %+v", f)
 	}
 	fs, as, err := u.Findings(ctx, crd)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -187,18 +188,23 @@ func TestUsageAuditLogNamedByCommands(t *testing.T) {
 		t.Fatalf("doctor: exit %d\n%s%s", table.code, table.stdout, table.stderr)
 	}
 	mustContain(t, "doctor's table", table.stdout, "WARNING: deprecated version v1beta1: clients still use audit-cmd.usage.example.com/v1beta1 crontabs",
-		"client usage of its deprecated versions", "INUSE: clients still use audit-cmd.usage.example.com/v1beta1 crontabs", "client: "+named)
+		"client usage of its deprecated and old versions", "INUSE: clients still use audit-cmd.usage.example.com/v1beta1 crontabs", "client: "+named)
 
 	js := crdversionAt(t, h.Kubeconfig, append([]string{"doctor", name, "-o", "json"}, audit...)...)
 	var d report.Doctor
 	if err := json.Unmarshal([]byte(js.stdout), &d); err != nil {
 		t.Fatalf("doctor -o json: %v\n%s", err, js.stdout)
 	}
-	if len(d.CRDs) != 1 || len(d.CRDs[0].Usage) != 1 {
-		t.Fatalf("doctor -o json: want the usage of v1beta1:\n%s", js.stdout)
+	// v1beta1 deprecated, and v1alpha1, older than the storage version v1
+	// and not deprecated: both measured, in spec.versions' order.
+	if len(d.CRDs) != 1 || len(d.CRDs[0].Usage) != 2 || d.CRDs[0].Usage[0].Version != "v1alpha1" || d.CRDs[0].Usage[1].Version != "v1beta1" ||
+		!slices.ContainsFunc(d.CRDs[0].Findings, func(f lifecycle.Finding) bool {
+			return f.Code == lifecycle.CodeOldVersionInUse && f.Version == "v1alpha1"
+		}) {
+		t.Fatalf("doctor -o json: want the usage of v1alpha1 (old, %s) and v1beta1 (deprecated):\n%s", lifecycle.CodeOldVersionInUse, js.stdout)
 	}
 	found := false
-	for _, s := range d.CRDs[0].Usage[0].Sources {
+	for _, s := range d.CRDs[0].Usage[1].Sources {
 		for _, cl := range s.Clients {
 			found = found || (cl.User == "alice" && cl.UserAgent == aliceAgent && cl.Count == saw)
 		}

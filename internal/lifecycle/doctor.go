@@ -22,6 +22,10 @@ const (
 	// CodeDeprecatedVersionInUse: a deprecated version still receives
 	// requests (from the API server's metrics).
 	CodeDeprecatedVersionInUse = "DeprecatedVersionInUse"
+	// CodeOldVersionInUse: the client usage of a served version older than
+	// the storage version and not yet deprecated (information: the clients
+	// to move before it is deprecated).
+	CodeOldVersionInUse = "OldVersionInUse"
 )
 
 // ReadyToTrim returns the finding for a CRD with objects objects whose

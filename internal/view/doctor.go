@@ -12,7 +12,7 @@ import (
 )
 
 // Doctor writes a doctor report: per CRD its state and findings, each
-// deprecated version's client usage and the clients named, then the count
+// deprecated or old version's client usage and the clients named, then the count
 // of CRDs, requests and findings.
 func Doctor(out io.Writer, r *report.Doctor) error {
 	w := printers.GetNewTabWriter(out)
@@ -51,7 +51,7 @@ func Doctor(out io.Writer, r *report.Doctor) error {
 		if len(c.Usage) == 0 {
 			continue
 		}
-		fmt.Fprintf(out, "\n%s: client usage of its deprecated versions\n", c.Name)
+		fmt.Fprintf(out, "\n%s: client usage of its deprecated and old versions\n", c.Name)
 		for _, a := range c.Usage {
 			fmt.Fprintf(out, "  %s: %s\n", strings.ToUpper(string(a.Verdict)), a.Message())
 			for _, cl := range doctor.Clients(a) {

@@ -63,6 +63,12 @@ func realCRD(t *testing.T, group string, keep []string, paths ...string) (*apiex
 // through version.
 func applyObject(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, manager string, obj *unstructured.Unstructured) error {
 	t.Helper()
+	return applyObjectWith(t, c, crd, version, manager, obj, nil)
+}
+
+// applyObjectWith is applyObject with dryRun (nil, or {"All"}).
+func applyObjectWith(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, manager string, obj *unstructured.Unstructured, dryRun []string) error {
+	t.Helper()
 	obj = obj.DeepCopy()
 	obj.SetAPIVersion(crd.Spec.Group + "/" + version)
 	ns := obj.GetNamespace()
@@ -73,7 +79,7 @@ func applyObject(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDef
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = resource(c, crd, version, ns).Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)})
+	_, err = resource(c, crd, version, ns).Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true), DryRun: dryRun})
 	return err
 }
 
@@ -298,8 +304,18 @@ func TestRetireManagedFields(t *testing.T) {
 	broken, obj := s5("mf-broken.example.com")
 	updateCRD(t, c, broken.Name, func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions = crd.Spec.Versions[1:] })
 	obj.Object["spec"].(map[string]any)["image"] = "example/cron:2"
+	// The API server serves the CRD without v1 a moment after the edit
+	// (its handler is rebuilt; on a loaded machine, seconds). A dry-run
+	// apply, which leaves managedFields as they are, tells when: a real
+	// apply served by the old handler would rewrite the entry at v2 and
+	// hide the bug.
+	const invalid = "request to convert CR to an invalid group/version: mf-broken.example.com/v1"
+	waitFor(t, "the API server to serve "+broken.Name+" without v1", func() (bool, error) {
+		err := applyObjectWith(t, c, broken, "v2", "gitops", obj, []string{metav1.DryRunAll})
+		return err != nil && strings.Contains(err.Error(), invalid), nil
+	})
 	err := applyObject(t, c, broken, "v2", "gitops", obj)
-	if err == nil || !strings.Contains(err.Error(), "request to convert CR to an invalid group/version: mf-broken.example.com/v1") {
+	if err == nil || !strings.Contains(err.Error(), invalid) {
 		t.Fatalf("server-side apply after removing v1 by hand: %v; want the invalid group/version failure", err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +28,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -122,7 +125,40 @@ func haControlPlane(t *testing.T) *apiserver.HA {
 	if usageFx.err != nil {
 		t.Fatal(usageFx.err)
 	}
+	haListed(t, usageFx.ha)
 	return usageFx.ha
+}
+
+// haListed waits (at most a minute) until the kubernetes Service's
+// EndpointSlices list every instance. The lease endpoint reconciler drops
+// an instance that has not renewed its lease for 15 s, which a loaded
+// machine can make happen; the tool then rightly says it cannot see that
+// instance. Each test starts from a control plane whose instances are all
+// listed, as on a healthy cluster.
+func haListed(t *testing.T, h *apiserver.HA) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(h.Config)
+	waitUntil(t, time.Minute, "the kubernetes Service lists every API server instance", func() bool {
+		eps, err := kube.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
+		if err != nil {
+			return false
+		}
+		listed := map[string]bool{}
+		for _, s := range eps.Items {
+			for _, e := range s.Endpoints {
+				for _, a := range e.Addresses {
+					listed[a] = true
+				}
+			}
+		}
+		for _, in := range h.Instances {
+			host, _, _ := net.SplitHostPort(in.Address)
+			if !listed[host] {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // usageCRD creates crontabs.<group> on the HA control plane with versions

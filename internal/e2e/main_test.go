@@ -47,6 +47,13 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
+	if name := os.Getenv("CRDVERSION_MF_BENCH_SCAN"); name != "" {
+		// BenchmarkManagedFieldsScan's scan, run as a process of its own.
+		if err := scanProcess(name); err != nil {
+			panic(err)
+		}
+		return
+	}
 	if spec := os.Getenv("CRDVERSION_BENCH_PROBE"); spec != "" {
 		// BenchmarkMigrate's foreground probe, run as a process of its own.
 		if err := probeProcess(spec); err != nil {

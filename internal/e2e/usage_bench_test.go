@@ -11,13 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // BenchmarkManagedFieldsScan measures cluster.ScanManagedFields — one
@@ -27,9 +31,10 @@ import (
 // measurement of docs/usage.md), one in a hundred written through the old
 // version. It reports objects/s and the growth of the process's peak heap
 // during the scan (sampled every 5 ms). The test API server runs in this
-// process, so that figure includes its own work serving the pages; the
-// scan itself holds a page, one group per (apiVersion, manager,
-// operation) and the stale objects' names.
+// process, so that figure includes its own work serving the pages; so the
+// scan also runs once in a process of its own (scanProcess), whose peak
+// heap and peak RSS are the scanner's alone: it holds a page, one group
+// per (apiVersion, manager, operation) and the stale objects' names.
 func BenchmarkManagedFieldsScan(b *testing.B) {
 	n := 2000
 	if s := os.Getenv("CRDVERSION_MF_BENCH_OBJECTS"); s != "" {
@@ -112,4 +117,66 @@ func BenchmarkManagedFieldsScan(b *testing.B) {
 	perOp := b.Elapsed() / time.Duration(b.N)
 	b.ReportMetric(float64(n)/perOp.Seconds(), "objects/s")
 	b.ReportMetric(float64(peak.Load()-min(peak.Load(), base.HeapInuse))/(1<<20), "process-heap-growth-MiB")
+
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := executeWithin(b, 30*time.Minute, self, []string{"CRDVERSION_MF_BENCH_SCAN=" + crd.Name, "KUBECONFIG=" + srv.Kubeconfig})
+	var objects, stale int
+	var heap, rss float64
+	if _, err := fmt.Sscanf(r.stdout, "%d %d %f %f", &objects, &stale, &heap, &rss); r.code != 0 || err != nil || objects != n || stale != (n+99)/100 {
+		b.Fatalf("the scan in its own process: exit %d %v, %d objects, %d stale\n%s\n%s", r.code, err, objects, stale, r.stdout, r.stderr)
+	}
+	b.ReportMetric(heap, "scanner-peak-heap-MiB")
+	b.ReportMetric(rss, "scanner-peak-RSS-MiB")
+}
+
+// scanProcess is the test binary's scan mode (CRDVERSION_MF_BENCH_SCAN set
+// to the CRD's name, KUBECONFIG to the API server): one ScanManagedFields
+// of the CRD's objects for v1beta1, pages of 500. It prints the objects
+// scanned, the stale ones, its peak heap in use (sampled every 5 ms) and
+// its peak RSS (VmHWM), both in MiB.
+func scanProcess(name string) error {
+	kubeconfig := os.Getenv("KUBECONFIG")
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &kubeconfig
+	cl, err := cluster.New(flags)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	crd, err := apiextensionsclient.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	scan, err := cl.ScanManagedFields(ctx, crd, []string{"v1beta1"}, 500)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d %d %.1f %.1f\n", scan.Writers.Objects, len(scan.Stale["v1beta1"]), float64(peak.Load())/(1<<20), float64(readHWM("/proc/self/status"))/1024)
+	return nil
 }

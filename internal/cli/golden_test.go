@@ -114,7 +114,7 @@ func upgradeFixture() *report.UpgradeCheck {
 			{Code: schemadiff.CodeVersionRemoved, Severity: lifecycle.SeverityWarning, Version: "v1", Path: "spec.versions", Message: "served version v1 is removed"},
 		},
 		Run: []lifecycle.Command{migrate, apply}}
-	rejected.Fix = rejected.RenderFix([]lifecycle.Flag{{Name: "context", Value: "east"}})
+	rejected.Render([]lifecycle.Flag{{Name: "context", Value: "east"}})
 	added := upgrade.Plan{Name: "gadgets.example.com", Source: "extra.yaml", NewStorageVersion: "v1", NewDefaultVersion: "v1",
 		Apply: upgrade.Accepted, Static: upgrade.Accepted, ServerDryRun: upgrade.DryRunAccepted, Findings: []schemadiff.Finding{}}
 	skipped := upgrade.Plan{Name: "widgets.example.com", Source: "crds/widgets.yaml#2", Installed: true,

@@ -31,7 +31,10 @@ var setupErr error
 func TestMain(m *testing.M) {
 	if apiserver.IsInstanceProcess() {
 		// One kube-apiserver of the HA control plane (usage_test.go).
-		os.Exit(apiserver.RunInstance())
+		if err := apiserver.RunInstance(); err != nil {
+			panic(err)
+		}
+		return
 	}
 	if spec := os.Getenv("CRDVERSION_BENCH_LOOP"); spec != "" {
 		// BenchmarkMigrate's sequential loop, run as a process of its own.

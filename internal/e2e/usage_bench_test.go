@@ -81,26 +81,10 @@ func BenchmarkManagedFieldsScan(b *testing.B) {
 	b.Logf("created %d objects in %s", n, time.Since(start).Round(time.Second))
 	cl := usageClient(b, srv.Kubeconfig)
 
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
-	wg.Go(func() {
-		var m runtime.MemStats
-		for {
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > peak.Load() {
-				peak.Store(m.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	})
+	stopSampling := samplePeakHeap()
 	b.ResetTimer()
 	for b.Loop() {
 		scan, err := cl.ScanManagedFields(ctx, crd, []string{"v1beta1"}, 500)
@@ -112,11 +96,10 @@ func BenchmarkManagedFieldsScan(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	close(stop)
-	wg.Wait()
+	peak := stopSampling()
 	perOp := b.Elapsed() / time.Duration(b.N)
 	b.ReportMetric(float64(n)/perOp.Seconds(), "objects/s")
-	b.ReportMetric(float64(peak.Load()-min(peak.Load(), base.HeapInuse))/(1<<20), "process-heap-growth-MiB")
+	b.ReportMetric(float64(peak-min(peak, base.HeapInuse))/(1<<20), "process-heap-growth-MiB")
 
 	self, err := os.Executable()
 	if err != nil {
@@ -154,6 +137,19 @@ func scanProcess(name string) error {
 	if err != nil {
 		return err
 	}
+	stopSampling := samplePeakHeap()
+	scan, err := cl.ScanManagedFields(ctx, crd, []string{"v1beta1"}, 500)
+	peak := stopSampling()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d %d %.1f %.1f\n", scan.Writers.Objects, len(scan.Stale["v1beta1"]), float64(peak)/(1<<20), float64(readHWM("/proc/self/status"))/1024)
+	return nil
+}
+
+// samplePeakHeap samples this process's heap in use every 5 ms until the
+// returned function is called, which returns the peak in bytes.
+func samplePeakHeap() func() uint64 {
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -171,12 +167,9 @@ func scanProcess(name string) error {
 			}
 		}
 	})
-	scan, err := cl.ScanManagedFields(ctx, crd, []string{"v1beta1"}, 500)
-	close(stop)
-	wg.Wait()
-	if err != nil {
-		return err
+	return func() uint64 {
+		close(stop)
+		wg.Wait()
+		return peak.Load()
 	}
-	fmt.Printf("%d %d %.1f %.1f\n", scan.Writers.Objects, len(scan.Stale["v1beta1"]), float64(peak.Load())/(1<<20), float64(readHWM("/proc/self/status"))/1024)
-	return nil
 }

@@ -28,7 +28,6 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -137,7 +136,7 @@ func haControlPlane(t *testing.T) *apiserver.HA {
 // listed, as on a healthy cluster.
 func haListed(t *testing.T, h *apiserver.HA) {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(h.Config)
+	kube := haClients(h).kube
 	waitUntil(t, time.Minute, "the kubernetes Service lists every API server instance", func() bool {
 		eps, err := kube.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
 		if err != nil {

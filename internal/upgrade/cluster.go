@@ -58,7 +58,7 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 			return nil, err
 		}
 		p := Check(live, d.CRD, d.Source, c.Apply)
-		p.Fix = p.RenderFix(c.Conn)
+		p.Render(c.Conn)
 		if c.ServerDryRun {
 			outcome, msg, err := c.DryRun(ctx, live, d.CRD)
 			if err != nil {

@@ -77,6 +77,9 @@ type Plan struct {
 	// printed command loses data.
 	StopsBefore string `json:"stopsBefore,omitempty"`
 	Then        string `json:"then,omitempty"`
+	// then renders Then with the connection flags its apply command
+	// repeats (see Render); nil when StopsBefore is empty.
+	then func(global []lifecycle.Flag) string
 }
 
 // Steps that Plan.StopsBefore names.
@@ -126,11 +129,12 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 	}
 	p.Findings = append(p.Findings, migrationLosses(live, next)...)
 	p.Findings = append(p.Findings, releaseLosses(live, next)...)
-	var applyLoses []string
+	var migrateLoses, applyLoses []string
 	for _, f := range p.Findings {
 		switch {
 		case f.Code == CodeMigrationPrunes:
 			p.DataLoss = true
+			migrateLoses = append(migrateLoses, f.Version)
 		case f.Severity == lifecycle.SeverityError && !slices.Contains(rejections, f.Code) && f.Code != schemadiff.CodeStorageVersionRemoved:
 			p.DataLoss = true
 			if at := strings.TrimSpace(f.Version + " " + f.Path); !slices.Contains(applyLoses, at) {
@@ -140,8 +144,8 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 	}
 	schemadiff.Sort(p.Findings)
 	p.Apply = p.Static
-	p.Run, p.StopsBefore, p.Then = fixSteps(live, next, applyCommand, applyLoses)
-	p.Fix = p.RenderFix(nil)
+	p.Run, p.StopsBefore, p.then = fixSteps(live, next, applyCommand, migrateLoses, applyLoses)
+	p.Render(nil)
 	return p
 }
 
@@ -158,17 +162,19 @@ func ApplyCommand(files []string, recursive bool) lifecycle.Command {
 	return c
 }
 
-// RenderFix renders Run, one line per command, with the connection flags
-// global (see lifecycle.Command.Render).
-func (p *Plan) RenderFix(global []lifecycle.Flag) []string {
-	if len(p.Run) == 0 {
-		return nil
+// Render sets Fix, Run rendered one line per command, and Then, with the
+// connection flags global (see lifecycle.Command.Render).
+func (p *Plan) Render(global []lifecycle.Flag) {
+	p.Fix = nil
+	if len(p.Run) > 0 {
+		p.Fix = make([]string, len(p.Run))
+		for i, c := range p.Run {
+			p.Fix[i] = c.Render(global)
+		}
 	}
-	out := make([]string, len(p.Run))
-	for i, c := range p.Run {
-		out[i] = c.Render(global)
+	if p.then != nil {
+		p.Then = p.then(global)
 	}
-	return out
 }
 
 // SetServerDryRun records the API server's answer to a dry-run update; it
@@ -275,21 +281,21 @@ func releaseLosses(live, next *apiextensionsv1.CustomResourceDefinition) []schem
 // rewritten at it and storedVersions trimmed, then the apply. They are nil
 // when nothing needs fixing, or when what blocks the release (scope, kind)
 // has no fix short of re-creating the CRD. When migrate would lose data
-// (migrationLosses), the steps stop before it; when the release itself
-// would (applyLoses: the paths of its error findings), they stop before
-// the apply; then says why in words: printed advice never accepts a loss
-// for the user.
-func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand lifecycle.Command, applyLoses []string) (steps []lifecycle.Command, stopsBefore, then string) {
+// (migrateLoses: the stored versions of the migrationLosses findings), the
+// steps stop before it; when the release itself would (applyLoses: where
+// its error findings are), they stop before the apply; then says why in
+// words: printed advice never accepts a loss for the user.
+func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand lifecycle.Command, migrateLoses, applyLoses []string) (steps []lifecycle.Command, stopsBefore string, then func(global []lifecycle.Flag) string) {
 	drop := storedToDrop(live, next)
 	if len(drop) == 0 {
-		return nil, "", ""
+		return nil, "", nil
 	}
 	if live.Spec.Scope != next.Spec.Scope || live.Spec.Names.Kind != next.Spec.Names.Kind || live.Spec.Group != next.Spec.Group {
-		return nil, "", ""
+		return nil, "", nil
 	}
 	newStorage, liveStorage := lifecycle.StorageVersion(next), lifecycle.StorageVersion(live)
 	if newStorage == "" || liveStorage == "" {
-		return nil, "", ""
+		return nil, "", nil
 	}
 	cmd := lifecycle.Crdversion
 	// Stored versions missing from the live spec already: their objects
@@ -309,18 +315,18 @@ func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand
 	if liveStorage != newStorage {
 		steps = append(steps, cmd("promote-storage", live.Name, newStorage))
 	}
-	if c := beforeMigrate(live, next); len(lifecycle.MigrationLosses(c)) > 0 {
-		var stored []string
-		for _, l := range lifecycle.MigrationLosses(c) {
-			stored = append(stored, l.Version)
+	if len(migrateLoses) > 0 {
+		return steps, StopMigrate, func(global []lifecycle.Flag) string {
+			return fmt.Sprintf("migrate %s refuses (conversion strategy None): objects stored at %s lose the fields that the %s finding names when rewritten at %s; keep them first (declare them in %s's schema, or use Webhook conversion) and run check-upgrade again; "+
+				"only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", live.Name, strings.Join(migrateLoses, ", "), CodeMigrationPrunes, newStorage, newStorage, applyCommand.Render(global))
 		}
-		return steps, StopMigrate, fmt.Sprintf("migrate %s refuses (conversion strategy None): objects stored at %s lose the fields that the %s finding names when rewritten at %s; keep them first (declare them in %s's schema, or use Webhook conversion) and run check-upgrade again; "+
-			"only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", live.Name, strings.Join(stored, ", "), CodeMigrationPrunes, newStorage, newStorage, applyCommand.Render(nil))
 	}
 	steps = append(steps, cmd("migrate", live.Name))
 	if len(applyLoses) > 0 {
-		return steps, StopApply, fmt.Sprintf("apply the release (%s) once its schemas keep the fields that the ERROR findings above name (%s); applied as it is, it loses them, which only you can accept",
-			applyCommand.Render(nil), strings.Join(applyLoses, ", "))
+		return steps, StopApply, func(global []lifecycle.Flag) string {
+			return fmt.Sprintf("apply the release (%s) once its schemas keep the fields that the ERROR findings above name (%s); applied as it is, it loses them, which only you can accept",
+				applyCommand.Render(global), strings.Join(applyLoses, ", "))
+		}
 	}
-	return append(steps, applyCommand), "", ""
+	return append(steps, applyCommand), "", nil
 }

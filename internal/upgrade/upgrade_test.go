@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -148,5 +149,31 @@ func TestCheckNotInstalledAndDryRun(t *testing.T) {
 	p.SetServerDryRun(DryRunSkipped, "forbidden")
 	if p.Apply != Rejected {
 		t.Errorf("a skipped dry run changed the verdict: %+v", p)
+	}
+}
+
+// TestRenderThen: Then names the apply with the connection flags the fix
+// steps repeat, as Fix does, so that the apply it names reaches the same
+// cluster.
+func TestRenderThen(t *testing.T) {
+	release := ApplyCommand([]string{"release.yaml"}, false)
+	global := []lifecycle.Flag{{Name: "context", Value: "east"}}
+	for _, next := range []struct {
+		live, next *apiextensionsv1.CustomResourceDefinition
+		stops      string
+	}{
+		{crd([]string{"v1+x", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), StopMigrate},
+		{crd([]string{"v1*+x"}, "v1"), crd([]string{"v2*"}), StopApply},
+	} {
+		p := Check(next.live, next.next, "release.yaml", release)
+		p.Render(global)
+		if p.StopsBefore != next.stops || !strings.Contains(p.Then, "("+release.Render(global)+")") {
+			t.Errorf("stops before %q, then %q; want %q and the apply %q", p.StopsBefore, p.Then, next.stops, release.Render(global))
+		}
+		for i, c := range p.Run {
+			if p.Fix[i] != c.Render(global) {
+				t.Errorf("fix %q, want %q", p.Fix[i], c.Render(global))
+			}
+		}
 	}
 }

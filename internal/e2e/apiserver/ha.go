@@ -360,35 +360,29 @@ func (h *HA) KubeconfigFor(name, serverName string) (string, error) {
 }
 
 // IsInstanceProcess reports whether this process was started by StartHA
-// to run one kube-apiserver: TestMain must then call RunInstance and
-// exit with its code, before anything else.
+// to run one kube-apiserver: TestMain must then call RunInstance, before
+// anything else, and end the process (non-zero) when it returns an error.
 func IsInstanceProcess() bool { return os.Getenv(instanceEnv) != "" }
 
 // RunInstance runs the kube-apiserver of an instance process: it sets the
 // host name of its UTS namespace, then runs kube-apiserver's own command
-// with the spec's flags until SIGTERM. It returns the exit code.
-func RunInstance() int {
+// with the spec's flags until SIGTERM. It returns why the instance could
+// not start or stopped with a failure, nil after a clean stop.
+func RunInstance() error {
 	data, err := os.ReadFile(os.Getenv(instanceEnv))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return err
 	}
 	var spec instanceSpec
 	if err := json.Unmarshal(data, &spec); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return fmt.Errorf("the instance spec %s: %w", os.Getenv(instanceEnv), err)
 	}
 	if err := syscall.Sethostname([]byte(spec.Hostname)); err != nil {
-		fmt.Fprintf(os.Stderr, "setting the host name %s: %v\n", spec.Hostname, err)
-		return 2
+		return fmt.Errorf("setting the host name %s: %w", spec.Hostname, err)
 	}
 	cmd := kubeapiserverapp.NewAPIServerCommand()
 	cmd.SetArgs(spec.Args)
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return cmd.ExecuteContext(context.Background())
 }
 
 // removeStaleNetworks deletes the network namespaces of HA control planes

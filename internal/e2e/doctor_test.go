@@ -95,7 +95,7 @@ func TestDoctor(t *testing.T) {
 
 	// Injected: a deprecated version that a client watches.
 	watched := advance(t, c, "doctor-watched.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS4)
-	stopWatching := keepWatching(resource(c, watched, "v1", "team-a"))
+	stopWatching := keepWatching(t, resource(c, watched, "v1", "team-a"))
 	defer stopWatching()
 
 	waitFor(t, "the API server to see the etcd edits", func() (bool, error) {

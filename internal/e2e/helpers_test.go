@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -456,10 +458,14 @@ func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 // keepWatching holds a watch open on res until the returned stop is called,
 // reconnecting as an informer does: the API server ends the watches of a
 // CRD's objects whenever it rebuilds the CRD's handler (after the CRD
-// changes). stop returns once the watcher has ended.
-func keepWatching(res dynamic.ResourceInterface) (stop func()) {
+// changes). It returns once a watch is open — client-go's Watch returns
+// when the server has sent the response headers, so the server is serving
+// it — and stop returns once the watcher has ended.
+func keepWatching(t testing.TB, res dynamic.ResourceInterface) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	var open atomic.Bool
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
@@ -471,12 +477,17 @@ func keepWatching(res dynamic.ResourceInterface) (stop func()) {
 				}
 				continue
 			}
+			open.Store(true)
 			for range w.ResultChan() {
 			}
+			open.Store(false)
 			w.Stop()
 		}
 	}()
-	return func() { cancel(); <-done }
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop) // also when the wait below fails the test
+	waitFor(t, "the watch to be open", func() (bool, error) { return open.Load(), nil })
+	return stop
 }
 
 // missingPrerequisite skips t for a prerequisite this machine lacks (the

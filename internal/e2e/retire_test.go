@@ -261,7 +261,7 @@ func TestRetireClientUsage(t *testing.T) {
 
 	// An informer's watch sends nothing for long stretches; it is seen as
 	// an open request.
-	stopWatching := keepWatching(v1)
+	stopWatching := keepWatching(t, v1)
 	r = refused(t, c, name, []string{"stopped at step 1"}, "retire", name, "v1", "--usage-window=0", "--clean-managed-fields")
 	if !strings.Contains(r.stdout, "open now: WATCH 1") {
 		t.Errorf("retire does not report the open watch:\n%s", r.stdout)

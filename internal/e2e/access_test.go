@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,22 @@ func bindUser(t *testing.T, c clients, user string, rules ...rbacv1.PolicyRule) 
 	t.Cleanup(func() {
 		_ = c.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 		_ = c.kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	waitAllowed(t, c, "the binding of "+role.Name, authorizationv1.SubjectAccessReviewSpec{User: user}, rules[0])
+}
+
+// waitAllowed waits until the API server's authorizer allows who (a
+// SubjectAccessReview's user and groups) the first verb on the first
+// resource of rule: RBAC authorizes from informer caches, so a role and
+// binding just created take effect a moment later — and as a whole, so one
+// rule answers for the role.
+func waitAllowed(t testing.TB, c clients, what string, who authorizationv1.SubjectAccessReviewSpec, rule rbacv1.PolicyRule) {
+	t.Helper()
+	who.ResourceAttributes = &authorizationv1.ResourceAttributes{Group: rule.APIGroups[0], Resource: rule.Resources[0], Verb: rule.Verbs[0]}
+	review := &authorizationv1.SubjectAccessReview{Spec: who}
+	waitFor(t, what+" to take effect", func() (bool, error) {
+		got, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, err
 	})
 }
 

@@ -350,7 +350,9 @@ func ensureNamespace(t testing.TB, c clients, name string) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // rewriteAll reads every object at version and writes it back unchanged,
-// which re-encodes it at the current storage version.
+// which re-encodes it at the current storage version. Every object must be
+// stored at another version: rewriteAll repeats a write until it changed
+// the object's resourceVersion.
 func rewriteAll(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) {
 	t.Helper()
 	ctx := context.Background()
@@ -362,11 +364,20 @@ func rewriteAll(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefi
 		list, err = c.dyn.Resource(gvr(crd, version)).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
+	// Each object is stored at another version, so its write must change
+	// its bytes and its resourceVersion. An unchanged resourceVersion means
+	// the API server skipped the write as a no-op: the CRD's handler had
+	// not yet been rebuilt for the new storage version and encoded at the
+	// old one. Such a write is repeated.
 	for i := range list.Items {
 		item := &list.Items[i]
-		if _, err := resource(c, crd, version, item.GetNamespace()).Update(ctx, item, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("rewriting %s/%s: %v", item.GetNamespace(), item.GetName(), err)
-		}
+		waitFor(t, "a write of "+item.GetName()+" at the new storage version", func() (bool, error) {
+			out, err := resource(c, crd, version, item.GetNamespace()).Update(ctx, item, metav1.UpdateOptions{})
+			if err != nil {
+				return false, fmt.Errorf("rewriting %s/%s: %w", item.GetNamespace(), item.GetName(), err)
+			}
+			return out.GetResourceVersion() != item.GetResourceVersion(), nil
+		})
 	}
 }
 

@@ -57,15 +57,7 @@ func bindIdentity(t testing.TB, c clients, name string, rules []rbacv1.PolicyRul
 		_ = c.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 		_ = c.kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	first := rules[0]
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: id.User, Groups: append([]string{"system:authenticated"}, id.Groups...),
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: first.APIGroups[0], Resource: first.Resources[0], Verb: first.Verbs[0]},
-	}}
-	waitFor(t, "the binding of "+name+" to take effect", func() (bool, error) {
-		got, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		return err == nil && got.Status.Allowed, err
-	})
+	waitAllowed(t, c, "the binding of "+name, authorizationv1.SubjectAccessReviewSpec{User: id.User, Groups: append([]string{"system:authenticated"}, id.Groups...)}, rules[0])
 }
 
 // landing is where APF put one request of a client: the names of the flow

@@ -92,17 +92,7 @@ func grant(t *testing.T, c clients, role *rbacv1.ClusterRole, suffix string) str
 	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	first := r.Rules[0]
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group: first.APIGroups[0], Resource: first.Resources[0], Verb: first.Verbs[0],
-		},
-	}}
-	waitFor(t, "the binding of "+name+" to take effect", func() (bool, error) {
-		got, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		return err == nil && got.Status.Allowed, err
-	})
+	waitAllowed(t, c, "the binding of "+name, authorizationv1.SubjectAccessReviewSpec{User: user}, r.Rules[0])
 	return user
 }
 

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,14 +240,23 @@ func TestRetireClientUsage(t *testing.T) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var served atomic.Bool
+	t.Cleanup(func() { stop(); wg.Wait() })
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			_, _ = v1.List(ctx, metav1.ListOptions{})
-			_, _ = v1.Get(ctx, "crontab-0", metav1.GetOptions{})
+			_, errList := v1.List(ctx, metav1.ListOptions{})
+			_, errGet := v1.Get(ctx, "crontab-0", metav1.GetOptions{})
+			if errList == nil && errGet == nil {
+				served.Store(true)
+			}
 		}
 	}()
+	// Right after the CRD edit of advance the first requests may be
+	// answered 429 and retried a second later: measure once the client
+	// is served.
+	waitFor(t, "the client's list and get to be served", func() (bool, error) { return served.Load(), nil })
 	r := refused(t, c, name, []string{"clients still use usage.example.com/v1 crontabs (seen by: /metrics of 1 API server instance(s))"}, "unserve", name, "v1", "--usage-window=1s")
 	evidence := regexp.MustCompile(`requests in the last [0-9.]+s: GET [1-9][0-9]*, LIST [1-9][0-9]*`)
 	if !evidence.MatchString(r.stdout) {

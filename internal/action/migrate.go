@@ -105,13 +105,21 @@ func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o Migrat
 // Migrate rewrites every object of crd at its storage version and trims
 // status.storedVersions under the guard of package migrate, through the
 // client engine (migrate.Engine) or a StorageVersionMigration (svm.Runner),
-// after the permission check of what it will write and its preflight: the
+// once the API server serves crd's storage version (cluster.WaitServed,
+// for up to ServedWait: right after a change of the storage version, the
+// handler that encodes the objects may still be the old one), after the
+// permission check of what it will write and its preflight: the
 // loss measured on the objects (MeasureMigrationLoss), then
 // MigrationRefusal. Per-object failures are in the result; see Outcome for
 // whether the run did what it should.
 func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*Migration, error) {
 	if err := orderRefusal(crd, o); err != nil {
 		return nil, err
+	}
+	if !o.Client.CountOnly {
+		if err := waitStorageServed(ctx, c, crd); err != nil {
+			return nil, err
+		}
 	}
 	measure := !o.AllowPruning && !o.Client.CountOnly
 	server := o.Engine == migrate.EngineServer
@@ -164,6 +172,19 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	}
 	out.Result.Warnings = append(warnings, out.Result.Warnings...)
 	return out, nil
+}
+
+// waitStorageServed waits, for up to ServedWait, until the API server
+// serves crd as read, its storage version included (cluster.WaitServed),
+// and otherwise refuses the migration: a write that the old handler takes
+// is stored at the previous storage version, or, unchanged, not written at
+// all and counted as current — after which storedVersions would be trimmed
+// of a version that objects are still stored at.
+func waitStorageServed(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
+	if err := c.WaitServed(ctx, crd.Name, ServedWait); err != nil {
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: the API server does not serve the CRD as read yet, so objects written now could stay at the previous storage version; re-run once it does: %w", crd.Name, err)
+	}
+	return nil
 }
 
 // LossChecker reads objects at two versions and compares them (see

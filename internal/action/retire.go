@@ -149,6 +149,9 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 			return nil, err
 		}
 	}
+	if err := waitStorageServed(ctx, r.Client, crd); err != nil {
+		return nil, err
+	}
 	opts := r.Engine
 	opts.DryRun = dryRun
 	if r.Progress != nil && !dryRun {

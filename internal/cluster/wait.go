@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -10,12 +12,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // WaitServed polls every 50 ms, for up to timeout, until the CRD has the
 // condition Established and each of its served versions lists the resource
-// in discovery — the point from which clients can use those versions. On
-// timeout the error says what was still missing.
+// in discovery — the point from which clients can use those versions — and,
+// when the storage version is served, with the storageVersionHash of the
+// CRD's storage version (StorageVersionHash). The API server's discovery is
+// built from the same CRD informer as the handler that encodes the objects,
+// so the hash is how a client can tell that the instance answering has taken
+// a change of the storage version in: before that, a write goes through the
+// old handler and is stored at the old version (and a no-op write is not
+// written at all). On timeout the error says what was still missing.
 func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration) error {
 	var waitingFor string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -33,6 +43,7 @@ func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefi
 		if !established {
 			return false, nil
 		}
+		hash := storageHashWhenServed(crd)
 		for _, v := range crd.Spec.Versions {
 			if !v.Served {
 				continue
@@ -43,12 +54,18 @@ func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefi
 				waitingFor = fmt.Sprintf("discovery of %s: %v", gv, err)
 				return false, nil
 			}
-			found := false
-			for _, r := range list.APIResources {
-				found = found || r.Name == crd.Spec.Names.Plural
+			var found *metav1.APIResource
+			for i, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					found = &list.APIResources[i]
+				}
 			}
-			if !found {
+			if found == nil {
 				waitingFor = fmt.Sprintf("%s in discovery of %s", crd.Spec.Names.Plural, gv)
+				return false, nil
+			}
+			if hash != "" && found.StorageVersionHash != "" && found.StorageVersionHash != hash {
+				waitingFor = fmt.Sprintf("discovery of %s to name the storage version %s (storageVersionHash %s, not %s)", gv, lifecycle.StorageVersion(crd), hash, found.StorageVersionHash)
 				return false, nil
 			}
 		}
@@ -58,6 +75,30 @@ func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefi
 		return fmt.Errorf("waiting for CustomResourceDefinition %s to be served (%s): %w", name, waitingFor, err)
 	}
 	return nil
+}
+
+// StorageVersionHash is the storageVersionHash that an API server's
+// discovery gives a resource whose objects are stored at group/version as
+// kind: the first 8 bytes of the SHA-256 of "group/version/kind", in
+// standard base64 (k8s.io/apiserver's discovery.StorageVersionHash; that
+// package is not imported for it, it brings in the server's tracing and
+// CEL). An e2e test compares it with what the API server serves.
+func StorageVersionHash(group, version, kind string) string {
+	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
+}
+
+// storageHashWhenServed is the StorageVersionHash of crd's storage version
+// when that version is served ("" when it is not: the API server's
+// discovery then gives no hash). Like the API server, it takes the kind
+// from spec.names.
+func storageHashWhenServed(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage && v.Served {
+			return StorageVersionHash(crd.Spec.Group, v.Name, crd.Spec.Names.Kind)
+		}
+	}
+	return ""
 }
 
 // WaitServed waits until the CRD's served versions are in discovery; see

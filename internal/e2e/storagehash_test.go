@@ -1,0 +1,49 @@
+package e2e
+
+import (
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+)
+
+// TestStorageVersionHashOfDiscovery compares the tool's StorageVersionHash
+// with the storageVersionHash the API server's discovery gives each served
+// version of a CRD, before and after a change of the storage version: the
+// differential check of what cluster.WaitServed (every CRD write's wait,
+// and migrate's before it writes) waits for. updateCRD waits through
+// WaitServed, so a wrong hash would time out there.
+func TestStorageVersionHashOfDiscovery(t *testing.T) {
+	c := newClients(t)
+	crd := createCRD(t, c, crontab("storagehash.example.com", apiextensionsv1.NamespaceScoped))
+	want := func(storage string, versions ...string) {
+		t.Helper()
+		hash := cluster.StorageVersionHash(crd.Spec.Group, storage, crd.Spec.Names.Kind)
+		for _, v := range versions {
+			list, err := c.ext.Discovery().ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					found = true
+					if r.StorageVersionHash != hash {
+						t.Errorf("discovery of %s/%s: storageVersionHash %q; the tool computes %q for storage version %s", crd.Spec.Group, v, r.StorageVersionHash, hash, storage)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("discovery of %s/%s lists no %s", crd.Spec.Group, v, crd.Spec.Names.Plural)
+			}
+		}
+	}
+	want("v1", "v1")
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+	})
+	want("v1", "v1", "v2")
+	setStorage(t, c, crd.Name, "v2")
+	want("v2", "v1", "v2")
+}

@@ -105,7 +105,7 @@ func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o Migrat
 // Migrate rewrites every object of crd at its storage version and trims
 // status.storedVersions under the guard of package migrate, through the
 // client engine (migrate.Engine) or a StorageVersionMigration (svm.Runner),
-// once the API server serves crd's storage version (cluster.WaitServed,
+// once the API server serves crd's storage version (cluster.WaitStorageVersion,
 // for up to ServedWait: right after a change of the storage version, the
 // handler that encodes the objects may still be the old one), after the
 // permission check of what it will write and its preflight: the
@@ -175,14 +175,14 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 }
 
 // waitStorageServed waits, for up to ServedWait, until the API server
-// serves crd as read, its storage version included (cluster.WaitServed),
+// serves crd's storage version as read (cluster.WaitStorageVersion),
 // and otherwise refuses the migration: a write that the old handler takes
 // is stored at the previous storage version, or, unchanged, not written at
 // all and counted as current — after which storedVersions would be trimmed
 // of a version that objects are still stored at.
 func waitStorageServed(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
-	if err := c.WaitServed(ctx, crd.Name, ServedWait); err != nil {
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: the API server does not serve the CRD as read yet, so objects written now could stay at the previous storage version; re-run once it does: %w", crd.Name, err)
+	if err := c.WaitStorageVersion(ctx, crd.Name, ServedWait); err != nil {
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: the API server does not serve its storage version %s yet, so objects written now could stay at the previous storage version; re-run once it does: %w", crd.Name, lifecycle.StorageVersion(crd), err)
 	}
 	return nil
 }

@@ -20,13 +20,31 @@ import (
 // condition Established and each of its served versions lists the resource
 // in discovery — the point from which clients can use those versions — and,
 // when the storage version is served, with the storageVersionHash of the
-// CRD's storage version (StorageVersionHash). The API server's discovery is
-// built from the same CRD informer as the handler that encodes the objects,
-// so the hash is how a client can tell that the instance answering has taken
-// a change of the storage version in: before that, a write goes through the
-// old handler and is stored at the old version (and a no-op write is not
-// written at all). On timeout the error says what was still missing.
+// CRD's storage version (see WaitStorageVersion). On timeout the error says
+// what was still missing.
 func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration) error {
+	return poll(ctx, crds, disc, name, timeout, true)
+}
+
+// WaitStorageVersion polls every 50 ms, for up to timeout, until no served
+// version of the CRD is listed in discovery with a storageVersionHash other
+// than that of the CRD's storage version (StorageVersionHash). The API
+// server's discovery is built from the same CRD informer as the handler
+// that encodes the objects, so the hash is how a client can tell that the
+// instance answering has taken a change of the storage version in: before
+// that, a write goes through the old handler and is stored at the old
+// version (and a no-op write is not written at all). What discovery does
+// not show cannot hold it up: a CRD not established (not listed), a
+// storage version not served (no hash). On timeout the error names both
+// hashes.
+func WaitStorageVersion(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration) error {
+	return poll(ctx, crds, disc, name, timeout, false)
+}
+
+// poll is WaitServed (served: every served version listed, the CRD
+// established) or WaitStorageVersion (only a listed hash that is not the
+// storage version's holds it up).
+func poll(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration, served bool) error {
 	var waitingFor string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
@@ -34,13 +52,7 @@ func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefi
 			return false, err
 		}
 		waitingFor = fmt.Sprintf("conditions %v", crd.Status.Conditions)
-		established := false
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				established = true
-			}
-		}
-		if !established {
+		if served && !establishedTrue(crd) {
 			return false, nil
 		}
 		hash := storageHashWhenServed(crd)
@@ -50,21 +62,22 @@ func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefi
 			}
 			gv := crd.Spec.Group + "/" + v.Name
 			list, err := disc.ServerResourcesForGroupVersion(gv)
-			if err != nil {
-				waitingFor = fmt.Sprintf("discovery of %s: %v", gv, err)
-				return false, nil
-			}
 			var found *metav1.APIResource
-			for i, r := range list.APIResources {
-				if r.Name == crd.Spec.Names.Plural {
-					found = &list.APIResources[i]
+			if err == nil {
+				for i, r := range list.APIResources {
+					if r.Name == crd.Spec.Names.Plural {
+						found = &list.APIResources[i]
+					}
 				}
 			}
-			if found == nil {
+			switch {
+			case err != nil && served:
+				waitingFor = fmt.Sprintf("discovery of %s: %v", gv, err)
+				return false, nil
+			case found == nil && served:
 				waitingFor = fmt.Sprintf("%s in discovery of %s", crd.Spec.Names.Plural, gv)
 				return false, nil
-			}
-			if hash != "" && found.StorageVersionHash != "" && found.StorageVersionHash != hash {
+			case found != nil && hash != "" && found.StorageVersionHash != "" && found.StorageVersionHash != hash:
 				waitingFor = fmt.Sprintf("discovery of %s to name the storage version %s (storageVersionHash %s, not %s)", gv, lifecycle.StorageVersion(crd), hash, found.StorageVersionHash)
 				return false, nil
 			}
@@ -72,9 +85,23 @@ func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefi
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for CustomResourceDefinition %s to be served (%s): %w", name, waitingFor, err)
+		what := "served"
+		if !served {
+			what = "served at its storage version"
+		}
+		return fmt.Errorf("waiting for CustomResourceDefinition %s to be %s (%s): %w", name, what, waitingFor, err)
 	}
 	return nil
+}
+
+// establishedTrue reports whether crd has the condition Established True.
+func establishedTrue(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // StorageVersionHash is the storageVersionHash that an API server's
@@ -99,6 +126,16 @@ func storageHashWhenServed(crd *apiextensionsv1.CustomResourceDefinition) string
 		}
 	}
 	return ""
+}
+
+// WaitStorageVersion waits until discovery names the CRD's storage
+// version; see the package function.
+func (c *Client) WaitStorageVersion(ctx context.Context, name string, timeout time.Duration) error {
+	disc, err := discovery.NewDiscoveryClientForConfig(c.config)
+	if err != nil {
+		return err
+	}
+	return WaitStorageVersion(ctx, c.CRDs, disc, name, timeout)
 }
 
 // WaitServed waits until the CRD's served versions are in discovery; see

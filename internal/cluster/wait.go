@@ -41,9 +41,8 @@ func WaitStorageVersion(ctx context.Context, crds apiextensionsclient.CustomReso
 	return poll(ctx, crds, disc, name, timeout, false)
 }
 
-// poll is WaitServed (served: every served version listed, the CRD
-// established) or WaitStorageVersion (only a listed hash that is not the
-// storage version's holds it up).
+// poll is WaitServed (served) or WaitStorageVersion: it re-reads the CRD
+// and asks discovery until servedCheck says it is done.
 func poll(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration, served bool) error {
 	var waitingFor string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -51,38 +50,9 @@ func poll(ctx context.Context, crds apiextensionsclient.CustomResourceDefinition
 		if err != nil {
 			return false, err
 		}
-		waitingFor = fmt.Sprintf("conditions %v", crd.Status.Conditions)
-		if served && !establishedTrue(crd) {
-			return false, nil
-		}
-		hash := storageHashWhenServed(crd)
-		for _, v := range crd.Spec.Versions {
-			if !v.Served {
-				continue
-			}
-			gv := crd.Spec.Group + "/" + v.Name
-			list, err := disc.ServerResourcesForGroupVersion(gv)
-			var found *metav1.APIResource
-			if err == nil {
-				for i, r := range list.APIResources {
-					if r.Name == crd.Spec.Names.Plural {
-						found = &list.APIResources[i]
-					}
-				}
-			}
-			switch {
-			case err != nil && served:
-				waitingFor = fmt.Sprintf("discovery of %s: %v", gv, err)
-				return false, nil
-			case found == nil && served:
-				waitingFor = fmt.Sprintf("%s in discovery of %s", crd.Spec.Names.Plural, gv)
-				return false, nil
-			case found != nil && hash != "" && found.StorageVersionHash != "" && found.StorageVersionHash != hash:
-				waitingFor = fmt.Sprintf("discovery of %s to name the storage version %s (storageVersionHash %s, not %s)", gv, lifecycle.StorageVersion(crd), hash, found.StorageVersionHash)
-				return false, nil
-			}
-		}
-		return true, nil
+		var done bool
+		done, waitingFor = servedCheck(crd, disc, served)
+		return done, nil
 	})
 	if err != nil {
 		what := "served"
@@ -92,6 +62,41 @@ func poll(ctx context.Context, crds apiextensionsclient.CustomResourceDefinition
 		return fmt.Errorf("waiting for CustomResourceDefinition %s to be %s (%s): %w", name, what, waitingFor, err)
 	}
 	return nil
+}
+
+// servedCheck tells whether disc shows crd as WaitServed (served: the CRD
+// established, every served version listed, no other storage version's
+// hash) or WaitStorageVersion (only a listed hash that is not the storage
+// version's holds it up) wants it, and otherwise what it is waiting for.
+func servedCheck(crd *apiextensionsv1.CustomResourceDefinition, disc discovery.DiscoveryInterface, served bool) (done bool, waitingFor string) {
+	if served && !establishedTrue(crd) {
+		return false, fmt.Sprintf("conditions %v", crd.Status.Conditions)
+	}
+	hash := storageHashWhenServed(crd)
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gv := crd.Spec.Group + "/" + v.Name
+		list, err := disc.ServerResourcesForGroupVersion(gv)
+		var found *metav1.APIResource
+		if err == nil {
+			for i, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					found = &list.APIResources[i]
+				}
+			}
+		}
+		switch {
+		case err != nil && served:
+			return false, fmt.Sprintf("discovery of %s: %v", gv, err)
+		case found == nil && served:
+			return false, fmt.Sprintf("%s in discovery of %s", crd.Spec.Names.Plural, gv)
+		case found != nil && hash != "" && found.StorageVersionHash != "" && found.StorageVersionHash != hash:
+			return false, fmt.Sprintf("discovery of %s to name the storage version %s (storageVersionHash %s, not %s)", gv, lifecycle.StorageVersion(crd), hash, found.StorageVersionHash)
+		}
+	}
+	return true, ""
 }
 
 // establishedTrue reports whether crd has the condition Established True.

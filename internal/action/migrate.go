@@ -182,7 +182,7 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 // of a version that objects are still stored at.
 func waitStorageServed(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if err := c.WaitStorageVersion(ctx, crd.Name, ServedWait); err != nil {
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: the API server does not serve its storage version %s yet, so objects written now could stay at the previous storage version; re-run once it does: %w", crd.Name, lifecycle.StorageVersion(crd), err)
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: the API server has not yet taken in the change of its storage version to %s, so objects written now could stay at the previous storage version; re-run in a minute: %w", crd.Name, lifecycle.StorageVersion(crd), err)
 	}
 	return nil
 }

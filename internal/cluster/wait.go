@@ -18,25 +18,26 @@ import (
 
 // WaitServed polls every 50 ms, for up to timeout, until the CRD has the
 // condition Established and each of its served versions lists the resource
-// in discovery — the point from which clients can use those versions — and,
-// when the storage version is served, with the storageVersionHash of the
-// CRD's storage version (see WaitStorageVersion). On timeout the error says
+// in discovery — the point from which clients can use those versions — with
+// the storageVersionHash of the CRD's storage version, or none when that
+// is not served (see WaitStorageVersion). On timeout the error says
 // what was still missing.
 func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration) error {
 	return poll(ctx, crds, disc, name, timeout, true)
 }
 
-// WaitStorageVersion polls every 50 ms, for up to timeout, until no served
-// version of the CRD is listed in discovery with a storageVersionHash other
-// than that of the CRD's storage version (StorageVersionHash). The API
-// server's discovery is built from the same CRD informer as the handler
-// that encodes the objects, so the hash is how a client can tell that the
-// instance answering has taken a change of the storage version in: before
-// that, a write goes through the old handler and is stored at the old
-// version (and a no-op write is not written at all). What discovery does
-// not show cannot hold it up: a CRD not established (not listed), a
-// storage version not served (no hash). On timeout the error names both
-// hashes.
+// WaitStorageVersion polls every 50 ms, for up to timeout, until discovery
+// gives each listed served version of the CRD the storageVersionHash of the
+// CRD's storage version (StorageVersionHash), or none when the storage
+// version is not served, and, when the CRD is established and its storage
+// version served, lists the storage version. The API server's discovery is
+// built from the same CRD informer as the handler that encodes the objects,
+// so the hash is how a client can tell that the instance answering has
+// taken a change of the storage version in: before that, a write goes
+// through the old handler and is stored at the old version (and a no-op
+// write is not written at all). A CRD that is not established is not
+// listed, and cannot hold it up. On timeout the error says what discovery
+// still gave.
 func WaitStorageVersion(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration) error {
 	return poll(ctx, crds, disc, name, timeout, false)
 }
@@ -48,26 +49,35 @@ func poll(ctx context.Context, crds apiextensionsclient.CustomResourceDefinition
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
+			if ctx.Err() != nil {
+				// The time is up while the read waited (client-side rate
+				// limit): that is a timeout, said below.
+				return false, nil
+			}
 			return false, err
 		}
 		var done bool
 		done, waitingFor = servedCheck(crd, disc, served)
 		return done, nil
 	})
-	if err != nil {
-		what := "served"
-		if !served {
-			what = "served at its storage version"
-		}
-		return fmt.Errorf("waiting for CustomResourceDefinition %s to be %s (%s): %w", name, what, waitingFor, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	what := "served"
+	if !served {
+		what = "served at its storage version"
+	}
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("CustomResourceDefinition %s was not %s within %s: waiting for %s", name, what, timeout, waitingFor)
+	}
+	return fmt.Errorf("waiting for CustomResourceDefinition %s to be %s (%s): %w", name, what, waitingFor, err)
 }
 
 // servedCheck tells whether disc shows crd as WaitServed (served: the CRD
-// established, every served version listed, no other storage version's
-// hash) or WaitStorageVersion (only a listed hash that is not the storage
-// version's holds it up) wants it, and otherwise what it is waiting for.
+// established, every served version listed, each with the storage
+// version's hash) or WaitStorageVersion (each listed version with that
+// hash; the storage version listed when the CRD is established) wants it,
+// and otherwise what it is waiting for.
 func servedCheck(crd *apiextensionsv1.CustomResourceDefinition, disc discovery.DiscoveryInterface, served bool) (done bool, waitingFor string) {
 	if served && !establishedTrue(crd) {
 		return false, fmt.Sprintf("conditions %v", crd.Status.Conditions)
@@ -92,8 +102,13 @@ func servedCheck(crd *apiextensionsv1.CustomResourceDefinition, disc discovery.D
 			return false, fmt.Sprintf("discovery of %s: %v", gv, err)
 		case found == nil && served:
 			return false, fmt.Sprintf("%s in discovery of %s", crd.Spec.Names.Plural, gv)
-		case found != nil && hash != "" && found.StorageVersionHash != "" && found.StorageVersionHash != hash:
-			return false, fmt.Sprintf("discovery of %s to name the storage version %s (storageVersionHash %s, not %s)", gv, lifecycle.StorageVersion(crd), hash, found.StorageVersionHash)
+		case found != nil && found.StorageVersionHash != hash:
+			return false, fmt.Sprintf("discovery of %s to give the storageVersionHash of %s (%s, not %s)", gv, storageNamed(crd, hash), orNone(hash), orNone(found.StorageVersionHash))
+		case found == nil && v.Storage && hash != "" && establishedTrue(crd):
+			if err != nil {
+				return false, fmt.Sprintf("discovery of %s, the storage version: %v", gv, err)
+			}
+			return false, fmt.Sprintf("%s in discovery of %s, the storage version", crd.Spec.Names.Plural, gv)
 		}
 	}
 	return true, ""
@@ -118,6 +133,22 @@ func establishedTrue(crd *apiextensionsv1.CustomResourceDefinition) bool {
 func StorageVersionHash(group, version, kind string) string {
 	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
 	return base64.StdEncoding.EncodeToString(sum[:8])
+}
+
+// storageNamed names the storage version whose hash discovery should give.
+func storageNamed(crd *apiextensionsv1.CustomResourceDefinition, hash string) string {
+	if hash == "" {
+		return "a storage version that is not served, " + lifecycle.StorageVersion(crd)
+	}
+	return "the storage version " + lifecycle.StorageVersion(crd)
+}
+
+// orNone is hash, or "none" when it is empty.
+func orNone(hash string) string {
+	if hash == "" {
+		return "none"
+	}
+	return hash
 }
 
 // storageHashWhenServed is the StorageVersionHash of crd's storage version

@@ -27,13 +27,15 @@ func (d discoveryAt) ServerResourcesForGroupVersion(gv string) (*metav1.APIResou
 // WaitServed and WaitStorageVersion (their check, servedCheck) wait until
 // discovery gives the resource the storageVersionHash of the new storage
 // version — the API server's sign that it took the CRD in — and report what
-// they wait for while discovery still gives the old one. What discovery
-// does not show (no hash: an unserved storage version, an older server; a
-// CRD not established, which discovery does not list) does not hold
-// WaitStorageVersion up; WaitServed still waits for the CRD to be
-// established. A discovery stub stands for an instance that lags, which
-// cannot be made on demand; the hash itself is compared with a real API
-// server's in the e2e test TestStorageVersionHashOfDiscovery.
+// they wait for while discovery still gives the old one, or none (it last
+// saw a storage version that is not served), or does not list the storage
+// version of an established CRD; after a change to a storage version that
+// is not served, until it gives none. A CRD not established, which
+// discovery does not list, does not hold WaitStorageVersion up; WaitServed
+// still waits for the CRD to be established. A discovery stub stands for
+// an instance that lags, which cannot be made on demand; the hash itself is
+// compared with a real API server's in the e2e test
+// TestStorageVersionHashOfDiscovery.
 func TestWaitServedStorageVersion(t *testing.T) {
 	crd := func(storageServed, established bool) *apiextensionsv1.CustomResourceDefinition {
 		status := apiextensionsv1.ConditionTrue
@@ -54,7 +56,9 @@ func TestWaitServedStorageVersion(t *testing.T) {
 		}
 	}
 	v1, v2 := StorageVersionHash("stable.example.com", "v1", "CronTab"), StorageVersionHash("stable.example.com", "v2", "CronTab")
-	stale := "to name the storage version v2 (storageVersionHash " + v2 + ", not " + v1 + ")"
+	stale := "to give the storageVersionHash of the storage version v2 (" + v2 + ", not " + v1 + ")"
+	nohash := "to give the storageVersionHash of the storage version v2 (" + v2 + ", not none)"
+	unserved := "to give the storageVersionHash of a storage version that is not served, v2 (none, not " + v1 + ")"
 	for _, tc := range []struct {
 		name                    string
 		storageServed, estab    bool
@@ -63,8 +67,10 @@ func TestWaitServedStorageVersion(t *testing.T) {
 	}{
 		{"discovery names the new storage version", true, true, discoveryAt{hash: v2}, "", ""},
 		{"discovery still names the old one", true, true, discoveryAt{hash: v1}, stale, stale},
-		{"discovery gives no hash", true, true, discoveryAt{hash: ""}, "", ""},
-		{"the storage version is not served", false, true, discoveryAt{hash: v1}, "", ""},
+		{"discovery gives no hash: it last saw an unserved storage version", true, true, discoveryAt{hash: ""}, nohash, nohash},
+		{"established, not listed yet", true, true, notListed{}, "discovery of stable.example.com/v1", "discovery of stable.example.com/v2, the storage version"},
+		{"the storage version is not served", false, true, discoveryAt{hash: ""}, "", ""},
+		{"the storage version is not served, discovery still gives a hash", false, true, discoveryAt{hash: v1}, unserved, unserved},
 		{"not established, not listed", true, false, notListed{}, "conditions [", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

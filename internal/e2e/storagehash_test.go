@@ -10,7 +10,8 @@ import (
 
 // TestStorageVersionHashOfDiscovery compares the tool's StorageVersionHash
 // with the storageVersionHash the API server's discovery gives each served
-// version of a CRD, before and after a change of the storage version: the
+// version of a CRD, before and after changes of the storage version (to a
+// served one, to one not served, and back): the
 // differential check of what cluster.WaitServed (every CRD write's wait,
 // and migrate's before it writes) waits for. updateCRD waits through
 // WaitServed, so a wrong hash would time out there.
@@ -19,7 +20,10 @@ func TestStorageVersionHashOfDiscovery(t *testing.T) {
 	crd := createCRD(t, c, crontab("storagehash.example.com", apiextensionsv1.NamespaceScoped))
 	want := func(storage string, versions ...string) {
 		t.Helper()
-		hash := cluster.StorageVersionHash(crd.Spec.Group, storage, crd.Spec.Names.Kind)
+		hash := "" // the storage version is not served: discovery gives no hash
+		if storage != "" {
+			hash = cluster.StorageVersionHash(crd.Spec.Group, storage, crd.Spec.Names.Kind)
+		}
 		for _, v := range versions {
 			list, err := c.ext.Discovery().ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v)
 			if err != nil {
@@ -46,4 +50,16 @@ func TestStorageVersionHashOfDiscovery(t *testing.T) {
 	want("v1", "v1", "v2")
 	setStorage(t, c, crd.Name, "v2")
 	want("v2", "v1", "v2")
+	// Storage back at v1, which is not served: no hash. Then storage at v2:
+	// an instance that has not taken that in still gives none, which is
+	// why the wait takes a missing hash as "not yet".
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i := range crd.Spec.Versions {
+			v := &crd.Spec.Versions[i]
+			v.Storage, v.Served = v.Name == "v1", v.Name != "v1"
+		}
+	})
+	want("", "v2")
+	setStorage(t, c, crd.Name, "v2")
+	want("v2", "v2")
 }

@@ -26,8 +26,9 @@ import (
 // to paste in the state where it is printed. For each starting state — the
 // lifecycle states S0–S6 reached by the chain from S0, and the findings
 // that can hold there: version names Kubernetes' rules cannot order, a
-// deprecated storage version, a restored version still in storedVersions,
-// objects stored at a version missing from spec.versions (unreadable) — it
+// deprecated storage version, a storage version not served, a restored
+// version still in storedVersions, objects stored at a version missing
+// from spec.versions (unreadable) — it
 // runs status and doctor, parses every printed command line, and runs
 // them through the real kubectl with the plugin on PATH: the fix: lines as
 // a server-side dry run (each must not be refused), the Next: line for
@@ -104,6 +105,18 @@ func adviceScenarios() []adviceScenario {
 					return err == nil && len(got.Spec.Versions) == 1, err
 				})
 				return getCRD(t, c, crd.Name)
+			},
+		},
+		{
+			// The storage version not served (a hand edit), objects still
+			// stored at v1: migrate writes through the storage version and
+			// refuses until it is served again.
+			name: "storage version not served", truth: []string{"v1", "v2"},
+			build: func(t *testing.T, c clients) *apiextensionsv1.CustomResourceDefinition {
+				crd := advance(t, c, "walk-storage-unserved.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS2)
+				return updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+					crd.Spec.Versions[1].Served = false
+				})
 			},
 		},
 		{

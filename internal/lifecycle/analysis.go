@@ -633,7 +633,12 @@ func nextStep(name string, a Analysis) *NextStep {
 		if len(a.migrateLoss) > 0 {
 			return &NextStep{Reason: reason + " (kubectl crdversion migrate " + name + "), once the schemas keep every field", Loss: migrateLossText(a)}
 		}
-		return next(reason, Crdversion("migrate", name))
+		if !a.versionServed(a.StorageVersion) {
+			// migrate writes through the storage version and refuses
+			// while it is not served.
+			reason = fmt.Sprintf("serve the storage version %s, which migrate writes through; then %s", a.StorageVersion, reason)
+		}
+		return next(reason, migrateFix(a)...)
 	case StateS3:
 		return next(fmt.Sprintf("warn clients that still request %s", a.OldVersion),
 			Crdversion("deprecate", name, a.OldVersion))

@@ -292,7 +292,7 @@ func withLoss(a Analysis) string {
 	if len(a.migrateLoss) == 0 {
 		return ""
 	}
-	return "; kubectl crdversion migrate " + a.CRD.Name + " refuses once an object holds the fields that " + CodeMigrationPrunes + " names: keep them first (see there), or accept losing them with migrate --allow-pruning"
+	return "; kubectl crdversion migrate " + a.CRD.Name + " refuses once an object holds the fields that the finding on pruning names: keep them first, or accept losing them with migrate --allow-pruning"
 }
 
 // migrateLossText says what migrate --allow-pruning accepts losing, and

@@ -203,6 +203,12 @@ func TestObjectsReadable(t *testing.T) {
 	if !strings.HasPrefix(b.Findings[0].Fix, "kubectl crdversion serve widgets.example.com v1beta1") {
 		t.Errorf("fix with the storage version unserved: %q", b.Findings[0].Fix)
 	}
+	// S2 with the storage version unserved: Next serves it before migrate,
+	// which refuses while it is not served.
+	s2 := Analyze(newCRD().version("v1", true, false).version("v2", false, true).stored("v1", "v2").v())
+	if want := "kubectl crdversion serve widgets.example.com v2 && kubectl crdversion migrate widgets.example.com"; s2.Next == nil || s2.Next.Command != want {
+		t.Errorf("next in S2 with the storage version unserved: %+v, want %q", s2.Next, want)
+	}
 }
 
 func TestPromotionPending(t *testing.T) {

@@ -78,7 +78,9 @@ func migrationFixture(engine string) *migrate.Result {
 func TestMigrationPrinterGolden(t *testing.T) {
 	client := migrationFixture(migrate.EngineClient)
 	golden(t, "migrate/client.txt", written(t, func(w io.Writer) error { view.Migration(w, client, cmdutil.DryRunNone); return nil }))
-	golden(t, "migrate/client-server-dry-run.txt", written(t, func(w io.Writer) error { view.Migration(w, client, cmdutil.DryRunServer); return nil }))
+	dry := *client
+	dry.DryRun, dry.Counts = true, migrate.Counts{Total: 1200, Accepted: 1190, Conflicts: 5, Deleted: 3, Failed: 2}
+	golden(t, "migrate/client-server-dry-run.txt", written(t, func(w io.Writer) error { view.Migration(w, &dry, cmdutil.DryRunServer); return nil }))
 	golden(t, "migrate/client.json", printed(t, "json", nil, &report.Migration{Result: *client}))
 	server := migrationFixture(migrate.EngineServer)
 	crd := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).CRD()

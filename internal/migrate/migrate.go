@@ -71,6 +71,13 @@ const (
 	// Failed: the API server refused the write (validation, a conversion
 	// webhook, …) or kept failing after the retries.
 	Failed Outcome = "failed"
+	// Accepted: the API server accepted the write as a server-side dry
+	// run. A dry run is not stored and keeps the resourceVersion, so it
+	// cannot tell an object it would rewrite from one already current.
+	Accepted Outcome = "accepted"
+	// Listed: the object was listed and nothing was sent (a client-side
+	// dry run, which counts the objects only).
+	Listed Outcome = "listed"
 )
 
 // Options tune a run. The zero value is not valid; start from DefaultOptions.
@@ -156,6 +163,9 @@ type Counts struct {
 	Conflicts int64 `json:"conflicts"`
 	Deleted   int64 `json:"deleted"`
 	Failed    int64 `json:"failed"`
+	// Accepted counts the writes a server-side dry run had accepted: in a
+	// dry run they take the place of rewritten and alreadyCurrent.
+	Accepted int64 `json:"acceptedByDryRun,omitempty"`
 }
 
 func (c *Counts) add(o Outcome) {
@@ -171,6 +181,8 @@ func (c *Counts) add(o Outcome) {
 		c.Deleted++
 	case Failed:
 		c.Failed++
+	case Accepted:
+		c.Accepted++
 	}
 }
 
@@ -181,6 +193,7 @@ func (c *Counts) plus(o Counts) {
 	c.Conflicts += o.Conflicts
 	c.Deleted += o.Deleted
 	c.Failed += o.Failed
+	c.Accepted += o.Accepted
 }
 
 // Trim says what happened to status.storedVersions.
@@ -785,7 +798,7 @@ func retriable(err error) bool {
 // migrate writes one object and tells what happened.
 func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 	if r.opts.CountOnly {
-		return Current, ""
+		return Listed, ""
 	}
 	// The metadata client asks for the answer as PartialObjectMetadata
 	// (protobuf): the API server still decodes, re-encodes and stores the
@@ -820,7 +833,9 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 		return err
 	})
 	switch {
-	case err == nil && newRV != it.resourceVersion && !r.opts.DryRun:
+	case err == nil && r.opts.DryRun:
+		return Accepted, ""
+	case err == nil && newRV != it.resourceVersion:
 		return Rewritten, ""
 	case err == nil:
 		return Current, ""

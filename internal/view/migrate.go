@@ -40,8 +40,16 @@ func Migration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
 		verb += ", resuming from the checkpoint,"
 	}
 	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
-	fmt.Fprintf(w, "  total %d, rewritten %d, already current %d, conflicts %d, deleted %d, failed %d\n",
-		r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
+	switch dryRun {
+	case cmdutil.DryRunClient:
+		fmt.Fprintf(w, "  total %d listed, nothing checked\n", r.Total)
+	case cmdutil.DryRunServer:
+		fmt.Fprintf(w, "  total %d, accepted by the dry run %d (a dry run cannot tell rewritten from already current), conflicts %d, deleted %d, failed %d\n",
+			r.Total, r.Accepted, r.Conflicts, r.Deleted, r.Failed)
+	default:
+		fmt.Fprintf(w, "  total %d, rewritten %d, already current %d, conflicts %d, deleted %d, failed %d\n",
+			r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
+	}
 	if c := r.Concurrency; c != nil {
 		limit := fmt.Sprintf("%d writes in flight (--max-speed)", c.Max)
 		if c.Mode == "adaptive" {

@@ -12,7 +12,8 @@ import (
 )
 
 // TestMigrationHeadline: "Migrated" only for a run that listed every object
-// with none failed; otherwise Interrupted or Failed; a resume whose
+// with none failed; otherwise Failed when an object failed (a list that
+// stopped at unreadable objects included), else Interrupted; a resume whose
 // checkpoint expired says it restarted (B8, issue 17 Build 8).
 func TestMigrationHeadline(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,7 +24,8 @@ func TestMigrationHeadline(t *testing.T) {
 	}{
 		{"done", func(r *migrate.Result) { r.Failed, r.Failures = 0, nil }, cmdutil.DryRunNone, "Migrated crontabs"},
 		{"failed", func(*migrate.Result) {}, cmdutil.DryRunNone, "Failed crontabs"},
-		{"interrupted", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunNone, "Interrupted crontabs"},
+		{"interrupted", func(r *migrate.Result) { r.Complete, r.Failed, r.Failures = false, 0, nil }, cmdutil.DryRunNone, "Interrupted crontabs"},
+		{"list stopped at unreadable objects", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunNone, "Failed crontabs"},
 		{"interrupted dry run", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunServer, "Interrupted: Checked (server dry run, nothing written) crontabs"},
 		{"resumed", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed = 0, nil, true }, cmdutil.DryRunNone, "Migrated, resuming from the checkpoint, crontabs"},
 		{"restarted", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed, r.Restarted = 0, nil, true, true }, cmdutil.DryRunNone,

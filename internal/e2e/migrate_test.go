@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -332,6 +333,42 @@ func TestFaultMigrateFailuresBlockTheTrim(t *testing.T) {
 	if bin.code != 1 || !strings.Contains(bin.stdout, "FAILED fail-a/crontab-00011: ") ||
 		!strings.Contains(bin.stdout, "the test cannot convert crontab-00011") || !strings.Contains(bin.stdout, "not trimmed") {
 		t.Errorf("binary: exit %d\n%s\n%s", bin.code, bin.stdout, bin.stderr)
+	}
+	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Errorf("storedVersions %v, want [v1 v2] untouched", got)
+	}
+}
+
+// TestFaultMigrateNamesEveryUnreadableObject: with the conversion webhook
+// failing for every object still stored at the old version, the list
+// stops at the first page. migrate names each of them — from the causes of
+// the API server's StorageReadError, whose message names only the first —
+// headlines Failed (not Interrupted), exits 1 and trims nothing.
+func TestFaultMigrateNamesEveryUnreadableObject(t *testing.T) {
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	crd := advance(t, c, "migrate-unreadable.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
+	createManyCronTabs(t, c, crd, "v1", 6, []string{"unread-a"})
+	mustRun(t, "add-version", crd.Name, "v2", "--conversion", "Webhook", "--webhook-url", hook.URL+"/convert", "--ca-bundle-file", hook.caFile(t))
+	hook.failing.Store(true)
+	setStorage(t, c, crd.Name, "v2")
+
+	m, r := migrationJSON(t, crd.Name)
+	var names []string
+	for _, f := range m.Failures {
+		names = append(names, f.Object)
+		if !strings.Contains(f.Message, "cannot be read from storage") || !strings.Contains(f.Message, "conversion disabled by the test") {
+			t.Errorf("failure of %s: %q", f.Object, f.Message)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"unread-a/crontab-00000", "unread-a/crontab-00001", "unread-a/crontab-00002", "unread-a/crontab-00003", "unread-a/crontab-00004", "unread-a/crontab-00005"}
+	if r.err == nil || m.Failed != 6 || m.Total != 6 || !slices.Equal(names, want) || m.Trim.Trimmed {
+		t.Errorf("error %v; total %d, failed %d, failures %v, trimmed %v; want the 6 objects named, nothing trimmed", r.err, m.Total, m.Failed, names, m.Trim.Trimmed)
+	}
+	text := plugin(t, "migrate", crd.Name)
+	if text.err == nil || !strings.HasPrefix(text.stdout, "Failed "+crd.Name) || strings.Count(text.stdout, "FAILED unread-a/") != 6 {
+		t.Errorf("text: %v\n%s", text.err, text.stdout)
 	}
 	if got := getCRD(t, c, crd.Name).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
 		t.Errorf("storedVersions %v, want [v1 v2] untouched", got)

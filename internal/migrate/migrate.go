@@ -555,7 +555,7 @@ func (r *run) pass(ctx context.Context) error {
 		if ctx.Err() != nil && errors.Is(listErr, context.Canceled) {
 			return nil // interrupted: not complete, the checkpoint stays
 		}
-		if unreadable := unreadableObjects(listErr, r.gvr); len(unreadable) > 0 {
+		if unreadable, truncated := unreadableObjects(listErr, r.gvr); len(unreadable) > 0 {
 			// The API server cannot read some stored objects (typically a
 			// conversion webhook failing for them), so the list stops there:
 			// report them by name; the run is not complete.
@@ -564,6 +564,9 @@ func (r *run) pass(ctx context.Context) error {
 				r.counts.Total++
 				r.counts.Failed++
 				r.failures = append(r.failures, Failure{Object: name, Message: "cannot be read from storage: " + apiMessageOf(listErr)})
+			}
+			if truncated {
+				r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the API server stopped naming the objects it cannot read after %d; more may be unreadable, and the list stopped there", len(unreadable)))
 			}
 			r.mu.Unlock()
 			return nil
@@ -669,20 +672,42 @@ func (r *run) restart() {
 var storageKey = regexp.MustCompile(`Key: (\S+?),`)
 
 // unreadableObjects returns "namespace/name" of the objects a list error
-// says could not be read from storage ("failed to read one or more … from
-// the storage: StorageError: corrupt object, … Key: <prefix>/<group>/<plural>/<ns>/<name>, …").
-func unreadableObjects(err error, gvr schema.GroupVersionResource) []string {
+// says could not be read from storage. The API server (k8s.io/apiserver
+// storage/etcd3, a list that met objects it cannot transform or decode —
+// typically a conversion webhook failing for them) answers 500 with reason
+// StorageReadError and one cause per object whose field is the object's
+// etcd key, up to a limit; its message names only the first ("failed to
+// read one or more … from the storage: StorageError: corrupt object, …
+// Key: <prefix>/<group>/<plural>/<ns>/<name>, … (and N more)"), which is
+// what is read when the causes are missing. truncated is true when the
+// API server said it stopped collecting them (a cause of type
+// FieldValueTooMany).
+func unreadableObjects(err error, gvr schema.GroupVersionResource) (names []string, truncated bool) {
 	if !apierrors.IsInternalError(err) && !strings.Contains(err.Error(), "StorageError") {
-		return nil
+		return nil, false
 	}
 	marker := "/" + gvr.Group + "/" + gvr.Resource + "/"
-	var out []string
-	for _, m := range storageKey.FindAllStringSubmatch(err.Error(), -1) {
-		if _, rest, ok := strings.Cut(m[1], marker); ok {
-			out = append(out, rest)
+	seen := map[string]bool{}
+	add := func(key string) {
+		if _, rest, ok := strings.Cut(key, marker); ok && !seen[rest] {
+			seen[rest] = true
+			names = append(names, rest)
 		}
 	}
-	return out
+	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			switch c.Type {
+			case metav1.CauseTypeTooMany:
+				truncated = true
+			default:
+				add(c.Field)
+			}
+		}
+	}
+	for _, m := range storageKey.FindAllStringSubmatch(err.Error(), -1) {
+		add(m[1])
+	}
+	return names, truncated
 }
 
 func apiMessageOf(err error) string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -25,12 +26,29 @@ func TestUnreadableObjects(t *testing.T) {
 		"Key: /b9ea116b7f8d85d2/registry/migrate-fail.example.com/crontabs/fail-a/crontab-00007, ResourceVersion: 0, " +
 		"AdditionalErrorMsg: object not decodable revision=13825: conversion webhook for migrate-fail.example.com/v1, Kind=CronTab failed: the test cannot convert crontab-00007; " +
 		"StorageError: corrupt object, Code: 7, Key: /x/registry/migrate-fail.example.com/crontabs/cluster-obj, ResourceVersion: 0, AdditionalErrorMsg: …"
-	got := unreadableObjects(apierrors.NewInternalError(errors.New(msg)), gvr)
-	if strings.Join(got, " ") != "fail-a/crontab-00007 cluster-obj" {
-		t.Errorf("unreadableObjects = %v", got)
+	got, truncated := unreadableObjects(apierrors.NewInternalError(errors.New(msg)), gvr)
+	if strings.Join(got, " ") != "fail-a/crontab-00007 cluster-obj" || truncated {
+		t.Errorf("unreadableObjects = %v, truncated %v", got, truncated)
 	}
-	if unreadableObjects(apierrors.NewForbidden(schema.GroupResource{}, "x", errors.New("no")), gvr) != nil {
+	if got, _ := unreadableObjects(apierrors.NewForbidden(schema.GroupResource{}, "x", errors.New("no")), gvr); got != nil {
 		t.Error("a forbidden list is not an unreadable object")
+	}
+	// The API server's StorageReadError: every object in the causes, the
+	// message naming the first only.
+	key := func(name string) string { return "/registry/migrate-fail.example.com/crontabs/fail-a/" + name }
+	readErr := &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 500, Reason: metav1.StatusReasonStoreReadError,
+		Message: "failed to read one or more crontabs.migrate-fail.example.com from the storage: StorageError: corrupt object, Code: 7, Key: " + key("a") + ", ResourceVersion: 0, AdditionalErrorMsg: … (and 2 more)",
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
+			{Type: metav1.CauseTypeUnexpectedServerResponse, Field: key("a"), Message: "corrupt object"},
+			{Type: metav1.CauseTypeUnexpectedServerResponse, Field: key("b"), Message: "corrupt object"},
+			{Type: metav1.CauseTypeUnexpectedServerResponse, Field: key("c"), Message: "corrupt object"},
+			{Type: metav1.CauseTypeTooMany, Message: "too many errors, the list is truncated"},
+		}},
+	}}
+	got, truncated = unreadableObjects(readErr, gvr)
+	if strings.Join(got, " ") != "fail-a/a fail-a/b fail-a/c" || !truncated {
+		t.Errorf("unreadableObjects of a StorageReadError = %v, truncated %v; want all three, truncated", got, truncated)
 	}
 }
 

@@ -25,10 +25,12 @@ func Migration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
 		verb = "Counted (dry run, nothing written)"
 	case dryRun == cmdutil.DryRunServer:
 		verb = "Checked (server dry run, nothing written)"
+	case r.Failed > 0:
+		// Also when the list stopped at objects the API server cannot
+		// read: the run did not finish, and it was not interrupted.
+		verb = "Failed"
 	case !r.Complete:
 		verb = "Interrupted"
-	case r.Failed > 0:
-		verb = "Failed"
 	}
 	if dryRun != cmdutil.DryRunNone && !r.Complete {
 		verb = "Interrupted: " + verb

@@ -118,7 +118,8 @@ type Options struct {
 	// a run with the same file resumes after the last completed page.
 	Checkpoint string
 	// Progress, when set, is called after every object with where the run
-	// stands. It must be cheap and safe for concurrent use.
+	// stands, one call at a time (the last one sees every object done). It
+	// must be cheap: the writers wait for it.
 	Progress func(Progress)
 }
 
@@ -503,6 +504,9 @@ type run struct {
 	seen     map[types.UID]struct{}
 	total    atomic.Int64
 	done     atomic.Int64
+	// progressMu serializes the Progress calls, so that the last one sees
+	// every object done before it (each call reads done under it).
+	progressMu sync.Mutex
 }
 
 // pass lists every object (metadata only, page by page) and writes each
@@ -892,9 +896,11 @@ func (r *run) record(it item, o Outcome, msg string) {
 		r.failures = append(r.failures, Failure{Object: name, Message: msg})
 	}
 	r.mu.Unlock()
-	done := r.done.Add(1)
+	r.done.Add(1)
 	if r.opts.Progress != nil {
-		p := Progress{Done: done, Total: r.total.Load(), Limit: r.limiter.limit()}
+		r.progressMu.Lock()
+		defer r.progressMu.Unlock()
+		p := Progress{Done: r.done.Load(), Total: r.total.Load(), Limit: r.limiter.limit()}
 		if r.apf != nil {
 			p.PriorityLevel, p.FlowSchema, p.Exempt = cmp.Or(r.apf.PriorityLevel, r.apf.PriorityLevelUID), cmp.Or(r.apf.FlowSchema, r.apf.FlowSchemaUID), r.apf.Exempt
 		}

@@ -504,13 +504,15 @@ func UnreadableObjects(a Analysis, version, message string, forbidden bool) Find
 // version has the same schema, so that None conversion loses nothing —
 // switch the strategy to None.
 func WebhookRepair(a Analysis) string {
-	target := "the conversion webhook"
+	target, ask := "the conversion webhook", "is it running, does the caBundle match its certificate?"
 	if w := a.Conversion.Webhook; w != nil && w.Service != "" {
 		target += " (service " + w.Service + ")"
+		ask = "is its Service running with ready endpoints, does the caBundle match its certificate?"
 	} else if w != nil && w.URL != "" {
 		target += " (" + w.URL + ")"
+		ask = "does it answer at that URL from the API server, does its certificate verify (the caBundle, or the system trust roots without one)?"
 	}
-	fix := "repair " + target + ": is its Service running with ready endpoints, does the caBundle match its certificate? Until then objects stored at another version than the one requested cannot be read, written or deleted (namespace deletion and garbage collection hang on them too)"
+	fix := "repair " + target + ": " + ask + " Until then objects stored at another version than the one requested cannot be read, written or deleted (namespace deletion and garbage collection hang on them too)"
 	if a.sameSchemas() {
 		fix += "; every version has the same schema, so conversion strategy None loses nothing (a reversible break-glass): " + NoneConversionOn(a.CRD.Name).String()
 	}

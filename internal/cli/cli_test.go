@@ -237,6 +237,7 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"migrate", "x.example.com", "--engine", "magic"}, `--engine must be client or server, got "magic"`},
 		{[]string{"migrate", "x.example.com", "--engine", "server", "--concurrency", "3"}, "--concurrency applies to --engine=client only"},
 		{[]string{"migrate", "x.example.com", "--chunk-size", "0"}, "--chunk-size must be positive"},
+		{[]string{"retire", "x.example.com", "v1", "--allow-pruning"}, "--allow-pruning applies to --migrate only"},
 		{[]string{"migrate", "x.example.com", "--concurrency", "0"}, "--concurrency must be positive"},
 		{[]string{"migrate", "x.example.com", "--retries", "-1"}, "--retries must not be negative"},
 		{[]string{"migrate", "x.example.com", "--unreachable-timeout", "-1s"}, "--unreachable-timeout must not be negative"},

@@ -188,6 +188,9 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
 		return nil, err
 	}
+	if fl.AllowPruning && !fl.Migrate {
+		return nil, usageErrorf(cmd, "--allow-pruning applies to --migrate only (retire rewrites no object without it)")
+	}
 	dryRun, err := cmdutil.GetDryRunStrategy(cmd)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -689,6 +690,20 @@ func warningsFor(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, ve
 	return w.seen
 }
 
+// waitWarnings lists crd's objects at version until the API server's
+// warnings are want, and fails the test after waitFor's bound. A CRD edit
+// that discovery does not show (deprecated, deprecationWarning) reaches the
+// handler a moment after the write returns — seconds on a loaded machine —
+// so a test asks the server until it answers with the edit.
+func waitWarnings(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, version string, want []string) {
+	t.Helper()
+	var got []string
+	waitFor(t, fmt.Sprintf("the API server to warn %q at %s", want, version), func() (bool, error) {
+		got = warningsFor(t, crd, version)
+		return slices.Equal(got, want), nil
+	})
+}
+
 // TestCase23DeprecationWarningNoise: deprecating the only served version
 // with a text that names no API. deprecate warns about both; the order the
 // tool proposes instead — add and serve the replacement, then deprecate
@@ -707,9 +722,7 @@ func TestCase23DeprecationWarningNoise(t *testing.T) {
 		}
 	}
 	succeeds(t, "deprecate", name, "v1alpha1", "--warning", vague)
-	if got := warningsFor(t, crd, "v1alpha1"); !slices.Equal(got, []string{vague}) {
-		t.Errorf("warnings at v1alpha1: %q", got)
-	}
+	waitWarnings(t, crd, "v1alpha1", []string{vague})
 
 	succeeds(t, "deprecate", name, "v1alpha1", "--undo")
 	succeeds(t, "add-version", name, "v1beta1")
@@ -717,10 +730,7 @@ func TestCase23DeprecationWarningNoise(t *testing.T) {
 	if strings.Contains(r.stdout, "WARN  v1alpha1 is the only served version") || strings.Contains(r.stdout, "does not name the API") {
 		t.Errorf("deprecate with a replacement and the default text still warns:\n%s", r.stdout)
 	}
-	want := "pkg.example.com/v1alpha1 ControllerConfig is deprecated; use pkg.example.com/v1beta1 ControllerConfig"
-	if got := warningsFor(t, crd, "v1alpha1"); !slices.Equal(got, []string{want}) {
-		t.Errorf("warnings at v1alpha1: %q, want %q", got, want)
-	}
+	waitWarnings(t, crd, "v1alpha1", []string{"pkg.example.com/v1alpha1 ControllerConfig is deprecated; use pkg.example.com/v1beta1 ControllerConfig"})
 	if got := warningsFor(t, crd, "v1beta1"); len(got) != 0 {
 		t.Errorf("warnings at v1beta1: %q", got)
 	}

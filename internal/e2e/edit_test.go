@@ -93,9 +93,11 @@ func TestEditsThroughTheLifecycle(t *testing.T) {
 	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); !v.Deprecated || v.DeprecationWarning == nil {
 		t.Errorf("v1 after deprecate: %+v", v)
 	}
-	// The API server now warns every client of v1; the plugin, which reads
-	// every object at v1 to check a move back of the storage version, shows
-	// the warning once on stderr however many requests carried it.
+	// The API server now warns every client of v1 (once its handler has
+	// the edit); the plugin, which reads every object at v1 to check a move
+	// back of the storage version, shows the warning once on stderr however
+	// many requests carried it.
+	waitWarnings(t, got, "v1", []string{"edits.example.com/v1 CronTab is going away"})
 	warned := binary(t, nil, "promote-storage", name, "v1", "--dry-run=server", "--cache-dir", t.TempDir())
 	if n := strings.Count(warned.stderr, "edits.example.com/v1 CronTab is going away"); warned.code != 0 || n != 1 {
 		t.Errorf("promote-storage v1 --dry-run=server: exit %d, the deprecation warning shown %d times, want once:\n%s", warned.code, n, warned.stderr)

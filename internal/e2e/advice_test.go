@@ -104,6 +104,7 @@ func adviceScenarios() []adviceScenario {
 					got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), crd.Name, metav1.GetOptions{})
 					return err == nil && len(got.Spec.Versions) == 1, err
 				})
+				waitListFails(t, c, crd, "v2", "invalid group/version")
 				return getCRD(t, c, crd.Name)
 			},
 		},

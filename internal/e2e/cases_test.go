@@ -452,6 +452,10 @@ func TestCase16ConversionWebhookDown(t *testing.T) {
 		url := hook.URL + "/resource-conversion"
 		crd.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: ca}
 	})
+	waitFor(t, "the API server to call the webhook at its URL", func() (bool, error) { // once its CRD handler has the edit
+		_, err := c.dyn.Resource(gvr(crd, "v1beta1")).List(context.Background(), metav1.ListOptions{})
+		return err == nil, nil
+	})
 	succeeds(t, "migrate", name)
 	assertHealthy(t, c, name, before)
 
@@ -655,6 +659,18 @@ func TestCase21ObjectsInvalidAtNewVersion(t *testing.T) {
 		container := spec.Properties["container"]
 		container.Default = &apiextensionsv1.JSON{Raw: []byte(`{"name":"main"}`)}
 		spec.Properties["container"] = container
+	})
+	// Once its CRD handler has the edit, the API server defaults
+	// spec.container on a write through v1alpha2 (a read from etcd takes the
+	// storage version's defaults), and the dry run promote-storage sends is
+	// valid.
+	waitFor(t, "a write through v1alpha2 to be defaulted", func() (bool, error) {
+		u, err := resource(c, crd, "v1alpha2", "tools").Get(context.Background(), "analyzer", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		_, err = resource(c, crd, "v1alpha2", "tools").Update(context.Background(), u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, nil
 	})
 	succeeds(t, "promote-storage", name, "v1alpha2")
 	succeeds(t, "migrate", name)

@@ -466,6 +466,18 @@ func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 	}
 }
 
+// waitListFails waits until a list of crd's objects at version fails with
+// an error containing want: the API server's CRD handler has taken in an
+// edit that discovery does not show (a version removed in etcd, a
+// conversion webhook changed), a moment after the CRD reads back edited.
+func waitListFails(t testing.TB, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, want string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("a list at %s to fail with %q", version, want), func() (bool, error) {
+		_, err := c.dyn.Resource(gvr(crd, version)).List(context.Background(), metav1.ListOptions{})
+		return err != nil && strings.Contains(err.Error(), want), nil
+	})
+}
+
 // keepWatching holds a watch open on res until the returned stop is called,
 // reconnecting as an informer does: the API server ends the watches of a
 // CRD's objects whenever it rebuilds the CRD's handler (after the CRD

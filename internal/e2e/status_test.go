@@ -111,6 +111,8 @@ func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
 		got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), crd.Name, metav1.GetOptions{})
 		return err == nil && len(got.Spec.Versions) == 1, err
 	})
+	// The CRD reads back edited before its handler has the edit.
+	waitListFails(t, c, crd, "v2", "invalid group/version")
 
 	s := statusJSON(t, crd.Name)
 	codes := map[string]lifecycle.Finding{}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -31,6 +30,10 @@ type MigrateOptions struct {
 	// VersionOrder is the order of the CRD's versions the user gave,
 	// oldest first (see lifecycle.Order).
 	VersionOrder []string
+	// MeasureProgress, when set, starts a progress display for the loss
+	// measurement of the objects read at version from: the function the
+	// measurement reports to, and the one that ends the display.
+	MeasureProgress func(from string) (update func(migrate.Progress), stop func())
 }
 
 // Migration is the outcome of Migrate.
@@ -141,12 +144,19 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 			return nil, &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}
 		}
 	}
-	var warnings []string
+	// The run's 429 answers count from here: the measurement's requests
+	// are the run's too.
+	var tooManyAtStart int64
+	if c.FlowControl != nil {
+		tooManyAtStart = c.FlowControl.TooManyRequests()
+	}
+	var measured LossMeasurement
 	if measure {
-		var err error
-		if warnings, err = MeasureMigrationLoss(ctx, c, crd, o); err != nil {
+		m, err := MeasureMigrationLoss(ctx, c, crd, o)
+		if err != nil {
 			return nil, err
 		}
+		measured = *m
 	}
 	// The schemas' prediction stands besides the measurement: it also
 	// sees data in etcd that every version's schema already prunes on
@@ -170,7 +180,11 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	if err != nil {
 		return nil, err
 	}
-	out.Result.Warnings = append(warnings, out.Result.Warnings...)
+	out.Result.Warnings = append(measured.Warnings, out.Result.Warnings...)
+	out.Result.Measured = measured.Passes
+	if c.FlowControl != nil && !server {
+		out.Result.TooManyRequests = c.FlowControl.TooManyRequests() - tooManyAtStart
+	}
 	return out, nil
 }
 
@@ -193,51 +207,110 @@ type LossChecker interface {
 	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
 }
 
-// MeasureMigrationLoss asks the API server what migrating crd would lose:
-// for each version in status.storedVersions other than the storage version
-// S, every object is read at that version and sent migrate's own no-op
-// update through S as a server-side dry run, and the two are compared field
-// by field (cluster.Client.CheckObjects). A field present at the old
-// version and absent from what S would store refuses the migration, naming
-// the objects and paths, nothing changed. A stored version whose schema and
-// S's are the same under conversion strategy None is not read: the API
-// server returns the same fields at both. A stored version that is not
-// served, or whose objects cannot be listed, cannot be measured: that is
-// returned as a warning (the static check of MigrationRefusal decides).
-func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (warnings []string, err error) {
+// MeasureMigrationLoss asks the API server what migrating crd would lose,
+// on the path migrate's writes take: every object is read at a version it
+// may be stored at and sent migrate's own no-op update through the storage
+// version S as a server-side dry run, and the two are compared field by
+// field (cluster.Client.CheckObjects, without the dry-run create). The
+// objects are read at each served version of status.storedVersions other
+// than S — whatever their schemas: conversion, pruning, defaulting and
+// UPDATE admission (mutating webhooks and policies) all answer — and, when
+// none is, at S itself (admission may change even an object stored at S).
+// A field present at the read and absent from what S would store refuses
+// the migration, naming the objects and paths, nothing changed.
+//
+// A stored version that is not served cannot be read. Under conversion
+// strategy None nothing is lost unseen there: the read at S gives what the
+// rewrite keeps up to S's pruning, which the static check of
+// MigrationRefusal compares with the old schema. Under Webhook conversion
+// the webhook's conversion of those objects to S cannot be compared with
+// anything, so the migration is refused as unknown (serve the version for
+// the measurement, or pass --allow-pruning) — unless the CRD has no object
+// at all. A version whose objects cannot be listed is returned as a
+// warning: the migration's own reads fail on them too, and it then trims
+// nothing.
+func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*LossMeasurement, error) {
+	out := &LossMeasurement{}
 	storage := lifecycle.StorageVersion(crd)
-	sv := lifecycle.FindVersion(crd, storage)
-	webhook := crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
-	var refusals []string
+	if lifecycle.FindVersion(crd, storage) == nil {
+		return out, nil
+	}
+	webhook := lifecycle.UsesWebhook(crd)
+	var refusals, unknown []string
+	measure := func(from string) error {
+		co := cluster.CheckObjectsOptions{From: from, To: storage, PageSize: o.Client.ChunkSize,
+			Concurrency: o.Client.Concurrency, FieldManager: o.Client.FieldManager, UpdateOnly: true}
+		if o.MeasureProgress != nil {
+			update, stop := o.MeasureProgress(from)
+			defer stop()
+			co.Progress = func(done, total int64) { update(migrate.Progress{Done: done, Total: total}) }
+		}
+		found, err := c.CheckObjects(ctx, crd, co)
+		if err != nil {
+			return err
+		}
+		if found.ListError != "" {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("what the migration loses was not measured for objects read at %s: they cannot be listed there: %s", from, found.ListError))
+			return nil
+		}
+		out.Passes = append(out.Passes, migrate.Measurement{From: from, Objects: found.Listed, Lost: len(found.Lost), ElapsedSeconds: found.ElapsedSeconds})
+		if len(found.Lost) > 0 {
+			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), from, storage, found.Describe(10)))
+		}
+		return nil
+	}
+	measured := false
 	for _, old := range crd.Status.StoredVersions {
 		v := lifecycle.FindVersion(crd, old)
 		switch {
-		case old == storage || sv == nil:
+		case old == storage:
 			continue
-		case v == nil || !v.Served:
-			warnings = append(warnings, fmt.Sprintf("what the migration loses was not measured for objects stored at %s: %s is not served, so they cannot be read there; only the schemas were compared", old, old))
+		case v == nil:
+			out.Warnings = append(out.Warnings, fmt.Sprintf("objects stored at %s cannot be read: %s is not in spec.versions (restore it, unserved, first)", old, old))
 			continue
-		case !webhook && equality.Semantic.DeepEqual(v.Schema, sv.Schema):
+		case !v.Served && webhook:
+			unknown = append(unknown, old)
+			continue
+		case !v.Served:
 			continue
 		}
-		found, err := c.CheckObjects(ctx, crd, cluster.CheckObjectsOptions{From: old, To: storage, PageSize: o.Client.ChunkSize,
-			Concurrency: o.Client.Concurrency, FieldManager: o.Client.FieldManager})
-		if err != nil {
+		if err := measure(old); err != nil {
 			return nil, err
 		}
-		if found.ListError != "" {
-			warnings = append(warnings, fmt.Sprintf("what the migration loses was not measured for objects stored at %s: they cannot be listed there: %s", old, found.ListError))
-			continue
-		}
-		if len(found.Lost) > 0 {
-			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), old, storage, found.Describe(10)))
+		measured = true
+	}
+	if !measured {
+		if err := measure(storage); err != nil {
+			return nil, err
 		}
 	}
 	if len(refusals) > 0 {
-		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data (each object read at its old version and dry-run written through %s, compared): %s; make %s's schema keep these fields, or pass --allow-pruning to accept the loss",
+		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data (each object read and dry-run written through %s, compared): %s; make %s's schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
 			crd.Name, storage, storage, strings.Join(refusals, "; "), storage)
 	}
-	return warnings, nil
+	// Every pass lists every object, whatever version it is stored at:
+	// with none, nothing is stored at the unserved versions either.
+	if len(out.Passes) > 0 && out.Passes[0].Objects == 0 {
+		unknown = nil
+	}
+	if len(unknown) > 0 {
+		cmds := make([]lifecycle.Command, 0, len(unknown)+1)
+		for _, v := range unknown {
+			cmds = append(cmds, lifecycle.Crdversion("serve", crd.Name, v))
+		}
+		cmds = append(cmds, lifecycle.Crdversion("migrate", crd.Name))
+		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: what the migration loses is unknown for objects stored at %s: not served, so they cannot be read there and compared with what the conversion webhook gives %s; serve them for the measurement (%s), or pass --allow-pruning to accept what cannot be measured",
+			crd.Name, strings.Join(unknown, ", "), storage, lifecycle.RenderAll(cmds, nil))
+	}
+	return out, nil
+}
+
+// LossMeasurement is what MeasureMigrationLoss measured.
+type LossMeasurement struct {
+	// Passes are the passes over the objects, one per version read at.
+	Passes []migrate.Measurement
+	// Warnings say what could not be measured.
+	Warnings []string
 }
 
 // Outcome is the error a finished migration of crd stands for, nil when it

@@ -48,12 +48,15 @@ var migrateLong = templates.LongDesc(`
 	rewrites every object at the old version and retires nothing. Run
 	promote-storage first (or pass --no-trim to rewrite anyway).
 
-	Before writing, it measures what the rewrite would lose: for each version
-	in status.storedVersions other than the storage version, every object is
-	read there and sent the run's own no-op update through the storage version
-	as a server-side dry run; a field present in the first and absent from the
-	second is data the migration would drop. migrate then refuses, naming the
-	objects and fields, unless --allow-pruning.
+	Before writing, it measures what the rewrite would lose: every object is
+	read at each served version in status.storedVersions other than the
+	storage version (at the storage version when there is none) and sent the
+	run's own no-op update through the storage version as a server-side dry
+	run; a field present in the first and absent from the second is data the
+	migration would drop (pruning, conversion or UPDATE admission). migrate
+	then refuses, naming the objects and fields, unless --allow-pruning. With
+	a conversion webhook, objects stored at a version that is not served
+	cannot be measured: migrate refuses until it is served.
 
 	--checkpoint FILE records progress after each page; a re-run with the same
 	file resumes there. Without it, a re-run starts over, and objects already
@@ -280,6 +283,11 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		var stop func()
 		opts.Client.Progress, stop = view.ProgressBar(o.ErrOut, crd.Name)
 		defer stop()
+	}
+	if terminal {
+		opts.MeasureProgress = func(from string) (func(migrate.Progress), func()) {
+			return view.LabelledProgressBar(o.ErrOut, "measuring what migrating "+crd.Name+" loses, read at "+from)
+		}
 	}
 	m, err := action.Migrate(ctx, o.client, crd, opts)
 	if err != nil {

@@ -69,6 +69,9 @@ type CheckObjectsOptions struct {
 	// FieldManager names the writer of the dry-run updates, as the step's
 	// own writes will.
 	FieldManager string
+	// UpdateOnly leaves out the dry-run create: the check of a step that
+	// writes every object as an update and none as new (migrate).
+	UpdateOnly bool
 	// RoundTrip, with a conversion webhook and From the storage version,
 	// also reads each object at To (a GET: From -> To, what a migration
 	// will store) and compares it with the dry-run update's answer, which
@@ -132,8 +135,9 @@ type ObjectsCheck struct {
 // objects the dry run refused, are read at o.To instead (a GET) and compared
 // the same way. An object whose update was accepted is also sent, as the
 // preflight did before, a server-side dry-run create at o.To under a
-// generated name: the whole schema without ratcheting (InvalidAsNew). Up
-// to o.Concurrency objects are checked at once. Nothing is persisted.
+// generated name: the whole schema without ratcheting (InvalidAsNew; not
+// with o.UpdateOnly). Up to o.Concurrency objects are checked at once.
+// Nothing is persisted.
 func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o CheckObjectsOptions) (*ObjectsCheck, error) {
 	start := time.Now()
 	from, to := c.Dynamic.Resource(GVR(crd, o.From)), c.Dynamic.Resource(GVR(crd, o.To))
@@ -177,7 +181,7 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 				out.Validated++
 			}
 			g.Go(func() error {
-				f, err := c.checkObject(gctx, at(from, u.GetNamespace()), at(to, u.GetNamespace()), u, validate, o.RoundTrip, o.FieldManager)
+				f, err := c.checkObject(gctx, at(from, u.GetNamespace()), at(to, u.GetNamespace()), u, validate, o)
 				if err != nil {
 					return err
 				}
@@ -252,7 +256,8 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 // An object changed meanwhile is read again at from (a few times); one
 // deleted meanwhile is skipped. Errors the API server did not answer (the
 // connection, the context) are returned.
-func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInterface, u *unstructured.Unstructured, validate, roundTrip bool, fieldManager string) (objectFinding, error) {
+func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInterface, u *unstructured.Unstructured, validate bool, o CheckObjectsOptions) (objectFinding, error) {
+	fieldManager := o.FieldManager
 	var f objectFinding
 	var at *unstructured.Unstructured
 	if validate {
@@ -289,7 +294,7 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 			break
 		}
 	}
-	if at != nil {
+	if at != nil && !o.UpdateOnly {
 		// Accepted as migrate's update: also as a new object?
 		if _, err := to.Create(ctx, validationCandidate(at), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager}); err != nil {
 			if _, answered := err.(apierrors.APIStatus); !answered {
@@ -302,7 +307,7 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 			f.invalidNew = generatedName.ReplaceAllLiteralString(apiMessage(err), u.GetName())
 		}
 	}
-	if at != nil && roundTrip {
+	if at != nil && o.RoundTrip {
 		direct, err := to.Get(ctx, u.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):

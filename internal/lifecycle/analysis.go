@@ -638,6 +638,9 @@ func nextStep(name string, a Analysis) *NextStep {
 			// while it is not served.
 			reason = fmt.Sprintf("serve the storage version %s, which migrate writes through; then %s", a.StorageVersion, reason)
 		}
+		if u := a.unservedStored(); len(u) > 0 {
+			reason = fmt.Sprintf("serve %s again, where migrate reads the objects stored there to measure what the conversion webhook keeps of them (it refuses unmeasured while they are not served); then %s", strings.Join(u, ", "), reason)
+		}
 		return next(reason, migrateFix(a)...)
 	case StateS3:
 		return next(fmt.Sprintf("warn clients that still request %s", a.OldVersion),

@@ -280,10 +280,33 @@ func migrateFix(a Analysis) []Command {
 	if len(a.migrateLoss) > 0 {
 		return nil
 	}
+	var out []Command
 	if !a.versionServed(a.StorageVersion) {
-		return []Command{Crdversion("serve", a.CRD.Name, a.StorageVersion), Crdversion("migrate", a.CRD.Name)}
+		out = append(out, Crdversion("serve", a.CRD.Name, a.StorageVersion))
 	}
-	return []Command{Crdversion("migrate", a.CRD.Name)}
+	// With a conversion webhook, migrate reads the objects at each stored
+	// version to measure what the webhook's conversion keeps, and refuses
+	// (unknown) while one of them is not served.
+	for _, v := range a.unservedStored() {
+		out = append(out, Crdversion("serve", a.CRD.Name, v))
+	}
+	return append(out, Crdversion("migrate", a.CRD.Name))
+}
+
+// unservedStored are, with Webhook conversion, the versions of
+// status.storedVersions other than the storage version that are in
+// spec.versions and not served.
+func (a Analysis) unservedStored() []string {
+	if a.Conversion.Strategy != string(apiextensionsv1.WebhookConverter) {
+		return nil
+	}
+	var out []string
+	for _, v := range a.Versions {
+		if v.InSpec && v.InStoredVersions && !v.Served && v.Name != a.StorageVersion {
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }
 
 // withLoss is what MigrationPending adds when the schemas predict that the

@@ -298,6 +298,25 @@ type Result struct {
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 	// Warnings are things the user should know about the run.
 	Warnings []string `json:"warnings,omitempty"`
+	// Measured are the loss measurements that ran before the rewrite, one
+	// per version the objects were read at; empty when none ran
+	// (--allow-pruning, a client dry run).
+	Measured []Measurement `json:"measured,omitempty"`
+}
+
+// Measurement is one pass of the loss measurement that runs before a
+// migration (action.MeasureMigrationLoss): every object read at From and
+// sent the migration's own no-op update through the storage version as a
+// server-side dry run, the two compared field by field.
+type Measurement struct {
+	// From is the version the objects were read at.
+	From string `json:"from"`
+	// Objects is the number of objects read and dry-run written.
+	Objects int `json:"objects"`
+	// Lost is the number of objects with a field the write would drop.
+	Lost int `json:"lost"`
+	// ElapsedSeconds times the pass.
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
 }
 
 // PriorityAndFairness is where API Priority and Fairness (APF) classified

@@ -321,6 +321,16 @@ func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand
 				"only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", live.Name, strings.Join(migrateLoses, ", "), CodeMigrationPrunes, newStorage, newStorage, applyCommand.Render(global))
 		}
 	}
+	// With a conversion webhook, migrate measures what the webhook keeps
+	// of the objects stored at each old version by reading them there,
+	// and refuses (unknown) while one is not served.
+	if lifecycle.UsesWebhook(live) {
+		for _, s := range live.Status.StoredVersions {
+			if v := lifecycle.FindVersion(live, s); v != nil && !v.Served && !v.Storage && s != newStorage {
+				steps = append(steps, cmd("serve", live.Name, s))
+			}
+		}
+	}
 	steps = append(steps, cmd("migrate", live.Name))
 	if len(applyLoses) > 0 {
 		return steps, StopApply, func(global []lifecycle.Flag) string {

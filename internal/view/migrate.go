@@ -52,6 +52,10 @@ func Migration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
 		fmt.Fprintf(w, "  total %d, rewritten %d, already current %d, conflicts %d, deleted %d, failed %d\n",
 			r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
 	}
+	for _, m := range r.Measured {
+		fmt.Fprintf(w, "  measured first: %d object(s) read at %s and dry-run written through %s in %.1fs, %d losing a field\n",
+			m.Objects, m.From, r.StorageVersion, m.ElapsedSeconds, m.Lost)
+	}
 	if c := r.Concurrency; c != nil {
 		limit := fmt.Sprintf("%d writes in flight (--max-speed)", c.Max)
 		if c.Mode == "adaptive" {

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// migrate measures what its writes lose whatever the schemas say: the
+// objects are read and sent migrate's own no-op update through the storage
+// version as a server-side dry run, and compared. A prediction from the
+// schemas ("the same schema under None loses nothing") missed what the
+// write path itself does: mutating admission on UPDATE, and a conversion
+// webhook's conversion of objects stored at a version that is not served.
+
+// stripOnUpdate installs a MutatingAdmissionPolicy that removes
+// .spec.<field> from every object of crd written through version, and
+// waits until it is enforced on a dry-run update of probe (an object of
+// namespace default that has the field). It is removed when the test ends.
+func stripOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, field, probe string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "strip-" + field + "-" + strings.ReplaceAll(crd.Spec.Group, ".", "-")
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{crd.Spec.Group}, APIVersions: []string{version}, Resources: []string{crd.Spec.Names.Plural}},
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "has-field", Expression: "has(object.spec) && has(object.spec." + field + ")"}},
+			Mutations: []admissionregistrationv1.Mutation{{
+				PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "remove", path: "/spec/` + field + `"}]`},
+			}},
+		},
+	}
+	policies := c.kube.AdmissionregistrationV1().MutatingAdmissionPolicies()
+	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bindings := c.kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+	}
+	if _, err := bindings.Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bindings.Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = policies.Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	res := resource(c, crd, version, "default")
+	waitFor(t, "the mutating admission policy to be enforced", func() (bool, error) {
+		u, err := res.Get(ctx, probe, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got, err := res.Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		spec, _ := got.Object["spec"].(map[string]any)
+		_, kept := spec[field]
+		return !kept, nil
+	})
+}
+
+// TestMigrateMeasuresMutatingAdmission: v1 and v2 have the same schema
+// under conversion None, so the schemas predict no loss; a
+// MutatingAdmissionPolicy removes .spec.image from every object written
+// through v2. migrate's no-op update through the storage version v2 would
+// store every object without it. migrate measures the write and refuses,
+// naming the objects and the field, nothing changed — with an old version
+// in storedVersions (the measurement reads at v1) and without one (a
+// re-run in S3 reads at v2 itself).
+func TestMigrateMeasuresMutatingAdmission(t *testing.T) {
+	c := newClients(t)
+	crd := createCRD(t, c, crontab("strip-update.example.com", apiextensionsv1.NamespaceScoped))
+	createCronTabs(t, c, crd, "v1", 3)
+	v2 := crontabVersion("v2", true, false)
+	serveVersion(t, c, crd, "v2", v2.Schema.OpenAPIV3Schema)
+	stripOnUpdate(t, c, crd, "v2", "image", "crontab-0")
+	crd = setStorage(t, c, crd.Name, "v2")
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Fatalf("storedVersions %s, want v1,v2", got)
+	}
+	before := contents(t, c, crd, "v1")
+
+	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "nothing was changed", "3 object(s) have fields at v1 that v2 drops",
+		"default/crontab-0: .spec.image", "--allow-pruning"}, "migrate", crd.Name)
+	wantContents(t, c, crd, "v1", before)
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Errorf("the refused migrate changed storedVersions to %s", got)
+	}
+
+	// S3: storedVersions lists the storage version only; a re-run of
+	// migrate still writes every object through v2.
+	setStoredVersions(t, c, crd.Name, "v2")
+	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "3 object(s) have fields at v2 that v2 drops", "default/crontab-1: .spec.image"}, "migrate", crd.Name)
+	wantContents(t, c, crd, "v1", before)
+}
+
+// TestMigrateWebhookUnservedStoredVersionIsUnknown: with a conversion
+// webhook, objects stored at v1 while v1 is not served cannot be read at v1,
+// so what the webhook's conversion to the storage version v2 keeps of them
+// cannot be compared with anything. migrate refuses as unknown, naming the
+// way to see (serve v1); once v1 is served it measures and migrates, and
+// the objects keep every field. (What it finds when the webhook drops a
+// field is TestPromoteStorageWebhookRoundTrip's and TestCase16's subject:
+// the API server's watch cache keeps what a conversion gave, so a test
+// cannot make the webhook lossy for a while and then whole again.)
+func TestMigrateWebhookUnservedStoredVersionIsUnknown(t *testing.T) {
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	crd := createCRD(t, c, crontab("unserved-webhook.example.com", apiextensionsv1.NamespaceScoped))
+	createCronTabs(t, c, crd, "v1", 2)
+	url := hook.URL + "/convert"
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})},
+			ConversionReviewVersions: []string{"v1"}}}
+	})
+	crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions[0].Served, crd.Spec.Versions[0].Storage = false, false
+		crd.Spec.Versions[1].Storage = true
+	})
+	waitFor(t, "v2 served through the webhook", func() (bool, error) {
+		_, err := resource(c, crd, "v2", "default").Get(context.Background(), "crontab-0", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	before := contents(t, c, crd, "v2")
+
+	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "nothing was changed", "unknown for objects stored at v1",
+		"kubectl crdversion serve " + crd.Name + " v1", "--allow-pruning"}, "migrate", crd.Name)
+
+	succeeds(t, "serve", crd.Name, "v1")
+	wantContents(t, c, crd, "v2", before)
+	succeeds(t, "migrate", crd.Name)
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v2" {
+		t.Errorf("storedVersions %s after migrate, want v2", got)
+	}
+	assertHealthy(t, c, crd.Name, before)
+}
+
+// wantContents checks that the objects of crd read at version have the
+// contents they had before (see contents).
+func wantContents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string, before map[string]map[string]any) {
+	t.Helper()
+	got, _ := json.Marshal(contents(t, c, crd, version))
+	want, _ := json.Marshal(before)
+	if string(got) != string(want) {
+		t.Errorf("%s at %s: the objects changed\n got %s\nwant %s", crd.Name, version, got, want)
+	}
+}

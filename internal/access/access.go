@@ -43,6 +43,12 @@ func EditCRD() []Need {
 	return []Need{{Verb: "update", Group: crdGroup, Resource: "customresourcedefinitions", Why: "to write the CRD"}}
 }
 
+// RecordStoredVersions is what adding a version to the CRD's
+// status.storedVersions needs (see edit.Result.RecordStored).
+func RecordStoredVersions() []Need {
+	return []Need{{Verb: "update", Group: crdGroup, Resource: "customresourcedefinitions", Subresource: "status", Why: "to list the restored version in status.storedVersions again"}}
+}
+
 // Migrate is what migrate needs on crd: list and patch its objects, and,
 // unless trim is false, update the CRD's status (storedVersions).
 func Migrate(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {

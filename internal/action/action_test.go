@@ -68,6 +68,13 @@ func (f *fake) WaitServed(context.Context, string, time.Duration) error {
 	return nil
 }
 
+func (f *fake) AddStoredVersions(_ context.Context, _ string, versions []string, _ string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	f.calls = append(f.calls, "stored+"+strings.Join(versions, ","))
+	out := f.written.DeepCopy()
+	out.Status.StoredVersions = append(out.Status.StoredVersions, versions...)
+	return out, nil
+}
+
 func crd(webhookService bool) *apiextensionsv1.CustomResourceDefinition {
 	c := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", ResourceVersion: "1"},
@@ -172,19 +179,25 @@ func TestWrite(t *testing.T) {
 		dryRun  DryRun
 		missing []access.Need
 		noop    bool
+		stored  []string
 		want    string
 		err     bool
 	}{
-		{"real write waits for discovery", DryRunNone, nil, false, "access update wait", false},
-		{"server dry run", DryRunServer, nil, false, "access update(dry run)", false},
-		{"client dry run sends nothing", DryRunClient, nil, false, "", false},
-		{"no-op sends nothing", DryRunNone, nil, true, "", false},
-		{"a missing permission writes nothing", DryRunNone, []access.Need{{Verb: "update", Resource: "customresourcedefinitions"}}, false, "access", true},
+		{"real write waits for discovery", DryRunNone, nil, false, nil, "access update wait", false},
+		{"server dry run", DryRunServer, nil, false, nil, "access update(dry run)", false},
+		{"client dry run sends nothing", DryRunClient, nil, false, nil, "", false},
+		{"no-op sends nothing", DryRunNone, nil, true, nil, "", false},
+		{"a missing permission writes nothing", DryRunNone, []access.Need{{Verb: "update", Resource: "customresourcedefinitions"}}, false, nil, "access", true},
+		// A restored version objects are stored at: storedVersions lists it
+		// again right after the spec write, before anything waits.
+		{"a restore records storedVersions", DryRunNone, nil, false, []string{"v0"}, "access update stored+v0 wait", false},
+		{"a restore in a server dry run records nothing", DryRunServer, nil, false, []string{"v0"}, "access update(dry run)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fake{missing: tc.missing}
 			res := *r
 			res.NoOp = tc.noop
+			res.RecordStored = tc.stored
 			_, err := Write(context.Background(), f, &res, WriteOptions{DryRun: tc.dryRun, FieldManager: "m", Operation: "unserve"})
 			if (err != nil) != tc.err {
 				t.Errorf("err %v", err)

@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,11 +17,15 @@ import (
 )
 
 // AddVersionCluster is what add-version reads from the cluster: the
-// conversion webhook's Service and a stored object to convert.
+// conversion webhook's Service and a stored object to convert, and whether
+// objects are stored at the version added.
 type AddVersionCluster interface {
 	preflight.ServiceReader
 	// FirstObject returns one object read at version, nil when none.
 	FirstObject(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*unstructured.Unstructured, error)
+	// CountObjects counts the objects read at version (a paged,
+	// metadata-only list).
+	CountObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) (int, error)
 }
 
 // AddVersionOptions are the inputs of add-version.
@@ -37,8 +42,14 @@ type AddVersionOptions struct {
 // preflight.Webhooks). c may be nil (manifest mode without a cluster).
 func AddVersion(ctx context.Context, c AddVersionCluster, t *Target, o AddVersionOptions) *edit.Result {
 	r := edit.AddVersion(t.CRD, o.Spec)
+	if r.NoOp || len(r.Checks.Failed()) > 0 {
+		return r
+	}
+	if c != nil && t.live() {
+		storedAt(ctx, c, t.CRD, r, o.Spec.Name)
+	}
 	wh := lifecycle.ConversionWebhook(r.Edited)
-	if r.NoOp || len(r.Checks.Failed()) > 0 || wh == nil {
+	if wh == nil {
 		return r
 	}
 	crd := t.CRD
@@ -70,4 +81,23 @@ func AddVersion(ctx context.Context, c AddVersionCluster, t *Target, o AddVersio
 	}
 	r.Checks = append(r.Checks, cs...)
 	return r
+}
+
+// storedAt asks the API server whether objects of crd are stored at
+// version, which r restores to spec.versions, although
+// status.storedVersions does not list it: a list of the objects is then
+// answered "invalid group/version" for version. If so, r records version
+// in status.storedVersions again when it is written (see
+// edit.Result.RecordStoredVersions) — otherwise the CRD would say that no
+// object is stored there, and a later removal of the version would make
+// them unreadable again. A list this user may not make, or that fails for
+// another reason, says nothing about it.
+func storedAt(ctx context.Context, c AddVersionCluster, crd *apiextensionsv1.CustomResourceDefinition, r *edit.Result, version string) {
+	from := lifecycle.ListVersion(crd)
+	if from == "" || slices.Contains(crd.Status.StoredVersions, version) {
+		return
+	}
+	if _, err := c.CountObjects(ctx, crd, from, 500); err != nil && lifecycle.StoredAt(crd.Spec.Group, version, err.Error()) {
+		r.RecordStoredVersions(version, err.Error())
+	}
 }

@@ -2,6 +2,8 @@ package action
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,6 +22,9 @@ type Writer interface {
 	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, opts cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error)
 	// WaitServed waits until the CRD's served versions are in discovery.
 	WaitServed(ctx context.Context, name string, timeout time.Duration) error
+	// AddStoredVersions adds versions to the CRD's status.storedVersions
+	// (a status write) unless it lists them already.
+	AddStoredVersions(ctx context.Context, name string, versions []string, fieldManager string) (*apiextensionsv1.CustomResourceDefinition, error)
 }
 
 // DryRun is how a step writes: for real, not at all (client), or as a
@@ -58,20 +63,29 @@ type Written struct {
 	// NewlyServed are the versions the write began to serve, in discovery
 	// now (a real write only).
 	NewlyServed []string
+	// RecordedStored are the versions of r.RecordStored that the write
+	// added to status.storedVersions (a real write only).
+	RecordedStored []string
 }
 
 // Write writes r.Edited, which must have passed its preflight (see
 // edit.Result.Refused), pinned to the resourceVersion that was read: after
 // checking that the user may update CRDs (unless a client dry run), as a
 // real or server-side dry-run update, then — for a real write — waiting
-// until clients can use the versions it serves. A no-op result is not
-// written.
+// until clients can use the versions it serves, and adding the versions
+// of r.RecordStored to status.storedVersions (a second write, to the
+// status subresource: the API server takes storedVersions from no other).
+// A no-op result is not written.
 func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Written, error) {
 	out := &Written{CRD: r.Edited}
 	if r.NoOp || o.DryRun == DryRunClient {
 		return out, nil
 	}
-	if missing, _ := w.Missing(ctx, access.EditCRD()); len(missing) > 0 {
+	needs := access.EditCRD()
+	if len(r.RecordStored) > 0 {
+		needs = append(needs, access.RecordStoredVersions()...)
+	}
+	if missing, _ := w.Missing(ctx, needs); len(missing) > 0 {
 		return nil, &access.MissingError{Operation: o.Operation, CRD: r.Edited.Name, Missing: missing}
 	}
 	written, err := w.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun == DryRunServer, FieldManager: o.FieldManager})
@@ -79,6 +93,14 @@ func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Writ
 		return nil, err
 	}
 	out.CRD = written
+	if len(r.RecordStored) > 0 && o.DryRun == DryRunNone {
+		recorded, err := w.AddStoredVersions(ctx, written.Name, r.RecordStored, o.FieldManager)
+		if err != nil {
+			return nil, fmt.Errorf("%s was written, but adding %s to status.storedVersions failed: %w; objects are still stored there, so run kubectl crdversion migrate %s before any step removes it",
+				written.Name, strings.Join(r.RecordStored, ", "), err, written.Name)
+		}
+		out.CRD, out.RecordedStored = recorded, r.RecordStored
+	}
 	if o.DryRun == DryRunNone {
 		if out.NotServed = w.WaitServed(ctx, written.Name, ServedWait); out.NotServed == nil {
 			out.NewlyServed = r.NewlyServed

@@ -69,6 +69,38 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 	return out, err
 }
 
+// AddStoredVersions adds versions to status.storedVersions of the CRD
+// named name, through the status subresource (the only write the API
+// server takes storedVersions from), keeping every entry it has: on a fresh
+// read each time, retried on conflicts (the API server's own controllers
+// write a CRD's status conditions right after it changes). Adding entries
+// never loses data: the API server only refuses, until a migration trims
+// them, to remove those versions from spec.versions. Each version must be
+// in spec.versions.
+func (c *Client) AddStoredVersions(ctx context.Context, name string, versions []string, fieldManager string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	var out *apiextensionsv1.CustomResourceDefinition
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := c.CRDs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		missing := false
+		for _, v := range versions {
+			if !slices.Contains(crd.Status.StoredVersions, v) {
+				crd.Status.StoredVersions = append(crd.Status.StoredVersions, v)
+				missing = true
+			}
+		}
+		if !missing {
+			out = crd
+			return nil
+		}
+		out, err = c.CRDs.UpdateStatus(ctx, crd, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	return out, err
+}
+
 // mergeStrings returns into with every key of from set to from's value.
 func mergeStrings(into, from map[string]string) map[string]string {
 	if len(from) == 0 {

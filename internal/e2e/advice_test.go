@@ -109,6 +109,31 @@ func adviceScenarios() []adviceScenario {
 			},
 		},
 		{
+			// status.storedVersions trimmed by hand before the objects were
+			// rewritten, then v1 removed (the API server allows it once
+			// storedVersions does not list v1): the objects stored at v1
+			// cannot be read, and nothing in the CRD says they are there.
+			// The restore must record v1 in storedVersions again, or the
+			// advice after it (retire) removes v1 once more. The objects
+			// were written through v2 while v1 was the storage version, so
+			// no managedFields entry names v1 and retire's managedFields
+			// clean-up does not happen to rewrite them.
+			name: "objects stored at a version storedVersions no longer lists", truth: []string{"v1", "v2"},
+			build: func(t *testing.T, c clients) *apiextensionsv1.CustomResourceDefinition {
+				crd := createCRD(t, c, crontab("walk-trimmed.example.com", apiextensionsv1.NamespaceScoped))
+				v2 := crontabVersion("v2", true, false)
+				serveVersion(t, c, crd, "v2", v2.Schema.OpenAPIV3Schema)
+				createCronTabs(t, c, crd, "v2", 2)
+				crd = setStorage(t, c, crd.Name, "v2")
+				setStoredVersions(t, c, crd.Name, "v2")
+				crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+					crd.Spec.Versions = crd.Spec.Versions[1:]
+				})
+				waitListFails(t, c, crd, "v2", "invalid group/version")
+				return getCRD(t, c, crd.Name)
+			},
+		},
+		{
 			// The storage version not served (a hand edit), objects still
 			// stored at v1: migrate writes through the storage version and
 			// refuses until it is served again.

@@ -24,6 +24,24 @@ type Result struct {
 	// NewlyServed are the versions the edit starts serving: once they are
 	// in discovery, clients can use them.
 	NewlyServed []string
+	// RecordStored are versions the edit restores to spec.versions that
+	// objects are still stored at although status.storedVersions no
+	// longer lists them (it was trimmed before they were rewritten): after
+	// the write they are added to status.storedVersions again, so that
+	// migrate rewrites the objects and trims them, and no step removes the
+	// versions before (see RecordStoredVersions).
+	RecordStored []string
+}
+
+// RecordStoredVersions notes in r that objects are stored at version, which
+// r.Edited restores to spec.versions and status.storedVersions does not
+// list: the write adds it there again (RecordStored). The API server answered
+// a list of the objects with "invalid group/version" for version; message
+// is that answer.
+func (r *Result) RecordStoredVersions(version, message string) {
+	r.RecordStored = append(r.RecordStored, version)
+	c := r.Checks.add("StoredAt", Warn, "objects are stored at %s, and status.storedVersions %v does not list it (it was trimmed before they were rewritten): the write adds %s to status.storedVersions again, so that migrate rewrites them and no step removes %s before", version, r.Edited.Status.StoredVersions, version, version)
+	c.Details = []string{"the API server, listing the objects: " + message}
 }
 
 // Refused returns a *RefusedError when a check failed, else nil.

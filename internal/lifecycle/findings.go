@@ -516,6 +516,9 @@ func UnreadableObjects(a Analysis, version, message string, forbidden bool) Find
 	case m != nil && !versionInSpec(a, m[1]):
 		f = f.WithRun(restoreUnserved(a.CRD.Name, m[1], a.StorageVersion))
 		f.Message += fmt.Sprintf("; objects are stored at %s, which is no longer in spec.versions", m[1])
+		if !versionStored(a, m[1]) {
+			f.Message += fmt.Sprintf(", and status.storedVersions no longer lists it (it was trimmed before they were rewritten): restoring %s with add-version lists it there again, so that migrate rewrites them before %s can go", m[1], m[1])
+		}
 	case strings.Contains(message, "conversion webhook"):
 		f.Fix = WebhookRepair(a)
 	}
@@ -578,6 +581,28 @@ func (a *Analysis) ObjectsReadable(version string) {
 		a.Findings[i] = a.Findings[i].WithRun(migrateFix(*a)...)
 	}
 	a.settle()
+}
+
+// StoredAt reports whether message, the API server's answer to a list of
+// the objects of a CRD of group, says that an object is stored at version
+// ("request to convert CR from an invalid group/version: GROUP/VERSION",
+// the answer while version is missing from spec.versions).
+func StoredAt(group, version, message string) bool {
+	for _, m := range invalidGroupVersion.FindAllStringSubmatch(message, -1) {
+		if m[1] == version && strings.Contains(m[0], " "+group+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func versionStored(a Analysis, name string) bool {
+	for _, v := range a.Versions {
+		if v.Name == name && v.InStoredVersions {
+			return true
+		}
+	}
+	return false
 }
 
 func versionInSpec(a Analysis, name string) bool {

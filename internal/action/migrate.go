@@ -135,7 +135,8 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 		}
 	}
 	if !o.Client.CountOnly {
-		trim := !o.Client.NoTrim && !o.Client.DryRun
+		// A server dry run sends the trim as a dry run too.
+		trim := !o.Client.NoTrim
 		needs := access.Migrate(crd, trim)
 		if server {
 			needs = access.MigrateServer(crd, trim)
@@ -352,6 +353,8 @@ func Outcome(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result,
 			hint = " (no page had completed, so " + checkpoint + " was not written: the re-run starts from the first object)"
 		}
 		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, hint)
+	case res.Trim.Failed && res.DryRun:
+		return fmt.Errorf("the API server accepts the rewrite of every object of %s at %s, but not the trim of status.storedVersions that follows it: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
 	case res.Trim.Failed:
 		return fmt.Errorf("every object of %s is at %s, but status.storedVersions was not trimmed: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
 	}

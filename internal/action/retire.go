@@ -166,6 +166,9 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	m := &retire.Migration{StorageVersion: res.StorageVersion, Total: res.Total, Rewritten: res.Rewritten, Current: res.Current,
 		Conflicts: res.Conflicts, Deleted: res.Deleted, Failed: res.Failed, Complete: res.Complete,
 		StoredBefore: res.Trim.Before, StoredAfter: res.Trim.After, Trimmed: res.Trim.Trimmed, Reason: res.Trim.Reason, Report: res}
+	if dryRun && res.Trim.Failed {
+		m.TrimRefused = res.Trim.Reason
+	}
 	for _, f := range res.Failures {
 		m.Failures = append(m.Failures, retire.ObjectFailure{Object: f.Object, Message: f.Message})
 	}

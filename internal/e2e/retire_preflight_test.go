@@ -313,3 +313,87 @@ func TestRetireStorageVersionRefusedAtOnce(t *testing.T) {
 		t.Errorf("client usage was measured before a refusal the CRD alone shows:\n%s\n%s", r.stderr, r.stdout)
 	}
 }
+
+// denyStatusEdit installs a ValidatingAdmissionPolicy that denies, with
+// message, every write of the status of the CRD named name for which
+// expression is false, and waits until a server-side dry run of a trim of
+// its storedVersions to the storage version is denied.
+func denyStatusEdit(t *testing.T, c clients, name, expression, message string) {
+	t.Helper()
+	ctx := context.Background()
+	policyName := "deny-status-" + strings.ReplaceAll(name, ".", "-")
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				ResourceNames: []string{name},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apiextensions.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"customresourcedefinitions/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
+		},
+	}
+	policies := c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	bindings := c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: policyName, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	if _, err := bindings.Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bindings.Delete(context.Background(), policyName, metav1.DeleteOptions{})
+		_ = policies.Delete(context.Background(), policyName, metav1.DeleteOptions{})
+	})
+	waitFor(t, "the admission policy on the status of "+name+" to be enforced", func() (bool, error) {
+		crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		crd.Status.StoredVersions = []string{lifecycle.StorageVersion(crd)}
+		_, err = crds.UpdateStatus(ctx, crd, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), message), nil
+	})
+}
+
+// TestRetireDryRunsTheTrim: an admission policy denies every write of the
+// CRD's status that shortens storedVersions. retire --migrate used to
+// unserve v1 and rewrite every object, and then stop at the trim, leaving
+// v1 unserved (a trial on a real API server). The server-side dry run of
+// the migration now also sends the trim, as a dry run, once the objects
+// pass: retire refuses before it changes anything, with the policy's
+// answer, and migrate --dry-run=server says the same.
+func TestRetireDryRunsTheTrim(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "trim-denied.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
+	name := crd.Name
+	const never = "storedVersions of this CRD are never trimmed"
+	denyStatusEdit(t, c, name, "object.status.storedVersions.size() >= oldObject.status.storedVersions.size()", never)
+	writesSettled(t, c, crd, time.Second)
+
+	r := refused(t, c, name, []string{"stopped at step 4", "nothing was changed", never}, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s")
+	if !strings.Contains(r.stdout, "4. BLOCKED") {
+		t.Errorf("plan:\n%s", r.stdout)
+	}
+	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {
+		t.Error("v1 was unserved although the migration's trim is refused")
+	}
+	if got := storedVersionsOf(t, c, name); strings.Join(got, ",") != "v1,v2" {
+		t.Errorf("storedVersions %v", got)
+	}
+
+	dry := plugin(t, "migrate", name, "--dry-run=server")
+	if dry.err == nil || !strings.Contains(dry.err.Error(), "not the trim of status.storedVersions") || !strings.Contains(dry.err.Error(), never) {
+		t.Errorf("migrate --dry-run=server: %v\n%s", dry.err, dry.stdout)
+	}
+}

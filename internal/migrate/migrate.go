@@ -962,16 +962,20 @@ func (r *run) fill() {
 // since the run started) and storedVersions gained no version: it writes
 // the status subresource (writes of status through the main resource are
 // ignored) pinned to the resourceVersion just read, re-checks after a 409,
-// and reads the answer back. opts.NoTrim and a dry run skip it. Nothing is
-// written when storedVersions already is [storage]. The Trim says what
-// happened and, when nothing was trimmed, why.
+// and reads the answer back. opts.NoTrim and a client dry run skip it; a
+// server dry run (opts.DryRun) sends the same write as a server-side dry
+// run once its pass was complete and clean, so that validation and
+// admission of the status write answer before anything relies on it (a
+// refusal sets Failed). Nothing is written when storedVersions already is
+// [storage]. The Trim says what happened and, when nothing was trimmed,
+// why.
 func (e *Engine) Trim(ctx context.Context, name, storage string, generation int64, res *Result, opts Options) Trim {
 	t := Trim{Before: res.Trim.Before, After: res.Trim.Before}
 	switch {
 	case opts.NoTrim:
 		t.Reason = "--no-trim was given"
 		return t
-	case res.DryRun:
+	case res.DryRun && !opts.DryRun:
 		t.Reason = "dry run"
 		return t
 	case !res.Complete && res.Failed > 0:
@@ -1014,12 +1018,20 @@ func (e *Engine) Trim(ctx context.Context, name, storage string, generation int6
 			return t
 		}
 		crd.Status.StoredVersions = []string{storage}
-		updated, err := e.CRDs.UpdateStatus(ctx, crd, metav1.UpdateOptions{FieldManager: opts.FieldManager})
+		update := metav1.UpdateOptions{FieldManager: opts.FieldManager}
+		if opts.DryRun {
+			update.DryRun = []string{metav1.DryRunAll}
+		}
+		updated, err := e.CRDs.UpdateStatus(ctx, crd, update)
 		if apierrors.IsConflict(err) {
 			continue // someone changed the CRD: re-check the storage version
 		}
 		if err != nil {
 			t.Reason, t.Failed = "writing status.storedVersions failed: "+err.Error(), true
+			return t
+		}
+		if opts.DryRun {
+			t.Reason = fmt.Sprintf("dry run: the API server accepts storedVersions [%s] (server-side dry run of the status write)", storage)
 			return t
 		}
 		if len(updated.Status.StoredVersions) != 1 || updated.Status.StoredVersions[0] != storage {

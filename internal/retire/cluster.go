@@ -93,6 +93,9 @@ type Migration struct {
 	StoredBefore, StoredAfter []string
 	Trimmed                   bool
 	Reason                    string
+	// TrimRefused, in a server-side dry run, is why the API server refused
+	// the dry run of the trim (validation or admission of the status write).
+	TrimRefused string
 	// Report is the migration engine's own report (a *migrate.Result from
 	// action.Retire), which retire does not read: it is passed through to
 	// Result.Migration and the EventMigrated event for the caller to print

@@ -297,14 +297,20 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 		mc.Error = "no answer"
 	default:
 		mc.Total, mc.Failed, mc.Failures = m.Total, m.Failed, m.Failures[:min(3, len(m.Failures))]
-		if !m.Complete && m.Failed == 0 {
+		switch {
+		case !m.Complete && m.Failed == 0:
 			mc.Error = "the list of the objects did not complete"
+		case m.TrimRefused != "":
+			mc.TrimRefused = m.TrimRefused
 		}
 	}
 	r.facts.MigrationCheck = mc
-	if mc.Error != "" {
+	switch {
+	case mc.TrimRefused != "":
+		r.observe(Migrated, fmt.Sprintf("server-side dry run of the migration: %d object(s), %d refused; the trim of status.storedVersions refused: %s", mc.Total, mc.Failed, mc.TrimRefused))
+	case mc.Error != "":
 		r.observe(Migrated, "server-side dry run of the migration: "+mc.Error)
-	} else {
+	default:
 		r.observe(Migrated, fmt.Sprintf("server-side dry run of the migration: %d object(s), %d refused", mc.Total, mc.Failed))
 	}
 	return nil

@@ -195,6 +195,9 @@ func (p *planner) migration(s *Step) {
 	case !f.Migrate:
 		s.set(Blocked, p.retire("migrate"), "status.storedVersions [%s] lists %s: objects may still be stored at it; migrate them (kubectl crdversion migrate %s, or retire with --migrate)",
 			stored, old, p.name)
+	case f.MigrationCheck != nil && f.MigrationCheck.TrimRefused != "":
+		s.set(Blocked, nil, "the API server accepts the rewrite of all %d object(s) at %s but refuses the trim of status.storedVersions [%s] to [%s] that ends the migration (server-side dry run of the status write): %s; nothing is unserved or rewritten until it accepts it",
+			f.MigrationCheck.Total, p.storageVersion, stored, p.storageVersion, f.MigrationCheck.TrimRefused)
 	case f.MigrationCheck != nil && f.MigrationCheck.Error != "":
 		s.set(Blocked, nil, "the server-side dry run of the migration could not go through the objects: %s; nothing is unserved or rewritten until it can", f.MigrationCheck.Error)
 	case f.MigrationCheck != nil && f.MigrationCheck.Failed > 0:

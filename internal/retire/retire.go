@@ -161,6 +161,9 @@ type MigrationCheck struct {
 	Failures      []ObjectFailure
 	// Error is why the dry run could not go through the objects.
 	Error string
+	// TrimRefused is why the API server refused the dry run of the trim of
+	// status.storedVersions that ends the migration.
+	TrimRefused string `json:"trimRefused,omitempty"`
 }
 
 // Next is the step retire stops at or takes: the first blocked step when

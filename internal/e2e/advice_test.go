@@ -146,6 +146,18 @@ func adviceScenarios() []adviceScenario {
 			},
 		},
 		{
+			// S1 with the storage version not served (a hand edit):
+			// promote-storage reads the objects at the storage version
+			// and refuses until it is served again.
+			name: "S1 storage version not served", truth: []string{"v1", "v2"},
+			build: func(t *testing.T, c clients) *apiextensionsv1.CustomResourceDefinition {
+				crd := advance(t, c, "walk-s1-unserved.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS1)
+				return updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+					crd.Spec.Versions[0].Served = false
+				})
+			},
+		},
+		{
 			// B6: the storage version deprecated.
 			name: "deprecated storage version", truth: []string{"v1", "v2"},
 			build: func(t *testing.T, c clients) *apiextensionsv1.CustomResourceDefinition {

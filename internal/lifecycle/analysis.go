@@ -627,6 +627,13 @@ func nextStep(name string, a Analysis) *NextStep {
 			// --allow-pruning would lose data nobody chose to lose.
 			return &NextStep{Reason: reason + " (kubectl crdversion promote-storage " + name + " " + a.NewVersion + "), once the schemas keep every field", Loss: promoteLossText(a)}
 		}
+		if !a.versionServed(a.StorageVersion) {
+			// promote-storage reads every object at the storage version,
+			// to compare it with the new one, and refuses while it is not
+			// served.
+			return next(fmt.Sprintf("serve the storage version %s, at which promote-storage reads the objects to compare them with %s; then %s", a.StorageVersion, a.NewVersion, reason),
+				Crdversion("serve", name, a.StorageVersion), Crdversion("promote-storage", name, a.NewVersion))
+		}
 		return next(reason, Crdversion("promote-storage", name, a.NewVersion))
 	case StateS2:
 		reason := fmt.Sprintf("rewrite stored objects at %s and trim storedVersions to [%s]", a.StorageVersion, a.StorageVersion)

@@ -41,6 +41,8 @@ type EditFlags struct {
 	// Filename selects manifest mode; InPlace writes the file back.
 	Filename string
 	InPlace  bool
+	// VersionOrder is --version-order, oldest first.
+	VersionOrder []string
 }
 
 // NewEditFlags returns the edit flags with their defaults.
@@ -56,6 +58,7 @@ func (fl *EditFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&fl.Interactive, "interactive", "i", false, "Show the preflight and ask for confirmation (y/N) before writing.")
 	cmd.Flags().StringVarP(&fl.Filename, "filename", "f", "", "Edit the CRD in this manifest file (multi-document YAML; - for standard input) instead of the cluster; the cluster, when reachable, still provides storedVersions and objects for the preflight.")
 	cmd.Flags().BoolVar(&fl.InPlace, "in-place", false, "With -f, write the edited file back instead of printing it.")
+	addVersionOrderFlag(cmd.Flags(), &fl.VersionOrder)
 }
 
 // EditOptions are what every edit's options share, resolved once from
@@ -64,8 +67,8 @@ type EditOptions struct {
 	// Operation names the command in refusals ("add-version").
 	Operation string
 	// VersionOrder is the order of versions the user gave, oldest first
-	// (--version-order, promote-storage only): the state printed after the
-	// write uses it.
+	// (--version-order): the preflight of promote-storage and the state
+	// printed after the write use it.
 	VersionOrder []string
 	CRD, Version string
 	DryRun       cmdutil.DryRunStrategy
@@ -95,7 +98,10 @@ func (fl *EditFlags) toOptions(f cmdutil.Factory, cmd *cobra.Command, args []str
 	if err := checkVersionNames("", args[1]); err != nil {
 		return nil, err
 	}
-	o := &EditOptions{Operation: operation, CRD: args[0], Version: args[1], FieldManager: fl.FieldManager,
+	if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
+		return nil, err
+	}
+	o := &EditOptions{Operation: operation, CRD: args[0], Version: args[1], FieldManager: fl.FieldManager, VersionOrder: fl.VersionOrder,
 		Interactive: fl.Interactive, Filename: fl.Filename, InPlace: fl.InPlace, OutputSet: *fl.PrintFlags.OutputFormat != "",
 		conn: connectionFlags(cmd.Flags(), false), IOStreams: streams}
 	var err error
@@ -171,6 +177,9 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 	checksOut := o.Out
 	if o.OutputSet {
 		checksOut = o.ErrOut // stdout carries the -o output
+	}
+	if err := lifecycle.CheckVersionOrder(res.Edited, o.VersionOrder); err != nil {
+		return fmt.Errorf("refusing to %s %s, nothing was changed: %w", o.Operation, res.Edited.Name, err)
 	}
 	view.Checks(checksOut, res.Checks)
 	if err := res.Refused(o.Operation); err != nil {

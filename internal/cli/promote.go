@@ -61,8 +61,6 @@ type PromoteFlags struct {
 	ChunkSize      int64
 	AllowPruning   bool
 	WebhookTimeout time.Duration
-	// VersionOrder is --version-order, oldest first.
-	VersionOrder []string
 }
 
 // PromoteOptions are the inputs of promote-storage.
@@ -90,10 +88,6 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 			if err != nil {
 				return nil, err
 			}
-			if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
-				return nil, err
-			}
-			eo.VersionOrder = fl.VersionOrder
 			return &PromoteOptions{EditOptions: eo, Sample: fl.Sample, ChunkSize: fl.ChunkSize, AllowPruning: fl.AllowPruning, WebhookTimeout: fl.WebhookTimeout}, nil
 		}),
 	}
@@ -101,7 +95,6 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 	cmd.Flags().IntVar(&fl.Sample, "sample", fl.Sample, "Validate at most this many objects at the new version (0: all). Every object is still read at it.")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when reading them.")
 	cmd.Flags().BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept losing fields: those objects have at the current storage version and lack at the new one (read at both), and, with conversion strategy None, those the schemas prune; the objects and fields are listed and lost.")
-	addVersionOrderFlag(cmd.Flags(), &fl.VersionOrder)
 	cmd.Flags().DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight, when it is behind a Service whose endpoints this client reaches.")
 	return cmd
 }

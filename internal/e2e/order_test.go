@@ -51,7 +51,7 @@ func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
 		// Issue 17: no state is claimed, and the order is asked for in
 		// words, naming the versions: no command with a placeholder.
 		if !strings.Contains(codes(s.Findings), lifecycle.CodeVersionOrderUnknown) || s.Next == nil || s.Next.Command != "" ||
-			!strings.Contains(s.Next.Reason, "--version-order listing v1api20210501, v1api20230101, oldest first") {
+			!strings.Contains(s.Next.Reason, "--version-order listing the versions {v1api20210501, v1api20230101} in their real order, oldest first") {
 			t.Errorf("findings %s, next %+v: want %s and Next asking for the order", codes(s.Findings), s.Next, lifecycle.CodeVersionOrderUnknown)
 		}
 		if s.State != lifecycle.StateUnknown || s.OldVersion != "" || s.NewVersion != "" {
@@ -65,11 +65,18 @@ func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
 
 		given := statusJSON(t, crd.Name, "--version-order", "v1api20210501,v1api20230101")
 		if given.State != lifecycle.StateS3 || given.OldVersion != "v1api20210501" || given.Next == nil ||
-			given.Next.Command != "kubectl crdversion deprecate "+crd.Name+" v1api20210501" {
+			given.Next.Command != "kubectl crdversion deprecate "+crd.Name+" v1api20210501 --version-order v1api20210501,v1api20230101" {
 			t.Errorf("with --version-order: %s [%s -> %s], next %+v", given.State, given.OldVersion, given.NewVersion, given.Next)
+		}
+		// The printed deprecate takes the order too, and so does the state
+		// it prints after the write (it printed Unknown without it).
+		dep := mustRun(t, "deprecate", crd.Name, "v1api20210501", "--version-order", "v1api20210501,v1api20230101")
+		if !strings.Contains(dep.stdout, "State: S4") || !strings.Contains(dep.stdout, "Next: kubectl crdversion unserve "+crd.Name+" v1api20210501 --version-order v1api20210501,v1api20230101") {
+			t.Errorf("deprecate with --version-order:\n%s", dep.stdout)
 		}
 		// Bad input: one line, nothing changed.
 		refused(t, c, crd.Name, []string{"--version-order v1api20210501,v9", "has no version v9"}, "migrate", crd.Name, "--version-order", "v1api20210501,v9")
+		refused(t, c, crd.Name, []string{"nothing was changed", "has no version v9"}, "unserve", crd.Name, "v1api20210501", "--version-order", "v1api20210501,v9")
 		refused(t, c, crd.Name, []string{"v1api20210501 is given twice"}, "status", crd.Name, "--version-order", "v1api20210501,v1api20210501")
 	})
 	t.Run("date-stamped, the older one storage", func(t *testing.T) {

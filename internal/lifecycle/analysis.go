@@ -285,7 +285,7 @@ func Analyze(crd *apiextensionsv1.CustomResourceDefinition) Analysis {
 
 // OrderFlagVerbs are the commands that take --version-order; a printed
 // command of these repeats the order the user gave.
-var OrderFlagVerbs = []string{"status", "migrate", "retire", "promote-storage"}
+var OrderFlagVerbs = []string{"status", "migrate", "retire", "promote-storage", "add-version", "deprecate", "serve", "unserve"}
 
 // AnalyzeWith is Analyze with the user's inputs o.
 func AnalyzeWith(crd *apiextensionsv1.CustomResourceDefinition, o Options) Analysis {

@@ -160,8 +160,10 @@ const (
 // and the versions unordered against it: the names to list, and that no
 // command can be printed for it (only the user knows the order).
 func AskOrder(storage string, unordered []string) string {
-	return fmt.Sprintf("re-run status with --version-order listing %s, oldest first (only you know which is newer, so no command is printed for it)",
-		strings.Join(append(slices.Clone(unordered), storage), ", "))
+	names := append(slices.Clone(unordered), storage)
+	slices.Sort(names)
+	return fmt.Sprintf("re-run status with --version-order listing the versions {%s} in their real order, oldest first (the braces list them alphabetically, which says nothing of their age; only you know which is newer, so no command is printed for it)",
+		strings.Join(names, ", "))
 }
 
 // orderFindings says when kubectl's priority does not tell which version is

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,7 +71,7 @@ func TestVersionOrderFlag(t *testing.T) {
 		t.Errorf("PromotionPending without an order = %q, want none (nothing says v1api20210501 is newer)", got)
 	}
 	a := AnalyzeWith(crd, Options{VersionOrder: []string{"v1api20210501", "v1api20230101"}})
-	if a.State != StateS3 || a.OldVersion != "v1api20210501" || a.Next == nil || a.Next.Command != "kubectl crdversion deprecate widgets.example.com v1api20210501" {
+	if a.State != StateS3 || a.OldVersion != "v1api20210501" || a.Next == nil || a.Next.Command != "kubectl crdversion deprecate widgets.example.com v1api20210501 --version-order v1api20210501,v1api20230101" {
 		t.Errorf("S3 by the given order: %s [%s -> %s], next %+v", a.State, a.OldVersion, a.NewVersion, a.Next)
 	}
 	if codes(a.Findings) != CodeVersionOrderNotKubernetes || !strings.Contains(a.Findings[0].Message, "v1api20210501, v1api20230101, from --version-order") {
@@ -166,7 +167,13 @@ func TestUnknownOrderIsNoState(t *testing.T) {
 		if a.State != StateUnknown || a.StateDescription != OrderUnknownDescription || a.OldVersion != "" || a.NewVersion != "" {
 			t.Errorf("%s: state %s %q [%s -> %s], want Unknown with no OLD or NEW", a.UnorderedVersions, a.State, a.StateDescription, a.OldVersion, a.NewVersion)
 		}
-		if a.Next == nil || a.Next.Command != "" || len(a.Next.Run) > 0 || !strings.Contains(a.Next.Reason, "--version-order listing "+a.UnorderedVersions[0]+", "+a.StorageVersion) {
+		// The names are asked for in braces, alphabetically: a list that
+		// put the storage version last read as "oldest first" would say
+		// it is the newest, and pasted as given could move the lifecycle
+		// backwards.
+		names := append(slices.Clone(a.UnorderedVersions), a.StorageVersion)
+		slices.Sort(names)
+		if a.Next == nil || a.Next.Command != "" || len(a.Next.Run) > 0 || !strings.Contains(a.Next.Reason, "--version-order listing the versions {"+strings.Join(names, ", ")+"} in their real order") {
 			t.Errorf("%s: next %+v, want no command and the versions to order", a.UnorderedVersions, a.Next)
 		}
 		for _, f := range a.Findings {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/cli"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -509,4 +510,86 @@ func TestCheckUpgradeRenamedStorageVersion(t *testing.T) {
 		image, _, _ := unstructured.NestedString(u.Object, "spec", "image")
 		return !has && image == "busybox", nil
 	})
+}
+
+// TestCheckUpgradeSkippedReleasePlanRuns: Flux source-controller v0.36.1
+// (v1beta1 served, v1beta2 storage, their schemas pruning each other's
+// fields) to v1.8.5 (v1 only), two majors at once. check-upgrade's plan
+// adds v1 as a copy of v1beta2, promotes it and migrates; then the apply
+// (which drops fields of v1beta2 that v1 no longer has). Its
+// first step was refused: add-version counted the pruning between the copy
+// and v1beta1 — which v1beta2 has today — as new loss, and so did
+// promote-storage and status after it, which left no way forward without
+// --allow-pruning. Every printed step now runs, in order, through the
+// plugin, the release applies, and the object keeps its fields.
+func TestCheckUpgradeSkippedReleasePlanRuns(t *testing.T) {
+	c := newClients(t)
+	ctx := context.Background()
+	old := readOneCRD(t, filepath.Join(repoRoot, "testdata", "crds", "flux-source-controller", "v0.36.1", "crds", "gitrepositories.nodesc.yaml"))
+	releaseFile := filepath.Join(repoRoot, "testdata", "crds", "flux-source-controller", "v1.8.5", "crds", "gitrepositories.nodesc.yaml")
+	if err := applyRelease(ctx, c, old); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if conditions, err := deleteCRDAndWait(context.Background(), c, old.Name, 3*time.Minute); err != nil {
+			t.Errorf("%s not deleted: %+v", old.Name, conditions)
+		}
+	})
+	waitEstablishedOrRefused(t, c, old.Name)
+	ensureNamespace(t, c, "default")
+	objs := readTestdata(t, filepath.Join("crds", "flux-source-controller", "v0.36.1", "examples", "source_v1beta2_gitrepository.yaml"))
+	for _, o := range objs {
+		o.SetNamespace("default")
+	}
+	waitFor(t, "the example GitRepository to be created", func() (bool, error) {
+		_, err := fixture.Apply(ctx, srv.Config, objs)
+		return err == nil, nil
+	})
+
+	r := plugin(t, "check-upgrade", "-f", releaseFile, "-o", "json")
+	var u report.UpgradeCheck
+	if err := json.Unmarshal([]byte(r.stdout), &u); err != nil || len(u.CRDs) != 1 {
+		t.Fatalf("check-upgrade: %v (%v)\n%s%s", err, r.err, r.stdout, r.stderr)
+	}
+	plan := u.CRDs[0]
+	// v1.8.5's v1 lacks fields of v1beta2 (removed deprecated ones), so
+	// the plan stops before the apply and says so; the example object has
+	// none of them, and the apply is then the user's choice.
+	if plan.Apply != upgrade.Rejected || plan.StopsBefore != upgrade.StopApply || len(plan.Run) != 3 || !strings.Contains(plan.Then, "apply --server-side -f "+releaseFile) {
+		t.Fatalf("plan: apply %s, stops before %q, steps %q, then %q", plan.Apply, plan.StopsBefore, plan.Fix, plan.Then)
+	}
+	for _, step := range plan.Run {
+		argv := step.Argv(nil)
+		if step.Tool != "" || slices.Contains(argv, "--allow-pruning") {
+			t.Fatalf("step %q is not a kubectl crdversion command, or accepts losing data", step)
+		}
+		if res := plugin(t, argv[2:]...); res.err != nil {
+			t.Fatalf("step %q was refused: %v\n%s%s", step, res.err, res.stdout, res.stderr)
+		}
+	}
+	if err := applyRelease(ctx, c, readOneCRD(t, releaseFile)); err != nil {
+		t.Fatalf("after the steps %q the release does not apply: %v", plan.Fix, err)
+	}
+	if got := storedVersionsOf(t, c, old.Name); strings.Join(got, ",") != "v1" {
+		t.Errorf("storedVersions %v after the upgrade, want [v1]", got)
+	}
+	// The object kept every field it was created with through v1beta2 →
+	// v1 (the defaulted gitImplementation of v1beta2 is what the plan's
+	// then names as lost by the apply).
+	after := contents(t, c, getCRD(t, c, old.Name), "v1")["default/gitrepository-sample"]
+	spec, _ := after["spec"].(map[string]any)
+	for k, v := range objs[0].Object["spec"].(map[string]any) {
+		g, _ := json.Marshal(spec[k])
+		w, _ := json.Marshal(v)
+		if string(g) != string(w) {
+			t.Errorf("spec.%s is %s after the upgrade, was created as %s", k, g, w)
+		}
+	}
+	named := false
+	for _, f := range plan.Findings {
+		named = named || f.Severity == "error" && strings.Contains(f.Message, "gitImplementation")
+	}
+	if !named {
+		t.Errorf("no error finding names .spec.gitImplementation, which the apply drops: %+v", plan.Findings)
+	}
 }

@@ -83,7 +83,12 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 	if lifecycle.FindVersion(crd, subject) == nil {
 		return
 	}
-	lost := lifecycle.NoneConversionLoss(crd, subject)
+	lost, already := lifecycle.NoneConversionLosses(crd, subject)
+	if len(lost) == 0 && len(already) > 0 {
+		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %s prunes %d field(s) against other versions, each just as a version with %s's schema does today, so this changes nothing of it (objects moving between those versions lose them already; Webhook conversion or schemas that agree keep them)", subject, len(already), subject)
+		c.Details = already
+		return
+	}
 	if len(lost) == 0 {
 		cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
 		return

@@ -455,30 +455,62 @@ func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
 // NoneConversionLoss lists, for conversion strategy None, the fields
 // pruned when objects move between subject and each other served or
 // storage version of crd, as "PATH at VERSION (read or written through
-// OTHER)"; nil for Webhook conversion or when subject is not in
-// spec.versions. promote-storage and add-version refuse such a loss
-// unless --allow-pruning accepts it.
+// OTHER)", that subject brings: a version whose pruning against subject
+// already holds against a twin of subject — another served or storage
+// version with the same schema — is left out (NoneConversionLosses says
+// which). nil for Webhook conversion or when subject is not in
+// spec.versions. promote-storage and add-version refuse such a loss unless
+// --allow-pruning accepts it.
 func NoneConversionLoss(crd *apiextensionsv1.CustomResourceDefinition, subject string) []string {
+	brought, _ := NoneConversionLosses(crd, subject)
+	return brought
+}
+
+// NoneConversionLosses is NoneConversionLoss split in two: brought, the
+// fields pruned between subject and versions that no twin of subject
+// (another served or storage version with subject's schema) already prunes
+// them against, and already, those pruned just as much between a twin and
+// the other version today, each named "… as between TWIN and OTHER
+// already". Adding a copy of a version, or making its twin the storage
+// version, changes nothing of the second kind: clients reading or writing
+// through the twin meet it now.
+func NoneConversionLosses(crd *apiextensionsv1.CustomResourceDefinition, subject string) (brought, already []string) {
 	if UsesWebhook(crd) {
-		return nil
+		return nil, nil
 	}
 	v := FindVersion(crd, subject)
 	if v == nil {
-		return nil
+		return nil, nil
 	}
-	var lost []string
+	usable := func(o *apiextensionsv1.CustomResourceDefinitionVersion) bool { return o.Served || o.Storage }
 	for _, other := range crd.Spec.Versions {
-		if other.Name == subject || (!other.Served && !other.Storage) {
+		if other.Name == subject || !usable(&other) {
 			continue
 		}
+		twin := ""
+		for i := range crd.Spec.Versions {
+			t := &crd.Spec.Versions[i]
+			if t.Name != subject && t.Name != other.Name && usable(t) && schema.Equal(schema.Of(t), schema.Of(v)) {
+				twin = t.Name
+				break
+			}
+		}
+		var lost []string
 		for _, p := range schema.PrunedFields(schema.Of(&other), schema.Of(v)) {
 			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, other.Name, subject))
 		}
 		for _, p := range schema.PrunedFields(schema.Of(v), schema.Of(&other)) {
 			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, subject, other.Name))
 		}
+		if twin == "" {
+			brought = append(brought, lost...)
+			continue
+		}
+		for _, l := range lost {
+			already = append(already, fmt.Sprintf("%s, as between %s and %s already", l, twin, other.Name))
+		}
 	}
-	return lost
+	return brought, already
 }
 
 func otherServed(crd *apiextensionsv1.CustomResourceDefinition, name string) bool {

@@ -451,3 +451,33 @@ func TestNextAcceptsPruningOnlyOutLoud(t *testing.T) {
 		}
 	}
 }
+
+// TestNoneConversionLosses: a version that copies the schema of another
+// brings no pruning of its own: what it prunes against a third version, its
+// twin prunes already (Flux source-controller v1beta1 → v1beta2 → v1, the
+// release plan of check-upgrade). A version with a schema of its own brings
+// its pruning; a twin that is neither served nor storage is no twin.
+func TestNoneConversionLosses(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		crd              *apiextensionsv1.CustomResourceDefinition
+		subject          string
+		brought, already int
+	}{
+		{"a copy of the storage version", newCRD().version("v1beta1", true, false, "a").version("v1beta2", true, true, "a", "b").version("v1", true, false, "a", "b").v(), "v1", 0, 1},
+		{"the copy promoted", newCRD().version("v1beta1", true, false, "a").version("v1beta2", true, false, "a", "b").version("v1", true, true, "a", "b").v(), "v1", 0, 1},
+		{"a schema of its own", newCRD().version("v1beta1", true, false, "a").version("v1beta2", true, true, "a", "b").version("v1", true, false, "a", "c").v(), "v1", 3, 0},
+		{"the twin not served nor storage", newCRD().version("v1beta1", true, true, "a").version("v1beta2", false, false, "a", "b").version("v1", true, false, "a", "b").v(), "v1", 1, 0},
+		{"no other version prunes", newCRD().version("v1beta2", true, true, "a", "b").version("v1", true, false, "a", "b").v(), "v1", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			brought, already := NoneConversionLosses(tc.crd, tc.subject)
+			if len(brought) != tc.brought || len(already) != tc.already {
+				t.Errorf("brought %q, already %q; want %d and %d", brought, already, tc.brought, tc.already)
+			}
+			if got := NoneConversionLoss(tc.crd, tc.subject); len(got) != len(brought) {
+				t.Errorf("NoneConversionLoss %q, want the brought ones %q", got, brought)
+			}
+		})
+	}
+}

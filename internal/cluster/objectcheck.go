@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,6 +107,11 @@ type ObjectsCheck struct {
 	// without the ratcheting that lets an update keep an unchanged invalid
 	// field).
 	InvalidAsNew []ObjectProblem `json:"invalidAsNew,omitempty"`
+	// NotCheckedAsNew are the objects whose dry-run create the API server
+	// could not judge: their namespace is being deleted, and it creates
+	// nothing there (the objects go with it). Their dry-run update was
+	// accepted.
+	NotCheckedAsNew []ObjectProblem `json:"notCheckedAsNew,omitempty"`
 	// Unreadable are the objects that could not be read at To (a
 	// conversion that fails).
 	Unreadable []ObjectProblem `json:"unreadable,omitempty"`
@@ -206,7 +212,7 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 		}
 		out.ListError = err.Error()
 	}
-	for _, s := range [][]ObjectProblem{out.Problems, out.InvalidAsNew, out.Unreadable, out.Forbidden} {
+	for _, s := range [][]ObjectProblem{out.Problems, out.InvalidAsNew, out.NotCheckedAsNew, out.Unreadable, out.Forbidden} {
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
 	for _, s := range [][]ObjectLoss{out.Lost, out.NotRoundTripped} {
@@ -221,9 +227,9 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 
 // objectFinding is what checkObject found for one object.
 type objectFinding struct {
-	deleted                                    bool
-	invalid, invalidNew, unreadable, forbidden string
-	lost, notBack                              []string
+	deleted                                                   bool
+	invalid, invalidNew, notCheckedNew, unreadable, forbidden string
+	lost, notBack                                             []string
 }
 
 func (f objectFinding) into(out *ObjectsCheck, name string) {
@@ -239,6 +245,9 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 	}
 	if f.invalidNew != "" {
 		out.InvalidAsNew = append(out.InvalidAsNew, ObjectProblem{Object: name, Message: f.invalidNew})
+	}
+	if f.notCheckedNew != "" {
+		out.NotCheckedAsNew = append(out.NotCheckedAsNew, ObjectProblem{Object: name, Message: f.notCheckedNew})
 	}
 	if f.unreadable != "" {
 		out.Unreadable = append(out.Unreadable, ObjectProblem{Object: name, Message: f.unreadable})
@@ -300,11 +309,17 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 			if _, answered := err.(apierrors.APIStatus); !answered {
 				return f, err
 			}
-			if apierrors.IsForbidden(err) {
+			switch {
+			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+				// Forbidden, but not for a permission: nothing is
+				// created in a namespace being deleted.
+				f.notCheckedNew = apiMessage(err)
+			case apierrors.IsForbidden(err):
 				f.forbidden = apiMessage(err)
 				return f, nil
+			default:
+				f.invalidNew = generatedName.ReplaceAllLiteralString(apiMessage(err), u.GetName())
 			}
-			f.invalidNew = generatedName.ReplaceAllLiteralString(apiMessage(err), u.GetName())
 		}
 	}
 	if at != nil && o.RoundTrip {

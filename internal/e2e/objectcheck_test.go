@@ -3,13 +3,17 @@ package e2e
 import (
 	"context"
 	"encoding/pem"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // The object preflight of promote-storage and migrate asks the API server:
@@ -216,5 +220,48 @@ func TestPromoteStorageWebhookRoundTrip(t *testing.T) {
 	ok := succeeds(t, "promote-storage", crd.Name, "v2", "--allow-pruning")
 	if !strings.Contains(ok.stdout, "WILL BE LOST for clients reading them at v1") {
 		t.Errorf("promote-storage --allow-pruning does not warn:\n%s", ok.stdout)
+	}
+}
+
+// TestPromoteStorageNamespaceBeingDeleted: an object in a namespace that is
+// being deleted can still be updated — migrate rewrites it — but nothing can
+// be created there, so the dry-run create of promote-storage's object check
+// is forbidden. That was reported as a missing permission ("grant the
+// permission and re-run") and refused the promotion that status advised.
+// The object is now reported as not checked as a new object (a warning),
+// and the promotion goes ahead.
+func TestPromoteStorageNamespaceBeingDeleted(t *testing.T) {
+	c := newClients(t)
+	ctx := context.Background()
+	crd := createCRD(t, c, crontab("doomed-ns.example.com", apiextensionsv1.NamespaceScoped))
+	// No namespace controller runs beside the test API server: a deleted
+	// namespace stays Terminating. A name of its own each run.
+	ns := "doomed-" + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 36)
+	ensureNamespace(t, c, ns)
+	createCronTabs(t, c, crd, "v1", 2, ns)
+	createCronTabs(t, c, crd, "v1", 1)
+	if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "namespace "+ns+" to be terminating", func() (bool, error) {
+		_, err := resource(c, crd, "v1", ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": crd.Spec.Group + "/v1", "kind": "CronTab", "metadata": map[string]any{"generateName": "probe-"}}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "being terminated"), nil
+	})
+	v2 := crontabVersion("v2", true, false)
+	serveVersion(t, c, crd, "v2", v2.Schema.OpenAPIV3Schema)
+
+	r := succeeds(t, "promote-storage", crd.Name, "v2")
+	for _, want := range []string{"WARN  2 object(s) were not checked as new objects at v2: their namespace is being deleted", "PASS  3 of 3 object(s) checked"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("promote-storage output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "permission denied") {
+		t.Errorf("a namespace being deleted is reported as a missing permission:\n%s", r.stdout)
+	}
+	if s := getCRD(t, c, crd.Name); lifecycle.StorageVersion(s) != "v2" {
+		t.Errorf("storage version %s after promote-storage", lifecycle.StorageVersion(s))
 	}
 }

@@ -66,6 +66,15 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 			Name: "ObjectsValid", Outcome: edit.Pass,
 			Message: fmt.Sprintf("%d of %d object(s) checked: the no-op update that migrate sends through %s is accepted, and each is valid at %s as a new object (server-side dry runs: schema, transition rules, admission)", found.Validated, found.Listed, to, to),
 		})
+		if n := len(found.NotCheckedAsNew); n > 0 {
+			cs[len(cs)-1].Message = fmt.Sprintf("%d of %d object(s) checked: the no-op update that migrate sends through %s is accepted, and %d are valid at %s as new objects (server-side dry runs: schema, transition rules, admission)",
+				found.Validated, found.Listed, to, found.Validated-n, to)
+			cs = append(cs, edit.Check{
+				Name: "ObjectsValidAsNew", Outcome: edit.Warn,
+				Message: fmt.Sprintf("%d object(s) were not checked as new objects at %s: their namespace is being deleted, and the API server creates nothing there (they go with it); the update migrate sends was accepted for them", n, to),
+				Details: problemLines(found.NotCheckedAsNew),
+			})
+		}
 	}
 	if from == to {
 		// Read at one version only: nothing was compared.

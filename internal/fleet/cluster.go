@@ -5,7 +5,8 @@ import "github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 // SetAnalysis fills in what c says about the CRD from its analysis in that
 // cluster: its name, lifecycle state, storage version and
 // status.storedVersions, the versions in spec.versions and those served
-// (each in the analysis' order), and the messages of its error-level
+// (each in the analysis' order), those newer than the storage version, and
+// the messages of its error-level
 // findings as Blocking. Objects, Reach and the rest are left as they are.
 func (c *Cluster) SetAnalysis(a *lifecycle.Analysis) {
 	c.Name = a.CRD.Name
@@ -18,6 +19,7 @@ func (c *Cluster) SetAnalysis(a *lifecycle.Analysis) {
 			c.Served = append(c.Served, v.Name)
 		}
 	}
+	c.NewerThanStorage = a.NewerThanStorage()
 	for _, f := range a.Findings {
 		if f.Severity == lifecycle.SeverityError {
 			c.Blocking = append(c.Blocking, f.Message)

@@ -48,6 +48,10 @@ type Cluster struct {
 	Served []string `json:"served,omitempty"`
 	// Versions lists spec.versions.
 	Versions []string `json:"versions,omitempty"`
+	// NewerThanStorage lists the versions of spec.versions newer than the
+	// storage version there (lifecycle.Analysis.NewerThanStorage): not on
+	// their way out.
+	NewerThanStorage []string `json:"newerThanStorage,omitempty"`
 	// Objects is the object count, nil when not counted or not countable.
 	Objects *int `json:"objects,omitempty"`
 	// Blocking are the cluster's error-level findings, one line each.
@@ -99,13 +103,15 @@ type Verdict struct {
 
 // Verdicts answers for each version asked, or, when none is, for every
 // version some reachable cluster has in spec.versions or storedVersions
-// except those that are the storage version everywhere. crdName is used
-// in the commands.
+// except those that are the storage version everywhere and those newer
+// than the storage version in some cluster (the lifecycle moves towards
+// them). crdName is used in the commands.
 func Verdicts(crdName string, clusters []Cluster, asked []string) []Verdict {
 	versions := asked
 	if len(versions) == 0 {
 		seen := map[string]bool{}
 		storageEverywhere := map[string]int{}
+		newer := map[string]bool{}
 		reached := 0
 		for _, c := range clusters {
 			if c.Reach != Reached {
@@ -116,9 +122,12 @@ func Verdicts(crdName string, clusters []Cluster, asked []string) []Verdict {
 			for _, v := range append(slices.Clone(c.Versions), c.StoredVersions...) {
 				seen[v] = true
 			}
+			for _, v := range c.NewerThanStorage {
+				newer[v] = true
+			}
 		}
 		for v := range seen {
-			if storageEverywhere[v] != reached {
+			if storageEverywhere[v] != reached && !newer[v] {
 				versions = append(versions, v)
 			}
 		}
@@ -160,6 +169,11 @@ func verdict(crdName string, clusters []Cluster, v string) Verdict {
 				b.Run = []lifecycle.Command{lifecycle.Crdversion("migrate", crdName)}
 			}
 			out.Blockers = append(out.Blockers, b.Rendered(nil))
+			continue
+		}
+		if slices.Contains(c.NewerThanStorage, v) {
+			// Asked for by name: no command to retire it is printed.
+			out.Notes = append(out.Notes, fmt.Sprintf("%s is newer than the storage version %s in %s: removing it moves the lifecycle backwards there", v, c.StorageVersion, c.Context))
 			continue
 		}
 		if slices.Contains(c.Served, v) {

@@ -8,7 +8,7 @@ import (
 func TestVerdicts(t *testing.T) {
 	migrated := Cluster{Context: "prod-eu", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1"}}
 	pending := Cluster{Context: "prod-us", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
-	oldStorage := Cluster{Context: "staging", Reach: Reached, StorageVersion: "v1beta1", StoredVersions: []string{"v1beta1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
+	oldStorage := Cluster{Context: "staging", Reach: Reached, StorageVersion: "v1beta1", StoredVersions: []string{"v1beta1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}, NewerThanStorage: []string{"v1"}}
 	lost := Cluster{Context: "lab", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1"}}
 	servedOnly := Cluster{Context: "dev", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
 	down := Cluster{Context: "edge", Reach: Unreachable, Error: "dial tcp 127.0.0.1:1: connect: connection refused"}
@@ -69,7 +69,15 @@ func TestVerdicts(t *testing.T) {
 	for _, v := range vs {
 		names = append(names, v.Version)
 	}
-	if strings.Join(names, ",") != "v1beta1,v1" {
-		t.Errorf("versions asked implicitly: %v (v1 is not the storage version in staging, so it is asked too)", names)
+	// v1 is not the storage version in staging, but newer than it there:
+	// the lifecycle moves towards it, so it is not asked about.
+	if strings.Join(names, ",") != "v1beta1" {
+		t.Errorf("versions asked implicitly: %v, want v1beta1 only (v1 is newer than staging's storage version)", names)
+	}
+	// Asked by name, a version newer than the storage version somewhere
+	// gets a note saying so, and no command that would retire it.
+	vs = Verdicts("c", []Cluster{oldStorage}, []string{"v1"})
+	if len(vs) != 1 || len(vs[0].Notes) != 1 || !strings.Contains(vs[0].Notes[0], "v1 is newer than the storage version v1beta1 in staging") || strings.Contains(vs[0].Notes[0], "retire") {
+		t.Errorf("v1 asked in staging: %+v", vs)
 	}
 }

@@ -541,6 +541,20 @@ func isPreviewOfLaterMajor(name, storage string) bool {
 	return major > storageMajor
 }
 
+// NewerThanStorage lists the versions in spec.versions that the analysis'
+// order (the given order, Kubernetes' version rules, storedVersions) says
+// are newer than the storage version: versions the lifecycle moves
+// towards, never away from.
+func (a Analysis) NewerThanStorage() []string {
+	var out []string
+	for _, v := range a.Versions {
+		if v.InSpec && a.order.Newer(v.Name, a.StorageVersion) {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
 func (a Analysis) version(name string) *VersionStatus {
 	for i := range a.Versions {
 		if a.Versions[i].Name == name && a.Versions[i].InSpec {

@@ -256,16 +256,20 @@ func (p *planner) removal(s *Step) {
 	answer, asked := p.f.Writes[Removed]
 	earlier := slices.IndexFunc(p.steps, func(s Step) bool { return s.Status == Blocked })
 	switch failed := r.Checks.Failed(); {
+	case earlier >= 0:
+		// What keeps the removal back is that step's; the removal's own
+		// checks would name the same cause again, with commands for it.
+		s.set(Blocked, nil, "waits for step %d", p.steps[earlier].Number)
 	case len(failed) > 0:
 		var msgs []string
+		var run []lifecycle.Command
 		for _, c := range failed {
 			msgs = append(msgs, c.Message)
+			run = append(run, c.Run...)
 		}
-		s.set(Blocked, nil, "%s", strings.Join(msgs, "; "))
+		s.set(Blocked, run, "%s", strings.Join(msgs, "; "))
 	case asked && answer.Refused != "" && !answer.Deferred:
 		s.set(Blocked, nil, "the API server refuses the removal of %s (server-side dry run of the write): %s", old, answer.Refused)
-	case earlier >= 0:
-		s.set(Blocked, nil, "waits for step %d", p.steps[earlier].Number)
 	default:
 		s.set(ToDo, nil, "remove %s from spec.versions (the write carries the CRD's resourceVersion as checked)", old)
 		if asked {

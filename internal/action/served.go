@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -25,9 +26,27 @@ type UsageMeasurer interface {
 type UsageOptions struct {
 	// Skip skips the check (--skip-usage-check); the output records it.
 	Skip bool
+	// Permissions, when set, is asked before the measurement — which can
+	// take a while (the window) — for what the step needs: to update the
+	// CRD when Write, and what the measurement's sources need (see
+	// NeedsReporter). Anything missing refuses at once, naming all of it.
+	Permissions PermissionChecker
+	Write       bool
 	// Measuring, when set, is called before the measurement with the
 	// group/version and the sources (UsageMeasurer.Describe).
 	Measuring func(groupVersion, sources string)
+}
+
+// PermissionChecker asks the API server (SelfSubjectAccessReview) which of
+// needs the user lacks.
+type PermissionChecker interface {
+	Missing(ctx context.Context, needs []access.Need) (missing []access.Need, checked bool)
+}
+
+// NeedsReporter is a UsageMeasurer that says what its sources need
+// (preflight.Usage).
+type NeedsReporter interface {
+	Needs() []access.Need
 }
 
 // SetServed is the preflight of serving (served) or unserving a version of
@@ -49,6 +68,18 @@ func SetServed(ctx context.Context, m UsageMeasurer, t *Target, version string, 
 	case m == nil || !t.live():
 		r.Checks = append(r.Checks, edit.Check{Name: preflight.CheckClientUsage, Outcome: edit.Skip, Message: "client usage of " + gv + " not checked: " + t.LiveSkip})
 		return r, nil
+	}
+	if u.Permissions != nil {
+		var needs []access.Need
+		if u.Write {
+			needs = append(needs, access.EditCRD()...)
+		}
+		if n, ok := m.(NeedsReporter); ok {
+			needs = append(needs, n.Needs()...)
+		}
+		if missing, _ := u.Permissions.Missing(ctx, needs); len(missing) > 0 {
+			return nil, &access.MissingError{Operation: "unserve", CRD: t.CRD.Name, Missing: missing}
+		}
 	}
 	if u.Measuring != nil {
 		u.Measuring(gv, m.Describe())

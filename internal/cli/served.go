@@ -114,11 +114,16 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 		}
 		m = u
 	}
-	res, err := action.SetServed(ctx, m, r.target, o.Version, o.Served, action.UsageOptions{
-		Skip: o.Usage.SkipUsageCheck,
+	uo := action.UsageOptions{
+		Skip:  o.Usage.SkipUsageCheck,
+		Write: o.DryRun != cmdutil.DryRunClient && o.Filename == "",
 		Measuring: func(gv, sources string) {
 			fmt.Fprintf(o.ErrOut, "Measuring the client usage of %s from %s…\n", gv, sources)
-		}})
+		}}
+	if o.client != nil {
+		uo.Permissions = o.client
+	}
+	res, err := action.SetServed(ctx, m, r.target, o.Version, o.Served, uo)
 	if err != nil {
 		return err
 	}

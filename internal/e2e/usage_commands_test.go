@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -321,4 +323,23 @@ func promHasRequests(t *testing.T, gvr schema.GroupVersionResource) bool {
 		} `json:"data"`
 	}
 	return json.NewDecoder(resp.Body).Decode(&body) == nil && len(body.Data.Result) > 0
+}
+
+// TestUnservePermissionsFirst (friction 6 of the preflight-holes report): a
+// user who may read CRDs but neither update them nor read /metrics ran
+// unserve, waited out the 15 s usage window, and was then told only that
+// the usage was unknown; granted /metrics, the missing CRD update came next.
+// unserve now asks first for everything it will need — the write and what
+// its usage sources read — and refuses at once naming all of it.
+func TestUnservePermissionsFirst(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "unserve-perms.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS3)
+	bindUser(t, c, "unserve-read-only",
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{crd.Spec.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list"}})
+	r := refused(t, c, crd.Name, []string{"refusing to unserve " + crd.Name + ", nothing was changed: missing permission(s): update customresourcedefinitions.apiextensions.k8s.io", "get /metrics"},
+		"unserve", crd.Name, "v1", "--as", "unserve-read-only")
+	if strings.Contains(r.stderr, "Measuring the client usage") {
+		t.Errorf("unserve measured (a 15s window) before asking for the permissions:\n%s", r.stderr)
+	}
 }

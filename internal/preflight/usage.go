@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
@@ -134,6 +135,15 @@ func (u *Usage) Describe() string {
 		return parts[0]
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// Needs is what the sources need of the user: get on /metrics of every
+// API server instance when they read it (no Prometheus given).
+func (u *Usage) Needs() []access.Need {
+	if u.Sources.Prometheus == nil && u.Sources.Cluster != nil {
+		return access.Metrics()
+	}
+	return nil
 }
 
 // Measure assesses each of targets from every source (usage.Measure over

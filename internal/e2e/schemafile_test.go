@@ -72,4 +72,21 @@ func TestAddVersionSchemaFileKeepsSubresources(t *testing.T) {
 			t.Errorf("diff v1 v3 does not report %s:\n%s", want, d.stdout)
 		}
 	}
+	// So do status (and doctor, from the same analysis) and the
+	// promote-storage that would make v3 the version controllers write
+	// /status at: only diff said it.
+	s := statusJSON(t, crd.Name)
+	var codes []string
+	for _, f := range s.Findings {
+		if f.Version == "v3" && f.Severity == lifecycle.SeverityWarning {
+			codes = append(codes, f.Code)
+		}
+	}
+	if strings.Join(codes, ",") != lifecycle.CodeStatusSubresourceRemoved+","+lifecycle.CodeScaleSubresourceRemoved {
+		t.Errorf("status warns of v3 with %v, want the status and scale subresources it lacks", codes)
+	}
+	p := succeeds(t, "promote-storage", crd.Name, "v3", "--dry-run=server")
+	if !strings.Contains(p.stdout, "WARN  v3 has no status subresource (v1 has)") || !strings.Contains(p.stdout, "WARN  v3 has no scale subresource (v1 has)") {
+		t.Errorf("promote-storage v3 does not warn of the subresources v3 lacks:\n%s", p.stdout)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -315,6 +316,13 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 	if v.Deprecated {
 		cs.add("NotDeprecated", Warn, "%s is deprecated: objects will be stored at a version clients are told to leave", version)
 	}
+	if cv := lifecycle.FindVersion(crd, current); cv != nil {
+		for _, d := range lifecycle.PartDiffs(cv, v) {
+			if d.Severity == lifecycle.SeverityWarning {
+				cs.add("Subresources", Warn, "%s (storage version %s); controllers that write /status or scale it at %s fail once they move to it", d.Message, current, version)
+			}
+		}
+	}
 	if current != "" {
 		// A move back is a rollback (sometimes the repair), never the
 		// lifecycle's next step: say so rather than pass in silence.
@@ -421,6 +429,15 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		if !v.Storage && slices.Contains(crd.Status.StoredVersions, version) {
 			cs.add("NotStored", Warn, "%s is still in status.storedVersions: objects stored at it stay readable through other versions, but run migrate before removing it", version)
 		}
+		// A deprecation warning that sends clients here sends them to a
+		// version that is going away.
+		gv := crd.Spec.Group + "/" + version
+		for _, o := range crd.Spec.Versions {
+			if o.Name != version && o.Served && o.Deprecated && o.DeprecationWarning != nil && mentionsVersion(*o.DeprecationWarning, gv) {
+				cs.add("DeprecationWarnings", Warn, "the deprecationWarning of %s tells clients to move to %s, which this stops serving (%q); point it at a version that stays served (kubectl crdversion deprecate %s %s --warning TEXT)",
+					o.Name, gv, *o.DeprecationWarning, crd.Name, o.Name)
+			}
+		}
 	}
 	v.Served = served
 	if served {
@@ -429,6 +446,24 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 	defaultVersionCheck(cs, crd, r.Edited)
 	r.Summary = fmt.Sprintf("%s %s", map[bool]string{true: "serve", false: "stop serving"}[served], version)
 	return r
+}
+
+// mentionsVersion reports whether text names the group/version gv as a
+// whole: "example.com/v1" in "use example.com/v1 CronTab", not in
+// "example.com/v1beta1".
+func mentionsVersion(text, gv string) bool {
+	for i := strings.Index(text, gv); i >= 0; {
+		end := i + len(gv)
+		if end == len(text) || !unicode.IsLetter(rune(text[end])) && !unicode.IsDigit(rune(text[end])) {
+			return true
+		}
+		next := strings.Index(text[end:], gv)
+		if next < 0 {
+			return false
+		}
+		i = end + next
+	}
+	return false
 }
 
 // editVersion starts an edit of one existing version: a copy of crd and

@@ -205,6 +205,15 @@ func TestPromoteStorage(t *testing.T) {
 	}
 }
 
+// sendsTo is a CRD whose deprecated v1 warns "use TEXT", v2 served and v3
+// the storage version.
+func sendsTo(text string) *apiextensionsv1.CustomResourceDefinition {
+	c := crd([]string{"v3"}, version{name: "v1", served: true}, version{name: "v2", served: true}, version{name: "v3", served: true, storage: true})
+	c.Spec.Versions[0].Deprecated = true
+	c.Spec.Versions[0].DeprecationWarning = ptr.To("example.com/v1 Widget is deprecated; use " + text)
+	return c
+}
+
 func TestSetServedAndDeprecate(t *testing.T) {
 	two := func() *apiextensionsv1.CustomResourceDefinition {
 		return crd([]string{"v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true})
@@ -221,6 +230,12 @@ func TestSetServedAndDeprecate(t *testing.T) {
 			"VersionExists=pass NotStorage=fail AnotherServed=fail DefaultVersion=warn", false},
 		{"unserve a stored version", SetServed(crd([]string{"v1", "v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true}), "v1", false),
 			"VersionExists=pass NotStorage=pass AnotherServed=pass NotStored=warn DefaultVersion=pass", false},
+		// Friction 8: Gateway API's v1alpha2 warning sends clients to
+		// v1beta1; unserving v1beta1 sends them nowhere.
+		{"unserve the version another's warning names", SetServed(sendsTo("example.com/v2 Widget"), "v2", false),
+			"VersionExists=pass NotStorage=pass AnotherServed=pass DeprecationWarnings=warn DefaultVersion=pass", false},
+		{"unserve a version a warning names only as a prefix", SetServed(sendsTo("example.com/v2beta1 Widget"), "v2", false),
+			"VersionExists=pass NotStorage=pass AnotherServed=pass DefaultVersion=pass", false},
 		{"serve served", SetServed(two(), "v1", true), "VersionExists=pass", true},
 		{"serve unknown", SetServed(two(), "v9", true), "VersionExists=fail", false},
 		{"deprecate old", Deprecate(two(), "v1", nil, false), "VersionExists=pass", false},

@@ -88,6 +88,8 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 	}
 
 	out = append(out, orderFindings(crd, a, a.order)...)
+	out = append(out, partFindings(crd, a)...)
+	out = append(out, retirable(crd, a)...)
 	out = append(out, migrationPruning(crd, a)...)
 	out = append(out, conditionFindings(crd)...)
 	out = append(out, conversionFindings(crd, a)...)
@@ -644,4 +646,28 @@ func versionInSpec(a Analysis, name string) bool {
 		}
 	}
 	return false
+}
+
+// CodeVersionRetirable reports an old version that is neither served nor
+// in status.storedVersions, other than the one the state is about: nothing
+// keeps it in spec.versions but managedFields entries that name it, which
+// retire checks.
+const CodeVersionRetirable = "VersionRetirable"
+
+// retirable finds the versions CodeVersionRetirable reports: older than the
+// storage version, not served, not stored, and not the state's OLD (whose
+// step is Next).
+func retirable(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Finding {
+	var out []Finding
+	for _, v := range crd.Spec.Versions {
+		if v.Served || v.Storage || v.Name == a.OldVersion || slices.Contains(crd.Status.StoredVersions, v.Name) || !a.order.Newer(a.StorageVersion, v.Name) {
+			continue
+		}
+		out = append(out, Finding{
+			Code: CodeVersionRetirable, Severity: SeverityInfo, Version: v.Name,
+			Message: fmt.Sprintf("%s is neither served nor in status.storedVersions: it can leave spec.versions", v.Name),
+			Fix:     "see what removing it takes (objects whose managedFields name it are rewritten first): " + Crdversion("retire", crd.Name, v.Name).With("dry-run", "").String(),
+		})
+	}
+	return out
 }

@@ -481,3 +481,55 @@ func TestNoneConversionLosses(t *testing.T) {
 		})
 	}
 }
+
+// TestPartFindings (B3 of the preflight-holes report): a served version
+// that lacks the status or scale subresource of the storage version is a
+// warning of status and doctor, not only of diff; an unserved one, or one
+// that only lacks printer columns, is not.
+func TestPartFindings(t *testing.T) {
+	status := &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+		Scale: &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}}
+	crd := newCRD().version("v1", true, true).version("v2", true, false).version("v3", false, false).version("v4", true, false).stored("v1").v()
+	crd.Spec.Versions[0].Subresources = status
+	crd.Spec.Versions[3].Subresources = status.DeepCopy()
+	crd.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "R", Type: "integer", JSONPath: ".spec.replicas"}}
+	var got []string
+	for _, f := range Analyze(crd).Findings {
+		if strings.HasSuffix(f.Code, "SubresourceRemoved") || f.Code == CodePrinterColumnsChanged {
+			got = append(got, f.Version+":"+f.Code+":"+string(f.Severity))
+		}
+	}
+	want := "v2:StatusSubresourceRemoved:warning v2:ScaleSubresourceRemoved:warning"
+	if strings.Join(got, " ") != want {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+}
+
+// TestRetirableVersions (friction 8 of the preflight-holes report): an old
+// version neither served nor stored, while another old version is the
+// state's subject, got no finding; now it is said to be free to leave,
+// with a dry run to see what that takes. Not the state's own OLD (its step
+// is Next), nor a version newer than the storage version.
+func TestRetirableVersions(t *testing.T) {
+	crd := newCRD().version("v1alpha1", false, false).version("v1beta1", true, false).version("v1", true, true).version("v2", false, false).stored("v1").v()
+	a := Analyze(crd)
+	var got []string
+	for _, f := range a.Findings {
+		if f.Code == CodeVersionRetirable {
+			got = append(got, f.Version)
+			if !strings.Contains(f.Fix, "kubectl crdversion retire widgets.example.com "+f.Version+" --dry-run") || len(f.Run) > 0 {
+				t.Errorf("fix %q, run %v", f.Fix, f.Run)
+			}
+		}
+	}
+	if strings.Join(got, ",") != "v1alpha1" {
+		t.Errorf("retirable %v (old %s), want v1alpha1", got, a.OldVersion)
+	}
+	// In S5 the version unserved is the state's OLD: its retire is Next.
+	s5 := Analyze(newCRD().version("v1beta1", false, false).version("v1", true, true).stored("v1").v())
+	for _, f := range s5.Findings {
+		if f.Code == CodeVersionRetirable {
+			t.Errorf("S5 (old %s): finding %+v beside Next %+v", s5.OldVersion, f, s5.Next)
+		}
+	}
+}

@@ -11,6 +11,9 @@ LDFLAGS  := -X $(MODULE)/internal/version.version=$(VERSION) -X $(MODULE)/intern
 DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 60m
+# Parallel e2e tests at once: they mostly wait (usage windows, the API
+# server catching up), so more than the two cores' default.
+E2E_PARALLEL ?= 4
 # The three Go modules; tools/ is a fourth that only pins golangci-lint.
 MODULES  := . internal/e2e cmd/crdversion-sandbox
 GOLANGCI_LINT := $(BIN)/golangci-lint
@@ -51,7 +54,7 @@ unit:
 
 ## integration: go vet and the integration tests of internal/e2e (a real kube-apiserver in-process); vets the sandbox
 integration:
-	cd internal/e2e && go vet ./... && go test -count=1 -timeout $(E2E_TIMEOUT) ./...
+	cd internal/e2e && go vet ./... && go test -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./...
 	cd cmd/crdversion-sandbox && go vet ./...
 
 ## docs: regenerate the command reference in docs/commands from the command tree

@@ -32,7 +32,8 @@ import (
 // runs status and doctor, parses every printed command line, and runs
 // them through the real kubectl with the plugin on PATH: the fix: lines as
 // a server-side dry run (each must not be refused), the Next: line for
-// real. After each step it asserts that
+// real, and the Next:, fix: and run: lines that command prints in turn as
+// a server-side dry run. After each step it asserts that
 //
 //   - no object became unreadable, and no object that could be read lost
 //     or changed a field (each object is read from its etcd key, through
@@ -51,6 +52,9 @@ func TestAdviceWalk(t *testing.T) {
 	}
 	for _, sc := range adviceScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
+			// Each scenario has a CRD of its own, and mostly waits out
+			// usage windows: they run side by side.
+			t.Parallel()
 			c := newClients(t)
 			crd := sc.build(t, c)
 			w := &walker{t: t, c: c, kubectl: kubectl, crd: crd.Name, truth: sc.truth, newVersion: sc.newVersion}
@@ -302,13 +306,22 @@ func (w *walker) walk(bound int) {
 		last = next
 		t.Logf("step %d: %s", step, next)
 		w.checkDirection(next, "Next")
+		var printed []printedLine
 		for _, argv := range w.parse(next) {
-			w.run(argv, false)
+			printed = append(printed, printedCommands(w.run(argv, false))...)
 			if len(argv) > 1 && argv[0] == "crdversion" && argv[1] == "status" {
 				w.statusArgs = argv
 			}
 		}
 		w.check(fmt.Sprintf("step %d (%s)", step, next))
+		// The command just run printed its own Next: (and fix: or run:)
+		// lines: each must be safe to paste now too — not backwards, and
+		// not refused (a server-side dry run of its first command).
+		for _, l := range printed {
+			w.checkDirection(l.text, "printed by "+next+":")
+			cmds := w.parse(l.text)
+			w.run(cmds[0], !isReadOnly(cmds[0]))
+		}
 	}
 	t.Fatalf("the advice chain did not end within %d steps", bound)
 }

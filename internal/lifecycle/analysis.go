@@ -670,11 +670,18 @@ func nextStep(name string, a Analysis) *NextStep {
 		return next(fmt.Sprintf("stop serving %s once no client requests it", a.OldVersion),
 			Crdversion("unserve", name, a.OldVersion))
 	case StateS5:
-		if n := a.staleManaged[a.OldVersion]; n > 0 {
+		n, scanned := a.staleManaged[a.OldVersion]
+		switch {
+		case n > 0:
 			return next(fmt.Sprintf("remove %s from spec.versions; %d object(s) have managedFields entries naming %s, which --clean-managed-fields rewrites to %s first (server-side apply on them would fail once %s is gone)", a.OldVersion, n, a.OldVersion, a.StorageVersion, a.OldVersion),
 				Crdversion("retire", name, a.OldVersion).With("clean-managed-fields", ""))
+		case !scanned:
+			// Not listed: retire refuses while an entry names OLD, so the
+			// command rewrites any first (a no-op when there is none).
+			return next(fmt.Sprintf("remove %s from spec.versions; objects whose managedFields name %s are rewritten to %s first (--clean-managed-fields; server-side apply on them would fail once %s is gone)", a.OldVersion, a.OldVersion, a.StorageVersion, a.OldVersion),
+				Crdversion("retire", name, a.OldVersion).With("clean-managed-fields", ""))
 		}
-		return next(fmt.Sprintf("remove %s from spec.versions once no object's managedFields name it (retire checks, and --clean-managed-fields rewrites them)", a.OldVersion),
+		return next(fmt.Sprintf("remove %s from spec.versions (no object's managedFields name it)", a.OldVersion),
 			Crdversion("retire", name, a.OldVersion))
 	}
 	return nil

@@ -98,7 +98,7 @@ func TestAnalyzeStates(t *testing.T) {
 		{"S4 deprecated", newCRD().version("v1", true, false).deprecated("v1").version("v2", true, true).stored("v2").v(),
 			StateS4, "v1", "v2", "unserve widgets.example.com v1", CodeDeprecatedServed},
 		{"S5 unserved", newCRD().version("v1", false, false).version("v2", true, true).stored("v2").v(),
-			StateS5, "v1", "v2", "retire widgets.example.com v1", ""},
+			StateS5, "v1", "v2", "retire widgets.example.com v1 --clean-managed-fields", ""},
 		{"S6 retired", newCRD().version("v2", true, true).stored("v2").annotate(RetiredVersionsAnnotation, "v1alpha1, v1").v(),
 			StateS6, "v1", "v2", "", ""},
 		{"no storage version", newCRD().version("v1", true, false).version("v2", true, false).v(),
@@ -530,6 +530,31 @@ func TestRetirableVersions(t *testing.T) {
 	for _, f := range s5.Findings {
 		if f.Code == CodeVersionRetirable {
 			t.Errorf("S5 (old %s): finding %+v beside Next %+v", s5.OldVersion, f, s5.Next)
+		}
+	}
+}
+
+// TestS5NextByManagedFields: retire refuses while a managedFields entry
+// names OLD. Unlisted (an edit's own Next), the command rewrites them
+// first; listed, it does so when there are any and not otherwise.
+func TestS5NextByManagedFields(t *testing.T) {
+	crd := newCRD().version("v1", false, false).version("v2", true, true).stored("v2").v()
+	for _, tc := range []struct {
+		name    string
+		scanned bool
+		n       int
+		want    string
+	}{
+		{"not listed", false, 0, "kubectl crdversion retire widgets.example.com v1 --clean-managed-fields"},
+		{"listed, none", true, 0, "kubectl crdversion retire widgets.example.com v1"},
+		{"listed, two", true, 2, "kubectl crdversion retire widgets.example.com v1 --clean-managed-fields"},
+	} {
+		a := Analyze(crd)
+		if tc.scanned {
+			a.ManagedFieldsNaming("v1", tc.n)
+		}
+		if a.Next == nil || a.Next.Command != tc.want {
+			t.Errorf("%s: next %+v, want %q", tc.name, a.Next, tc.want)
 		}
 	}
 }

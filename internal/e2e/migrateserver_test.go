@@ -185,7 +185,8 @@ func TestMigrateServerEngineRefusalsAndTimeout(t *testing.T) {
 	// out here, so it is still Pending when the time runs out.
 	bin := binary(t, nil, "migrate", other.Name, "--engine=server", "--timeout=10s", "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())
 	if bin.code != 1 || !strings.Contains(bin.stderr, "did not finish: stopped following the StorageVersionMigration crdversion-crontabs-") ||
-		!strings.Contains(bin.stderr, "(Pending) before it finished: the time given (--timeout) ran out; it goes on in the cluster") {
+		!strings.Contains(bin.stderr, "(Pending) before it finished: the time given (--timeout) ran out; it goes on in the cluster") ||
+		!strings.Contains(bin.stderr, "no controller took it up") {
 		t.Errorf("timeout: exit %d\n%s\n%s", bin.code, bin.stdout, bin.stderr)
 	}
 	names := svmsFor(t, c, other)

@@ -150,6 +150,10 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 		if !errors.Is(err, errDeleted) {
 			res.Trim.Reason += "; it goes on in the cluster (kubectl get storageversionmigrations " + sm.Name + " -w), and a re-run of migrate after it succeeded trims storedVersions"
 		}
+		if st.Phase == Pending {
+			// No condition at all: nothing has taken it up.
+			res.Trim.Reason += "; but no controller took it up (it has no condition): kube-controller-manager's storage version migrator may be off in this cluster (its controller storage-version-migrator-controller, feature gate StorageVersionMigrator); --engine=client migrates without it, and kubectl delete storageversionmigrations " + sm.Name + " removes this one"
+		}
 		return finish()
 	}
 	if !st.Settled {

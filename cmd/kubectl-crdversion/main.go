@@ -21,7 +21,7 @@ func main() {
 	// SIGINT/SIGTERM cancel the context: a migration stops after the writes
 	// in flight and keeps its checkpoint.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := cmd.ExecuteContext(ctx)
+	err := cli.Interrupted(ctx, cmd.ExecuteContext(ctx))
 	stop()
 	// diff, check-upgrade and doctor exit like kubectl diff: 1 when their
 	// report has error-level findings (already printed), 2 or more when

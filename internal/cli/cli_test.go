@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -347,5 +350,30 @@ func TestWarningsShownOnce(t *testing.T) {
 	w.HandleWarningHeader(299, "-", "another warning")
 	if got := b.String(); got != "Warning: example.com/v1 Widget is deprecated; use example.com/v2 Widget\nWarning: another warning\n" {
 		t.Errorf("printed %q", got)
+	}
+}
+
+// TestInterrupted (friction 3 of the preflight-holes report): Ctrl-C during
+// a preflight printed "Unable to connect to the server: context canceled".
+func TestInterrupted(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	urlErr := &url.Error{Op: "Get", URL: "https://example", Err: context.Canceled}
+	if got := Interrupted(canceled, urlErr); got == nil || !strings.HasPrefix(got.Error(), "interrupted: ") {
+		t.Errorf("cancelled: %v", got)
+	}
+	if got := Interrupted(context.Background(), urlErr); got != urlErr {
+		t.Errorf("not cancelled: %v, want the error as it is", got)
+	}
+	taken := fmt.Errorf("the migration stopped: %w; this run took step 2 (v1 unserved)", context.Canceled)
+	if got := Interrupted(canceled, taken); got == nil || got.Error() != "interrupted: "+taken.Error() {
+		t.Errorf("an error that says more: %v", got)
+	}
+	other := errors.New("refusing")
+	if got := Interrupted(canceled, other); got != other {
+		t.Errorf("another error: %v", got)
+	}
+	if Interrupted(canceled, nil) != nil {
+		t.Error("no error became one")
 	}
 }

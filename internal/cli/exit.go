@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/url"
 
 	"github.com/spf13/cobra"
 )
@@ -44,4 +47,23 @@ func asCheckError(err error) error {
 		return err
 	}
 	return &CheckError{Err: err}
+}
+
+// Interrupted is err as the user should read it when ctx, the command's
+// context, was cancelled by SIGINT or SIGTERM: a bare "context canceled"
+// (or client-go's "Unable to connect to the server: context canceled")
+// says nothing of what happened. Every step writes only once its
+// preflight has passed, one write at a time; a migration's report and
+// checkpoint, printed before, say what it wrote. Other errors, and errors
+// of a context that was not cancelled, are returned as they are.
+func Interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	var urlErr *url.Error
+	if err == context.Canceled || errors.As(err, &urlErr) && urlErr.Err == context.Canceled {
+		return fmt.Errorf("interrupted: the command stopped before it finished; nothing is written before a preflight passes, so an interrupted preflight changed nothing (what a migration wrote is in its report above); re-run it to finish")
+	}
+	// An error that says more (the steps retire took, say) keeps it.
+	return fmt.Errorf("interrupted: %w", err)
 }

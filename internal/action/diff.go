@@ -29,19 +29,26 @@ func DiffVersions(ctx context.Context, r Reader, arg, from, to string) (*report.
 // directories read the way kubectl apply -f A -f B reads them (every path,
 // in order; a CRD named twice on one side is an error): per CRD in both,
 // schemadiff.CRDs; a CRD on one side only is a finding of its own. It
-// fails when neither side has a CRD.
+// fails when a side has no CRD (a wrong path would make every CRD added or
+// removed).
 func DiffManifests(olds, news []string, recursive bool) (*report.Diff, error) {
 	oldDocs, err := manifest.ReadCRDsOf(olds, recursive)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--old: %w", err)
 	}
 	newDocs, err := manifest.ReadCRDsOf(news, recursive)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--new: %w", err)
 	}
 	oldName, newName := strings.Join(olds, ", "), strings.Join(news, ", ")
-	if len(oldDocs) == 0 && len(newDocs) == 0 {
+	switch {
+	case len(oldDocs) == 0 && len(newDocs) == 0:
 		return nil, fmt.Errorf("no CustomResourceDefinition in %s or %s", oldName, newName)
+	case len(oldDocs) == 0:
+		// Every CRD would be "added": a wrong path, not a comparison.
+		return nil, fmt.Errorf("no CustomResourceDefinition in --old %s", oldName)
+	case len(newDocs) == 0:
+		return nil, fmt.Errorf("no CustomResourceDefinition in --new %s", newName)
 	}
 	byName := map[string]manifest.CRDDoc{}
 	for _, d := range oldDocs {

@@ -72,7 +72,10 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	}
 	configFlags.AddFlags(cmd.PersistentFlags())
 	klogFlags := addKlogVerbosity(cmd)
-	cmd.PersistentPreRun = func(cmd *cobra.Command, _ []string) { quietClientLogs(cmd, klogFlags) }
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		quietClientLogs(cmd, klogFlags)
+		return noNamespace(cmd)
+	}
 
 	f := cmdutil.NewFactory(configFlags)
 	cmd.AddCommand(
@@ -93,6 +96,17 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 func runHelp(cmd *cobra.Command, _ []string) { _ = cmd.Help() }
+
+// noNamespace refuses -n/--namespace given on the command line: a CRD is
+// cluster-scoped, and every command covers its objects in all namespaces,
+// so the flag (one of kubectl's connection flags) would be silently
+// ignored. The kubeconfig's namespace is no flag and is not refused.
+func noNamespace(cmd *cobra.Command) error {
+	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
+		return usageErrorf(cmd, "-n/--namespace does not apply: a CustomResourceDefinition is cluster-scoped and %s covers its objects in every namespace", cmd.CommandPath())
+	}
+	return nil
+}
 
 // quietClientLogs keeps client-go's own log lines (discovery retries and the
 // like) off stderr unless -v was given, so that a failure is reported as the

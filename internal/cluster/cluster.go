@@ -138,6 +138,10 @@ func (c *Client) ResolveCRD(ctx context.Context, arg string) (*apiextensionsv1.C
 	if strings.TrimSpace(arg) == "" {
 		return nil, fmt.Errorf("a CustomResourceDefinition name is required")
 	}
+	arg, err := lifecycle.CRDArg(arg)
+	if err != nil {
+		return nil, err
+	}
 	if strings.Contains(arg, ".") {
 		crd, err := c.CRDs.Get(ctx, arg, metav1.GetOptions{})
 		if err == nil {

@@ -180,6 +180,10 @@ func Select(list []apiextensionsv1.CustomResourceDefinition, names []string, all
 		}
 	}
 	for _, n := range names {
+		n, err := lifecycle.CRDArg(n)
+		if err != nil {
+			return nil, err
+		}
 		var matches []*apiextensionsv1.CustomResourceDefinition
 		for i := range list {
 			if list[i].Name == n {

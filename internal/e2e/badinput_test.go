@@ -29,8 +29,8 @@ type badInput struct {
 
 // badInputFiles are the files the bad inputs name.
 type badInputFiles struct {
-	dir, missing, malformed, configMap, twoCRDs, huge, unreadable, good string
-	broken, unreachable                                                 string
+	dir, missing, malformed, configMap, twoCRDs, huge, unreadable, good, empty string
+	broken, unreachable                                                        string
 }
 
 func writeBadInputFiles(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) badInputFiles {
@@ -44,6 +44,7 @@ func writeBadInputFiles(t *testing.T, crd *apiextensionsv1.CustomResourceDefinit
 		twoCRDs:     filepath.Join(dir, "two-crds.yaml"),
 		huge:        filepath.Join(dir, "huge.yaml"),
 		good:        filepath.Join(dir, "crd.yaml"),
+		empty:       filepath.Join(dir, "empty.yaml"),
 		broken:      filepath.Join(dir, "broken-kubeconfig"),
 		unreachable: filepath.Join(dir, "unreachable-kubeconfig"),
 		// Unreadable even for root: reading a process's memory at offset 0
@@ -60,6 +61,7 @@ func writeBadInputFiles(t *testing.T, crd *apiextensionsv1.CustomResourceDefinit
 	}
 	writeFile(t, f.good, string(doc))
 	writeFile(t, f.twoCRDs, string(doc)+"---\n"+string(doc))
+	writeFile(t, f.empty, "# nothing yet\n")
 	writeFile(t, f.malformed, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: [\n")
 	writeFile(t, f.configMap, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: not-a-crd\ndata:\n  key: value\n")
 	// 20 MB: a ConfigMap holding one very long string.
@@ -155,6 +157,8 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "storage version to unserve", args: []string{"unserve", crd, "v2"}, report: true, want: "v2 is the storage version"},
 		{name: "last served version to unserve", args: []string{"unserve", only, "v1", "--skip-usage-check"}, report: true, want: "v1 is the last served version"},
 		{name: "storage version to retire", args: []string{"retire", crd, "v2", "--usage-window=0"}, report: true, want: "stopped at step"},
+		{name: "another resource type than crd/", args: []string{"status", "deployment/" + crd}, want: "name a CustomResourceDefinition as NAME or crd/NAME"},
+		{name: "a namespace for a cluster-wide step", args: []string{"migrate", crd, "-n", "default"}, want: "-n/--namespace does not apply"},
 
 		// Files.
 		{name: "missing file", args: []string{"add-version", crd, "v3", "-f", f.missing}, want: "no such file or directory"},
@@ -172,6 +176,8 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "a ConfigMap, no CRD", args: []string{"unserve", crd, "v1", "-f", f.configMap}, want: "no CustomResourceDefinition in the file"},
 		{name: "a ConfigMap release", args: []string{"check-upgrade", "-f", f.configMap}, code: 2, want: "no CustomResourceDefinition in " + f.configMap},
 		{name: "a ConfigMap diff", args: []string{"diff", "--old", f.configMap, "--new", f.configMap}, code: 2, want: "no CustomResourceDefinition in"},
+		{name: "a diff against nothing", args: []string{"diff", "--old", f.configMap, "--new", f.good}, code: 2, want: "no CustomResourceDefinition in --old " + f.configMap},
+		{name: "an empty schema file", args: []string{"add-version", crd, "v3", "--schema-file", f.empty}, want: "--schema-file " + f.empty + " is empty"},
 		{name: "two CRDs where one is expected", args: []string{"add-version", crd, "v3", "-f", f.twoCRDs}, want: "matches more than one document"},
 		{name: "two copies of a CRD in a release", args: []string{"check-upgrade", "-f", f.twoCRDs}, code: 2, want: "when applied, the last would win"},
 		// kubectl apply -f A -f A would apply it twice; check-upgrade reads

@@ -179,8 +179,10 @@ func TestStatusResolvesNamesLikeKubectl(t *testing.T) {
 		"crontab.names.example.com",  // singular.group
 		"CronTab.names.example.com",  // Kind.group
 		"crontabs.v2.names.example.com",
+		"crd/crontabs.names.example.com", // kubectl's TYPE/NAME
+		"customresourcedefinitions.apiextensions.k8s.io/crontabs.names.example.com",
 	} {
-		t.Run(arg, func(t *testing.T) {
+		t.Run(strings.ReplaceAll(arg, "/", "_"), func(t *testing.T) {
 			// Other tests create crontabs in other groups at the same time;
 			// an ambiguous name must be an error, never another CRD.
 			r := plugin(t, "status", arg, "-o", "jsonpath={.crd.name}", "--count=false")

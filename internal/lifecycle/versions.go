@@ -6,6 +6,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -86,6 +87,26 @@ func FindVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *ap
 		}
 	}
 	return nil
+}
+
+// CRDArg is arg, a CustomResourceDefinition as a command line names it,
+// without the resource type kubectl's TYPE/NAME form puts before it:
+// crd/NAME, crds/NAME or customresourcedefinition(s)[.apiextensions.k8s.io]/NAME
+// is NAME. An arg without "/" is returned as it is; another type is an
+// error, since only CRDs are named.
+func CRDArg(arg string) (string, error) {
+	typ, name, ok := strings.Cut(arg, "/")
+	if !ok {
+		return arg, nil
+	}
+	switch strings.ToLower(typ) {
+	case "crd", "crds", "customresourcedefinition", "customresourcedefinitions",
+		"customresourcedefinition.apiextensions.k8s.io", "customresourcedefinitions.apiextensions.k8s.io":
+		if name != "" && !strings.Contains(name, "/") {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%q: name a CustomResourceDefinition as NAME or crd/NAME (its name, plural, kind or short name)", arg)
 }
 
 // MatchCRDs returns the CRDs that arg names: a plural, singular, short name

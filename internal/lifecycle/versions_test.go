@@ -66,3 +66,25 @@ func TestConversionProbeVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestCRDArg: kubectl's TYPE/NAME form names a CRD as crd/NAME (friction
+// 11 of the preflight-holes report: it was sent to the API server as a
+// name and refused with "may not contain '/'").
+func TestCRDArg(t *testing.T) {
+	for arg, want := range map[string]string{
+		"crontabs.stable.example.com":     "crontabs.stable.example.com",
+		"crd/crontabs.stable.example.com": "crontabs.stable.example.com",
+		"CRDs/crontab":                    "crontab",
+		"customresourcedefinition/ct":     "ct",
+		"customresourcedefinitions.apiextensions.k8s.io/crontabs.stable.example.com": "crontabs.stable.example.com",
+	} {
+		if got, err := CRDArg(arg); err != nil || got != want {
+			t.Errorf("CRDArg(%q) = %q, %v; want %q", arg, got, err, want)
+		}
+	}
+	for _, arg := range []string{"deployment/web", "crd/", "crd/a/b", "/crontabs"} {
+		if got, err := CRDArg(arg); err == nil {
+			t.Errorf("CRDArg(%q) = %q, want an error", arg, got)
+		}
+	}
+}

@@ -96,6 +96,10 @@ func (f *File) FindCRD(name string) (int, *apiextensionsv1.CustomResourceDefinit
 	if len(all) == 0 {
 		return -1, nil, fmt.Errorf("no CustomResourceDefinition in the file")
 	}
+	name, err := lifecycle.CRDArg(name)
+	if err != nil {
+		return -1, nil, err
+	}
 	var matches []int
 	for i := range all {
 		if all[i].Name == name {

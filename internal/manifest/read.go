@@ -126,6 +126,9 @@ func nameOf(m map[string]any) string {
 
 func manifestFiles(path string, recursive bool) ([]string, error) {
 	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such file or directory", path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +177,12 @@ func ReadFile(path string) ([]byte, error) {
 // *TooLargeError when it holds more than MaxFileBytes.
 func ReadAll(r io.Reader, name string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
-	if err != nil {
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		// "read NAME: is a directory" names the file already.
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if len(data) > MaxFileBytes {

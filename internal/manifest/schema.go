@@ -20,22 +20,32 @@ import (
 func ReadSchemaFile(path, crdName, version string) (*apiextensionsv1.CustomResourceValidation, error) {
 	data, err := ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--schema-file: %w", err)
 	}
 	return parseSchema(path, crdName, version, data)
 }
 
 // parseSchema is ReadSchemaFile on data, read from path.
 func parseSchema(path, crdName, version string, data []byte) (*apiextensionsv1.CustomResourceValidation, error) {
-	if docs, err := ParseCRDs(data); err != nil || len(docs) > 0 {
-		if err != nil {
-			return nil, fmt.Errorf("--schema-file %s: %v", path, err)
-		}
+	docs, crdsErr := ParseCRDs(data)
+	if crdsErr == nil && len(docs) > 0 {
 		return crdSchema(path, crdName, version, docs)
 	}
-	var probe map[string]any
-	if err := yaml.Unmarshal(data, &probe); err != nil {
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		if crdsErr != nil {
+			err = crdsErr
+		}
 		return nil, fmt.Errorf("--schema-file %s: %v", path, err)
+	}
+	probe, ok := doc.(map[string]any)
+	switch {
+	case doc == nil:
+		return nil, fmt.Errorf("--schema-file %s is empty: it must hold an openAPIV3Schema (type: object, properties: …), {openAPIV3Schema: …}, or a CRD manifest", path)
+	case !ok:
+		return nil, fmt.Errorf("--schema-file %s holds a YAML %s, not a schema: it must hold an openAPIV3Schema (type: object, properties: …), {openAPIV3Schema: …}, or a CRD manifest", path, yamlKind(doc))
+	case crdsErr != nil:
+		return nil, fmt.Errorf("--schema-file %s: %v", path, crdsErr)
 	}
 	v := &apiextensionsv1.CustomResourceValidation{}
 	var err error
@@ -73,4 +83,17 @@ func crdSchema(path, crdName, version string, docs []CRDDoc) (*apiextensionsv1.C
 		return nil, fmt.Errorf("--schema-file %s: CustomResourceDefinition %s has no version %s to take the schema of (its versions: %s)", path, crdName, version, strings.Join(names, ", "))
 	}
 	return nil, fmt.Errorf("--schema-file %s: no CustomResourceDefinition %s in it (it has %s)", path, crdName, strings.Join(crds, ", "))
+}
+
+// yamlKind names the kind of a decoded YAML value for a message.
+func yamlKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	}
+	return "number"
 }

@@ -47,6 +47,10 @@ func TestParseSchema(t *testing.T) {
 		{name: "unknown field", data: "type: object\nnotAField: 1\n", wantErr: "--schema-file s.yaml: "},
 		{name: "wrapped unknown field", data: "openAPIV3Schema: {type: object}\nextra: 1\n", wantErr: "--schema-file s.yaml: "},
 		{name: "not yaml", data: "type: [object\n", wantErr: "--schema-file s.yaml: "},
+		// Friction 10 of the preflight-holes report: an empty file gave two
+		// FAILs, a list a Go type name.
+		{name: "empty", data: "\n# nothing\n", wantErr: "--schema-file s.yaml is empty: "},
+		{name: "a list", data: "- type: object\n", wantErr: "--schema-file s.yaml holds a YAML list, not a schema: "},
 		{name: "a CRD manifest: its version v2", data: crdManifest, wantProps: "spec"},
 		{name: "a release of two CRDs: the one edited", data: strings.Replace(crdManifest, "crontabs.stable", "other.stable", 1) + "---\n" + crdManifest, wantProps: "spec"},
 		{name: "a manifest without the CRD", data: strings.Replace(crdManifest, "crontabs.stable", "other.stable", 1),
@@ -78,12 +82,15 @@ func TestParseSchema(t *testing.T) {
 	}
 }
 
-// TestReadSchemaFile: a missing file is ReadFile's error, unprefixed; a
-// file is parsed.
+// TestReadSchemaFile: a missing file or a directory is ReadFile's error
+// after the flag's name, the path once; a file is parsed.
 func TestReadSchemaFile(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := ReadSchemaFile(filepath.Join(dir, "missing.yaml"), "crontabs.stable.example.com", "v2"); err == nil || !strings.Contains(err.Error(), "no such file or directory") || strings.Contains(err.Error(), "--schema-file") {
+	if _, err := ReadSchemaFile(filepath.Join(dir, "missing.yaml"), "crontabs.stable.example.com", "v2"); err == nil || !strings.HasPrefix(err.Error(), "--schema-file: open ") || !strings.HasSuffix(err.Error(), "missing.yaml: no such file or directory") {
 		t.Fatalf("missing file: %v", err)
+	}
+	if _, err := ReadSchemaFile(dir, "crontabs.stable.example.com", "v2"); err == nil || err.Error() != "--schema-file: read "+dir+": is a directory" {
+		t.Fatalf("a directory: %v", err)
 	}
 	p := filepath.Join(dir, "s.yaml")
 	if err := os.WriteFile(p, []byte("type: object\n"), 0o600); err != nil {

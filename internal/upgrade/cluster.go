@@ -121,7 +121,7 @@ func merged(a, b map[string]string) map[string]string {
 func ReadRelease(files []string, recursive bool) ([]manifest.CRDDoc, error) {
 	out, err := manifest.ReadCRDsOf(files, recursive)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-f: %w", err)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no CustomResourceDefinition in %s", strings.Join(files, ", "))

@@ -484,12 +484,13 @@ func TestNoneConversionLosses(t *testing.T) {
 
 // TestPartFindings (B3 of the preflight-holes report): a served version
 // that lacks the status or scale subresource of the storage version is a
-// warning of status and doctor, not only of diff; an unserved one, or one
-// that only lacks printer columns, is not.
+// warning of status and doctor, not only of diff; an unserved or a
+// deprecated one (on its way out), or one that only lacks printer
+// columns, is not.
 func TestPartFindings(t *testing.T) {
 	status := &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
 		Scale: &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}}
-	crd := newCRD().version("v1", true, true).version("v2", true, false).version("v3", false, false).version("v4", true, false).stored("v1").v()
+	crd := newCRD().version("v1", true, true).version("v2", true, false).version("v3", false, false).version("v4", true, false).version("v1beta1", true, false).deprecated("v1beta1").stored("v1").v()
 	crd.Spec.Versions[0].Subresources = status
 	crd.Spec.Versions[3].Subresources = status.DeepCopy()
 	crd.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "R", Type: "integer", JSONPath: ".spec.replicas"}}

@@ -98,10 +98,13 @@ func columnNames(cs []apiextensionsv1.CustomResourceColumnDefinition) string {
 }
 
 // partFindings are, for each served version other than the storage
-// version, the subresources it lacks or serves differently from the storage
-// version (PartDiffs' warnings): once clients or controllers use it — as
-// kubectl's default version, or after promote-storage — /status and /scale
-// fail there. The codes are PartDiffs'.
+// version that is not deprecated, the subresources it lacks or serves
+// differently from the storage version (PartDiffs' warnings): once clients
+// or controllers use it — as kubectl's default version, or after
+// promote-storage — /status and /scale fail there. A deprecated version
+// is on its way out, and clients are told to leave it already (Gateway
+// API's GRPCRoute v1alpha2 has no status subresource). The codes are
+// PartDiffs'.
 func partFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Finding {
 	storage := FindVersion(crd, a.StorageVersion)
 	if storage == nil {
@@ -110,7 +113,7 @@ func partFindings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []F
 	var out []Finding
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
-		if !v.Served || v.Name == storage.Name {
+		if !v.Served || v.Deprecated || v.Name == storage.Name {
 			continue
 		}
 		for _, d := range PartDiffs(storage, v) {

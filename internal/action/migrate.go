@@ -233,8 +233,15 @@ type LossChecker interface {
 func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*LossMeasurement, error) {
 	out := &LossMeasurement{}
 	storage := lifecycle.StorageVersion(crd)
-	if lifecycle.FindVersion(crd, storage) == nil {
+	sv := lifecycle.FindVersion(crd, storage)
+	switch {
+	case sv == nil:
 		return out, nil
+	case !sv.Served:
+		// The writes go through the storage version: the migration
+		// refuses the same way, and nothing can be measured.
+		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: %w: %s is the storage version but not served; serve it first (%s)",
+			crd.Name, migrate.ErrStorageNotServed, storage, lifecycle.Crdversion("serve", crd.Name, storage))
 	}
 	webhook := lifecycle.UsesWebhook(crd)
 	var refusals, unknown []string

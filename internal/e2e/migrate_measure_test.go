@@ -11,6 +11,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // migrate measures what its writes lose whatever the schemas say: the
@@ -164,5 +166,22 @@ func wantContents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDe
 	want, _ := json.Marshal(before)
 	if string(got) != string(want) {
 		t.Errorf("%s at %s: the objects changed\n got %s\nwant %s", crd.Name, version, got, want)
+	}
+}
+
+// TestMigrateStorageNotServedRefusedFirst: with the storage version not
+// served, migrate cannot write (its writes go through it) and its
+// measurement cannot read there either: it refuses at once, saying to serve
+// it, rather than after the measurement's reads are answered 404 for the
+// ~30 s a version just edited may take to be served.
+func TestMigrateStorageNotServedRefusedFirst(t *testing.T) {
+	c := newClients(t)
+	crd := advance(t, c, "storage-unserved-migrate.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
+	crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions[1].Served = false
+	})
+	r := refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "nothing was changed", "v2 is the storage version but not served; serve it first (kubectl crdversion serve " + crd.Name + " v2)"}, "migrate", crd.Name)
+	if strings.Contains(r.stdout+r.stderr, "NotFound") {
+		t.Errorf("the refusal is the measurement's 404:\n%s%s", r.stdout, r.stderr)
 	}
 }

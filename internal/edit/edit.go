@@ -139,6 +139,9 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		cs.add("VersionName", Pass, "%s is a valid version name", spec.Name)
 	}
 
+	if slices.Contains(lifecycle.RetiredVersions(crd), spec.Name) {
+		cs.add("VersionRetired", Warn, "%s was retired from %s (annotation %s): adding it back serves again an API its clients were told to leave; if this undoes a retirement for a rollback, the storage version stays %s until you move it", spec.Name, crd.Name, lifecycle.RetiredVersionsAnnotation, orNone(lifecycle.StorageVersion(crd)))
+	}
 	from := spec.From
 	if from == "" {
 		from = lifecycle.StorageVersion(crd)

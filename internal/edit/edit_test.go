@@ -87,6 +87,12 @@ func TestAddVersion(t *testing.T) {
 	}{
 		{"copy of the storage version", one(), AddVersionSpec{Name: "v2", Served: true},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=warn", false},
+		{"a retired version back", func() *apiextensionsv1.CustomResourceDefinition {
+			c := one()
+			c.Annotations = map[string]string{lifecycle.RetiredVersionsAnnotation: "v1alpha3"}
+			return c
+		}(), AddVersionSpec{Name: "v1alpha3", Served: true},
+			"VersionName=pass VersionRetired=warn VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=pass", false},
 		{"unserved: default unchanged", one(), AddVersionSpec{Name: "v2"},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=pass DefaultVersion=pass", false},
 		{"invalid name", one(), AddVersionSpec{Name: "V2", Served: true},

@@ -115,7 +115,7 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 	}
 	return append(cs, edit.Check{
 		Name: "FieldsKept", Outcome: edit.Fail,
-		Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops (read at both versions and compared): rewriting them at %s loses that data; make %s's schema keep the fields, or pass --allow-pruning to accept the loss", len(found.Lost), from, to, to, to),
+		Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops (each read at %s and sent migrate's no-op update through %s as a server-side dry run, then compared): rewriting them at %s loses that data; make %s's schema keep the fields (or the admission that removes them on UPDATE, a mutating webhook or policy, spare them), or pass --allow-pruning to accept the loss", len(found.Lost), from, to, from, to, to, to),
 		Details: details,
 	})
 }

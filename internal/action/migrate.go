@@ -49,11 +49,13 @@ type Migration struct {
 // flip) or drop fields (conversion None between schemas that differ); with
 // the server engine also one whose controller would write through a
 // version that prunes fields. It returns nil when the migration may run.
+// A client dry run (CountOnly) is refused alike: it must not say a run
+// would go through that the real run refuses.
 func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
 	if err := orderRefusal(crd, o); err != nil {
 		return err
 	}
-	if o.AllowPruning || o.Client.CountOnly {
+	if o.AllowPruning {
 		return nil
 	}
 	if err := predictedLossRefusal(crd); err != nil {
@@ -68,7 +70,7 @@ func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOption
 	if err := lifecycle.CheckVersionOrder(crd, o.VersionOrder); err != nil {
 		return err
 	}
-	if next := lifecycle.PromotionPending(crd, lifecycle.Options{VersionOrder: o.VersionOrder}); next != "" && !o.Client.NoTrim && !o.Client.CountOnly {
+	if next := lifecycle.PromotionPending(crd, lifecycle.Options{VersionOrder: o.VersionOrder}); next != "" && !o.Client.NoTrim {
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
 			crd.Name, storage, next, storage, crd.Name, next, storage)
 	}
@@ -181,6 +183,9 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	if err != nil {
 		return nil, err
 	}
+	if o.Client.CountOnly && !o.AllowPruning {
+		measured.Warnings = append(measured.Warnings, NotMeasuredWarning)
+	}
 	out.Result.Warnings = append(measured.Warnings, out.Result.Warnings...)
 	out.Result.Measured = measured.Passes
 	if c.FlowControl != nil && !server {
@@ -188,6 +193,11 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	}
 	return out, nil
 }
+
+// NotMeasuredWarning is the warning of a client dry run: the loss the
+// rewrite would cause is measured with server-side dry runs, which a client
+// dry run does not send.
+const NotMeasuredWarning = "what the rewrite would lose was not measured (a client dry run sends no write, not even a dry run); --dry-run=server measures it on every object"
 
 // waitStorageServed waits, for up to ServedWait, until the API server
 // serves crd's storage version as read (cluster.WaitStorageVersion),

@@ -288,6 +288,20 @@ func refuses(t *testing.T, c clients, names []string, want []string, args ...str
 	return refusesAt(t, c, srv.Kubeconfig, names, want, args...)
 }
 
+// refusesInEveryDryRun is refuses for args run as they are, as a server dry
+// run and as a client dry run: a dry run must refuse what the run refuses,
+// or it certifies a step that will not go through.
+func refusesInEveryDryRun(t *testing.T, c clients, names []string, want []string, args ...string) {
+	t.Helper()
+	for _, dry := range []string{"", "--dry-run=server", "--dry-run=client"} {
+		a := slices.Clone(args)
+		if dry != "" {
+			a = append(a, dry)
+		}
+		refuses(t, c, names, want, a...)
+	}
+}
+
 // refusesAt is refuses against the API server of kubeconfig (c's).
 func refusesAt(t *testing.T, c clients, kubeconfig string, names []string, want []string, args ...string) result {
 	t.Helper()

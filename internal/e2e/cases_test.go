@@ -266,7 +266,7 @@ func TestCase09MigrationBeforeTheFlip(t *testing.T) {
 	fx, crd, before := buildCase(t, c, "09-knative-migration-job-misordered", name)
 
 	// Step A, the "Completed but useless" Job.
-	refuses(t, c, []string{name}, []string{"storage version is v1alpha1", "v1beta1", "kubectl crdversion promote-storage " + name + " v1beta1"}, "migrate", name)
+	refusesInEveryDryRun(t, c, []string{name}, []string{"storage version is v1alpha1", "v1beta1", "kubectl crdversion promote-storage " + name + " v1beta1"}, "migrate", name)
 	wantStoredAt(t, crd, "eventing.example.com/v1alpha1", 2)
 
 	// Step B: the release that flips the storage version.
@@ -555,7 +555,7 @@ func TestCase18SchemaChangePrunes(t *testing.T) {
 		t.Errorf("status does not warn that v1's schema no longer describes its objects: %+v", s.Findings)
 	}
 	// The data is still in etcd; migrate refuses to make the loss permanent.
-	refuses(t, c, []string{name}, []string{"v1's schema does not describe .spec", "--allow-pruning"}, "migrate", name)
+	refusesInEveryDryRun(t, c, []string{name}, []string{"v1's schema does not describe .spec", "--allow-pruning"}, "migrate", name)
 
 	// The repair the reports settled on: complete schemas, both fields side by side.
 	updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {

@@ -107,6 +107,13 @@ func TestMigrateMeasuresMutatingAdmission(t *testing.T) {
 	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
 		t.Errorf("the refused migrate changed storedVersions to %s", got)
 	}
+	// A server dry run measures and refuses alike; a client dry run sends
+	// no dry-run write, so it cannot measure, and says so rather than
+	// counting the objects as if nothing stood in the way.
+	refuses(t, c, []string{crd.Name}, []string{"3 object(s) have fields at v1 that v2 drops", "default/crontab-0: .spec.image"}, "migrate", crd.Name, "--dry-run=server")
+	if r := mustRun(t, "migrate", crd.Name, "--dry-run=client"); !strings.Contains(r.stdout, "Warning: what the rewrite would lose was not measured") || !strings.Contains(r.stdout, "--dry-run=server measures it") {
+		t.Errorf("a client dry run does not say the loss was not measured:\n%s", r.stdout)
+	}
 
 	// S3: storedVersions lists the storage version only; a re-run of
 	// migrate still writes every object through v2.

@@ -98,7 +98,9 @@ func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
 		if strings.Contains(promote.stdout, "nothing says whether") {
 			t.Errorf("promote-storage with --version-order still does not know the order:\n%s", promote.stdout)
 		}
-		refused(t, c, crd.Name, []string{"v1api20230101, a newer version, is not the storage version yet"}, "migrate", crd.Name, "--version-order", "v1api20210501,v1api20230101")
+		for _, dry := range []string{"--dry-run=none", "--dry-run=server", "--dry-run=client"} {
+			refused(t, c, crd.Name, []string{"v1api20230101, a newer version, is not the storage version yet"}, "migrate", crd.Name, "--version-order", "v1api20210501,v1api20230101", dry)
+		}
 	})
 	t.Run("alpha and stable", func(t *testing.T) {
 		crd := unorderedCRD(t, c, "order-alpha.example.com", []string{"alpha", "stable"}, "stable", []string{"alpha"})

@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -52,16 +53,34 @@ type Migration struct {
 // A client dry run (CountOnly) is refused alike: it must not say a run
 // would go through that the real run refuses.
 func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
+	return migrationRefusal(crd, o, nil)
+}
+
+// migrationRefusal is MigrationRefusal after the measurement m (nil when
+// none ran): the schemas' prediction of loss stands unless m cleared it.
+func migrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions, m *LossMeasurement) error {
 	if err := orderRefusal(crd, o); err != nil {
 		return err
 	}
 	if o.AllowPruning {
 		return nil
 	}
-	if err := predictedLossRefusal(crd); err != nil {
+	if err := measuredPredictionRefusal(crd, m); err != nil {
 		return err
 	}
 	return serverEngineRefusal(crd, o)
+}
+
+// measuredPredictionRefusal is predictedLossRefusal unless the measurement
+// m (nil when none ran) cleared the prediction.
+func measuredPredictionRefusal(crd *apiextensionsv1.CustomResourceDefinition, m *LossMeasurement) error {
+	if m == nil {
+		return predictedLossRefusal(crd, "")
+	}
+	if m.PredictionCleared {
+		return nil
+	}
+	return predictedLossRefusal(crd, m.unrecordedText)
 }
 
 // orderRefusal is MigrationRefusal's "a newer version waits" refusal.
@@ -79,16 +98,19 @@ func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOption
 
 // predictedLossRefusal is MigrationRefusal's refusal of the losses the
 // schemas predict (lifecycle.MigrationLosses): what stands when the loss
-// could not be measured.
-func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition) error {
+// could not be measured; why not, when known, is appended.
+func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why string) error {
 	storage := lifecycle.StorageVersion(crd)
 	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 {
 		var parts []string
 		for _, l := range losses {
 			parts = append(parts, l.Describe(storage))
 		}
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
-			crd.Name, strings.Join(parts, "; "))
+		if why != "" {
+			why = "; " + why
+		}
+		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s%s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
+			crd.Name, strings.Join(parts, "; "), why)
 	}
 	return nil
 }
@@ -164,7 +186,7 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	// The schemas' prediction stands besides the measurement: it also
 	// sees data in etcd that every version's schema already prunes on
 	// read, which no read can show.
-	if err := MigrationRefusal(crd, o); err != nil {
+	if err := migrationRefusal(crd, o, measuredOrNil(measure, &measured)); err != nil {
 		return nil, err
 	}
 	var err error
@@ -192,6 +214,13 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 		out.Result.TooManyRequests = c.FlowControl.TooManyRequests() - tooManyAtStart
 	}
 	return out, nil
+}
+
+func measuredOrNil(measure bool, m *LossMeasurement) *LossMeasurement {
+	if !measure {
+		return nil
+	}
+	return m
 }
 
 // NotMeasuredWarning is the warning of a client dry run: the loss the
@@ -255,9 +284,21 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 	}
 	webhook := lifecycle.UsesWebhook(crd)
 	var refusals, unknown []string
+	// The schemas' prediction (conversion None): the fields each stored
+	// version's schema and the storage version's prune of each other. Data
+	// there that no read shows is looked for in the objects' managedFields.
+	predicted := lifecycle.MigrationLosses(crd)
+	var recorded []string
+	for _, l := range predicted {
+		recorded = append(recorded, l.Fields...)
+		recorded = append(recorded, l.Undescribed...)
+	}
+	hidden := map[string][]string{}
+	unrecorded := map[string]bool{}
+	seenAll := true
 	measure := func(from string) error {
 		co := cluster.CheckObjectsOptions{From: from, To: storage, PageSize: o.Client.ChunkSize,
-			Concurrency: o.Client.Concurrency, FieldManager: o.Client.FieldManager, UpdateOnly: true}
+			Concurrency: o.Client.Concurrency, FieldManager: o.Client.FieldManager, UpdateOnly: true, Recorded: recorded}
 		if o.MeasureProgress != nil {
 			update, stop := o.MeasureProgress(from)
 			defer stop()
@@ -268,8 +309,18 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 			return err
 		}
 		if found.ListError != "" {
+			seenAll = false
 			out.Warnings = append(out.Warnings, fmt.Sprintf("what the migration loses was not measured for objects read at %s: they cannot be listed there: %s", from, found.ListError))
 			return nil
+		}
+		if len(found.Forbidden)+len(found.Unreadable) > 0 {
+			seenAll = false
+		}
+		for _, l := range found.RecordedMissing {
+			hidden[l.Object] = append(hidden[l.Object], l.Paths...)
+		}
+		for _, name := range found.Unrecorded {
+			unrecorded[name] = true
 		}
 		out.Passes = append(out.Passes, migrate.Measurement{From: from, Objects: found.Listed, Lost: len(found.Lost), ElapsedSeconds: found.ElapsedSeconds})
 		if len(found.Lost) > 0 {
@@ -302,6 +353,9 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 			return nil, err
 		}
 	}
+	if len(hidden) > 0 {
+		refusals = append(refusals, hiddenText(crd, storage, predicted, hidden))
+	}
 	if len(refusals) > 0 {
 		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data (each object read and dry-run written through %s, compared): %s; make %s's schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
 			crd.Name, storage, storage, strings.Join(refusals, "; "), storage)
@@ -310,6 +364,16 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 	// with none, nothing is stored at the unserved versions either.
 	if len(out.Passes) > 0 && out.Passes[0].Objects == 0 {
 		unknown = nil
+	}
+	switch {
+	case len(predicted) == 0:
+	case seenAll && len(unrecorded) == 0 && len(out.Passes) > 0:
+		// Every object read, none holds or records a field the schemas
+		// predict lost: the prediction is about data that is not there.
+		out.PredictionCleared = true
+	case len(unrecorded) > 0:
+		names := slices.Sorted(maps.Keys(unrecorded))
+		out.unrecordedText = fmt.Sprintf("%d object(s) have no managedFields, so what they were written with is not known: %s", len(names), strings.Join(firstN(names, 10), ", "))
 	}
 	if len(unknown) > 0 {
 		cmds := make([]lifecycle.Command, 0, len(unknown)+1)
@@ -329,6 +393,40 @@ type LossMeasurement struct {
 	Passes []migrate.Measurement
 	// Warnings say what could not be measured.
 	Warnings []string
+	// PredictionCleared is true when the losses the schemas predict
+	// (conversion None, lifecycle.MigrationLosses) were looked for on every
+	// object and none holds or records a field there: every object was
+	// read, and each has managedFields, none of which names such a field
+	// that the object lacks.
+	PredictionCleared bool
+	// unrecordedText names the objects without managedFields, which keep
+	// the prediction standing.
+	unrecordedText string
+}
+
+// hiddenText says which objects hold data that no read shows: their
+// managedFields record fields that the schemas predict lost and that the
+// write's answer lacks.
+func hiddenText(crd *apiextensionsv1.CustomResourceDefinition, storage string, predicted []lifecycle.Loss, hidden map[string][]string) string {
+	names := slices.Sorted(maps.Keys(hidden))
+	var objs []string
+	for _, n := range firstN(names, 10) {
+		paths := slices.Compact(slices.Sorted(slices.Values(hidden[n])))
+		objs = append(objs, n+": "+strings.Join(paths, ", "))
+	}
+	var why []string
+	for _, l := range predicted {
+		why = append(why, l.Describe(storage))
+	}
+	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and no read shows: %s (%s); restore the fields in the schema of the version they are stored at, so that they can be read and kept",
+		len(names), strings.Join(objs, "; "), strings.Join(why, "; "))
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(slices.Clone(s[:n]), fmt.Sprintf("… %d more", len(s)-n))
 }
 
 // Outcome is the error a finished migration of crd stands for, nil when it

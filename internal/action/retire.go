@@ -11,6 +11,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
@@ -135,17 +136,21 @@ func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need
 // Migration's Report.
 func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*retire.Migration, error) {
 	if !r.AllowPruning {
-		// What the migration would lose, as migrate refuses it: the
-		// schemas' prediction always, and, while the old versions are
-		// still served (the plan's dry run comes before the unserve), the
-		// objects read at them and dry-run written through the storage
-		// version, compared field by field.
-		if dryRun {
-			if _, err := MeasureMigrationLoss(ctx, r.Client, crd, MigrateOptions{Client: r.Engine}); err != nil {
+		// What the migration would lose, as migrate refuses it: while the
+		// old versions are still served (the plan's dry run comes before
+		// the unserve), the objects read at them and dry-run written
+		// through the storage version, compared field by field; and the
+		// schemas' prediction unless no object holds or records what it
+		// names — looked for again by the run itself, after the unserve
+		// (the objects' managedFields read at the storage version).
+		var m *LossMeasurement
+		if dryRun || len(lifecycle.MigrationLosses(crd)) > 0 {
+			var err error
+			if m, err = MeasureMigrationLoss(ctx, r.Client, crd, MigrateOptions{Client: r.Engine}); err != nil {
 				return nil, err
 			}
 		}
-		if err := predictedLossRefusal(crd); err != nil {
+		if err := measuredPredictionRefusal(crd, m); err != nil {
 			return nil, err
 		}
 	}

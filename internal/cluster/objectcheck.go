@@ -81,6 +81,11 @@ type CheckObjectsOptions struct {
 	// come back through From (NotRoundTripped). The direct read is then the
 	// one compared with From for Lost.
 	RoundTrip bool
+	// Recorded are paths (schema.Prune's notation) to look for in each
+	// object's managedFields: a field recorded at or under one of them that
+	// the object at To lacks is data that no read shows (RecordedMissing),
+	// and an object without managedFields is Unrecorded.
+	Recorded []string
 	// Progress, when set, is called after every object with the objects
 	// done and the total known (0 while unknown). It must be safe for
 	// concurrent use.
@@ -124,6 +129,14 @@ type ObjectsCheck struct {
 	// back from a conversion to From and back (see
 	// CheckObjectsOptions.RoundTrip).
 	NotRoundTripped []ObjectLoss `json:"notRoundTripped,omitempty"`
+	// RecordedMissing are the objects whose managedFields record fields
+	// under CheckObjectsOptions.Recorded that they lack at To (see
+	// RecordedMissing).
+	RecordedMissing []ObjectLoss `json:"recordedMissing,omitempty"`
+	// Unrecorded are the objects without managedFields, when
+	// CheckObjectsOptions.Recorded is set: what they were written with is
+	// not known.
+	Unrecorded []string `json:"unrecorded,omitempty"`
 	// ElapsedSeconds and ObjectsPerSecond time the check.
 	ElapsedSeconds   float64 `json:"elapsedSeconds"`
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
@@ -215,7 +228,8 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 	for _, s := range [][]ObjectProblem{out.Problems, out.InvalidAsNew, out.NotCheckedAsNew, out.Unreadable, out.Forbidden} {
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
-	for _, s := range [][]ObjectLoss{out.Lost, out.NotRoundTripped} {
+	sort.Strings(out.Unrecorded)
+	for _, s := range [][]ObjectLoss{out.Lost, out.NotRoundTripped, out.RecordedMissing} {
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
 	out.ElapsedSeconds = time.Since(start).Seconds()
@@ -229,7 +243,8 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 type objectFinding struct {
 	deleted                                                   bool
 	invalid, invalidNew, notCheckedNew, unreadable, forbidden string
-	lost, notBack                                             []string
+	lost, notBack, recordedMissing                            []string
+	unrecorded                                                bool
 }
 
 func (f objectFinding) into(out *ObjectsCheck, name string) {
@@ -257,6 +272,12 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 	}
 	if len(f.notBack) > 0 {
 		out.NotRoundTripped = append(out.NotRoundTripped, ObjectLoss{Object: name, Paths: f.notBack})
+	}
+	if len(f.recordedMissing) > 0 {
+		out.RecordedMissing = append(out.RecordedMissing, ObjectLoss{Object: name, Paths: f.recordedMissing})
+	}
+	if f.unrecorded {
+		out.Unrecorded = append(out.Unrecorded, name)
 	}
 }
 
@@ -359,6 +380,11 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 		at = got
 	}
 	f.lost = LostPaths(u.Object, at.Object)
+	if len(o.Recorded) > 0 {
+		var recorded bool
+		f.recordedMissing, recorded = RecordedMissing(u, at.Object, o.Recorded)
+		f.unrecorded = !recorded
+	}
 	return f, nil
 }
 

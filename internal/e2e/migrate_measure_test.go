@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -191,4 +192,53 @@ func TestMigrateStorageNotServedRefusedFirst(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "NotFound") {
 		t.Errorf("the refusal is the measurement's 404:\n%s%s", r.stdout, r.stderr)
 	}
+}
+
+// TestMigrateLooksForPredictedLossInObjects: under conversion None, v2's
+// schema adds .spec.suspend to v1's (the shape of Flux's v1beta1 to
+// v1beta2). Objects stored at v1 are read without it, so the schemas alone
+// cannot tell whether v1's schema lost it after they were written (case 18,
+// where the data is still in etcd and the rewrite drops it for good).
+// migrate looks at every object: what it holds, and what its
+// managedFields record. An object without managedFields keeps the
+// prediction standing, named; once every object records its writes and
+// none records the field, migrate runs without --allow-pruning and keeps
+// every field. (Objects whose managedFields record the field: case 18.)
+func TestMigrateLooksForPredictedLossInObjects(t *testing.T) {
+	c := newClients(t)
+	ctx := context.Background()
+	crd := createCRD(t, c, crontab("added-field.example.com", apiextensionsv1.NamespaceScoped))
+	createCronTabs(t, c, crd, "v1", 3)
+	v2 := crontabVersion("v2", true, false)
+	spec := v2.Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.Properties["suspend"] = apiextensionsv1.JSONSchemaProps{Type: "boolean"}
+	v2.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	serveVersion(t, c, crd, "v2", v2.Schema.OpenAPIV3Schema)
+	crd = setStorage(t, c, crd.Name, "v2")
+
+	res := resource(c, crd, "v1", "default")
+	u, err := res.Get(ctx, "crontab-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{}})
+	if u, err = res.Update(ctx, u, metav1.UpdateOptions{}); err != nil || len(u.GetManagedFields()) != 0 {
+		t.Fatalf("clearing the managedFields of crontab-1: %v, left %v", err, u.GetManagedFields())
+	}
+	setStoredVersions(t, c, crd.Name, "v1", "v2")
+	refuses(t, c, []string{crd.Name}, []string{"v1's schema does not describe .spec.suspend", "1 object(s) have no managedFields", "default/crontab-1", "--allow-pruning"}, "migrate", crd.Name)
+
+	// An update does not record fields again on an object without
+	// managedFields; a server-side apply does (the API server gives what
+	// no one applied to "before-first-apply").
+	apply := []byte(`{"apiVersion":"` + crd.Spec.Group + `/v1","kind":"CronTab","metadata":{"name":"crontab-1","labels":{"touched":"yes"}}}`)
+	if u, err = res.Patch(ctx, "crontab-1", types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "e2e"}); err != nil || len(u.GetManagedFields()) == 0 {
+		t.Fatalf("server-side apply to crontab-1: %v, managedFields %v", err, u.GetManagedFields())
+	}
+	before := contents(t, c, crd, "v1")
+	r := mustRun(t, "migrate", crd.Name)
+	if !strings.Contains(r.stdout, "status.storedVersions: [v1, v2] -> [v2]") || !strings.Contains(r.stdout, "measured first") {
+		t.Errorf("migrate output:\n%s", r.stdout)
+	}
+	wantContents(t, c, crd, "v1", before)
 }

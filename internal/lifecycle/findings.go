@@ -330,8 +330,8 @@ func migrateLossText(a Analysis) string {
 	for _, l := range a.migrateLoss {
 		parts = append(parts, l.Describe(a.StorageVersion))
 	}
-	return fmt.Sprintf("conversion strategy None: %s; migrate refuses once an object has these fields; to keep them, add the fields to %s's schema or use Webhook conversion first; only migrate --allow-pruning, given by you, ACCEPTS LOSING DATA",
-		strings.Join(parts, "; "), a.StorageVersion)
+	return fmt.Sprintf("conversion strategy None: %s; migrate refuses once an object holds these fields (read, or recorded in its managedFields); to keep them, make the schemas describe them or use Webhook conversion first; only migrate --allow-pruning, given by you, ACCEPTS LOSING DATA",
+		strings.Join(parts, "; "))
 }
 
 // promoteLossText says what promote-storage --allow-pruning accepts
@@ -373,10 +373,19 @@ func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis)
 	}
 	var out []Finding
 	for _, f := range MigrationLosses(crd) {
+		fix := fmt.Sprintf("kubectl crdversion migrate %s looks for these fields on every object (read, and recorded in its managedFields) and refuses if one holds them: ", crd.Name)
+		switch {
+		case len(f.Fields) > 0 && len(f.Undescribed) > 0:
+			fix += fmt.Sprintf("to keep them, add %s to %s's schema and %s to %s's, or use Webhook conversion, first", strings.Join(f.Fields, ", "), a.StorageVersion, strings.Join(f.Undescribed, ", "), f.Version)
+		case len(f.Fields) > 0:
+			fix += fmt.Sprintf("to keep them, add them to %s's schema, or use Webhook conversion, first", a.StorageVersion)
+		default:
+			fix += fmt.Sprintf("if one does, %s's schema lost them after the object was written: add them back to %s's schema first, so that the data can be read and kept", f.Version, f.Version)
+		}
 		out = append(out, Finding{
 			Code: CodeMigrationPrunes, Severity: SeverityWarning, Version: f.Version,
 			Message: "conversion strategy None: " + f.Describe(a.StorageVersion),
-			Fix:     fmt.Sprintf("add the fields to %s's schema, or use Webhook conversion, before kubectl crdversion migrate %s (which refuses without --allow-pruning)", a.StorageVersion, crd.Name),
+			Fix:     fix,
 		})
 	}
 	return out

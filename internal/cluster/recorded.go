@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"bytes"
+	"reflect"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
+)
+
+// RecordedMissing compares what u's managedFields record with what the
+// object holds in at (the same object as a write stores it, or as read):
+// it returns the recorded fields at or under one of within (paths in the
+// notation of schema.Prune, ".spec.url", ".spec.items[*].name",
+// ".spec.labels.*") that at lacks, sorted, in the same notation with list
+// elements as "[*]". recorded is false when u has no managedFields entry
+// with fields: then nothing is known of what it was written with.
+//
+// Every write since Kubernetes 1.18 records in metadata.managedFields the
+// fields its manager set, and no schema prunes metadata: a field recorded
+// there and absent from every read is data that the API server prunes on
+// read — an old version's schema shrunk after the object was written (or a
+// field the storage version's schema pruned as it was written).
+func RecordedMissing(u *unstructured.Unstructured, at map[string]any, within []string) (missing []string, recorded bool) {
+	found := map[string]bool{}
+	for _, e := range u.GetManagedFields() {
+		if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			continue
+		}
+		recorded = true
+		set.Leaves().Iterate(func(p fieldpath.Path) {
+			under, shown := "", ""
+			for i := range p {
+				shown = appendStep(shown, p[i])
+				if under == "" && coveredBy(shown, within) {
+					under = shown
+				}
+			}
+			if under != "" && !holds(at, p) {
+				found[shown] = true
+			}
+		})
+	}
+	for p := range found {
+		missing = append(missing, p)
+	}
+	sort.Strings(missing)
+	return missing, recorded
+}
+
+// appendStep extends path (schema.Prune's notation) by one element of a
+// managedFields path: a field name, or a list element as "[*]".
+func appendStep(path string, pe fieldpath.PathElement) string {
+	if pe.FieldName != nil {
+		return schema.ChildPath(path, *pe.FieldName)
+	}
+	return path + "[*]"
+}
+
+func coveredBy(path string, patterns []string) bool {
+	for _, p := range patterns {
+		if schema.Covers(p, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether obj has a value at p: field names are map keys,
+// keyed list elements are found by their key fields, set elements by
+// value, and indexes by position.
+func holds(obj any, p fieldpath.Path) bool {
+	cur := obj
+	for _, pe := range p {
+		switch {
+		case pe.FieldName != nil:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return false
+			}
+			if cur, ok = m[*pe.FieldName]; !ok {
+				return false
+			}
+		case pe.Key != nil:
+			l, ok := cur.([]any)
+			if !ok {
+				return false
+			}
+			cur = nil
+			for _, e := range l {
+				m, ok := e.(map[string]any)
+				if ok && keyMatches(m, *pe.Key) {
+					cur = m
+					break
+				}
+			}
+			if cur == nil {
+				return false
+			}
+		case pe.Value != nil:
+			l, ok := cur.([]any)
+			if !ok {
+				return false
+			}
+			want, found := (*pe.Value).Unstructured(), false
+			for _, e := range l {
+				if sameValue(e, want) {
+					cur, found = e, true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		case pe.Index != nil:
+			l, ok := cur.([]any)
+			if !ok || *pe.Index >= len(l) {
+				return false
+			}
+			cur = l[*pe.Index]
+		}
+	}
+	return true
+}
+
+func keyMatches(m map[string]any, key value.FieldList) bool {
+	for _, f := range key {
+		if !sameValue(m[f.Name], f.Value.Unstructured()) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue compares JSON values whose numbers may be int64 or float64.
+func sameValue(a, b any) bool {
+	fa, aok := number(a)
+	fb, bok := number(b)
+	if aok && bok {
+		return fa == fb
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}

@@ -1,0 +1,47 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestRecordedMissing(t *testing.T) {
+	withFields := func(raw ...string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		var entries []metav1.ManagedFieldsEntry
+		for _, r := range raw {
+			entries = append(entries, metav1.ManagedFieldsEntry{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(r)}})
+		}
+		u.SetManagedFields(entries)
+		return u
+	}
+	spec := `{"f:spec":{".":{},"f:url":{},"f:licenseUrl":{},"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{}}},"f:tags":{"v:\"a\"":{}},"f:labels":{"f:team":{}}}}`
+	for _, tc := range []struct {
+		name         string
+		u            *unstructured.Unstructured
+		at           map[string]any
+		within       []string
+		want         []string
+		wantRecorded bool
+	}{
+		{"a recorded field absent", withFields(spec), map[string]any{"spec": map[string]any{"url": "x"}}, []string{".spec.licenseUrl"}, []string{".spec.licenseUrl"}, true},
+		{"a recorded field present", withFields(spec), map[string]any{"spec": map[string]any{"licenseUrl": "x"}}, []string{".spec.licenseUrl"}, nil, true},
+		{"under a predicted parent", withFields(spec), map[string]any{}, []string{".spec"}, []string{".spec.labels.team", ".spec.licenseUrl", ".spec.ports[*].name", ".spec.tags[*]", ".spec.url"}, true},
+		{"map values", withFields(spec), map[string]any{"spec": map[string]any{"labels": map[string]any{}}}, []string{".spec.labels.*"}, []string{".spec.labels.team"}, true},
+		{"keyed list element present", withFields(spec), map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80), "protocol": "TCP", "name": "http"}}}}, []string{".spec.ports[*].name"}, nil, true},
+		{"keyed list element without the field", withFields(spec), map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": float64(80), "protocol": "TCP"}}}}, []string{".spec.ports[*].name"}, []string{".spec.ports[*].name"}, true},
+		{"set element", withFields(spec), map[string]any{"spec": map[string]any{"tags": []any{"b"}}}, []string{".spec.tags"}, []string{".spec.tags[*]"}, true},
+		{"not under any prediction", withFields(spec), map[string]any{}, []string{".status"}, nil, true},
+		{"no managedFields", withFields(), map[string]any{}, []string{".spec"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, recorded := RecordedMissing(tc.u, tc.at, tc.within)
+			if !slices.Equal(got, tc.want) || recorded != tc.wantRecorded {
+				t.Errorf("RecordedMissing = %q, %v; want %q, %v", got, recorded, tc.want, tc.wantRecorded)
+			}
+		})
+	}
+}

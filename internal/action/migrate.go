@@ -353,8 +353,9 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 			return nil, err
 		}
 	}
-	if len(hidden) > 0 {
-		refusals = append(refusals, hiddenText(crd, storage, predicted, hidden))
+	if len(refusals) == 0 && len(hidden) > 0 {
+		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data that no read shows: %s; or pass --allow-pruning to accept the loss",
+			crd.Name, storage, hiddenText(storage, predicted, hidden))
 	}
 	if len(refusals) > 0 {
 		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data (each object read and dry-run written through %s, compared): %s; make %s's schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
@@ -407,19 +408,20 @@ type LossMeasurement struct {
 // hiddenText says which objects hold data that no read shows: their
 // managedFields record fields that the schemas predict lost and that the
 // write's answer lacks.
-func hiddenText(crd *apiextensionsv1.CustomResourceDefinition, storage string, predicted []lifecycle.Loss, hidden map[string][]string) string {
+func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]string) string {
 	names := slices.Sorted(maps.Keys(hidden))
 	var objs []string
 	for _, n := range firstN(names, 10) {
 		paths := slices.Compact(slices.Sorted(slices.Values(hidden[n])))
 		objs = append(objs, n+": "+strings.Join(paths, ", "))
 	}
-	var why []string
+	var why, stored []string
 	for _, l := range predicted {
 		why = append(why, l.Describe(storage))
+		stored = append(stored, l.Version)
 	}
-	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and no read shows: %s (%s); restore the fields in the schema of the version they are stored at, so that they can be read and kept",
-		len(names), strings.Join(objs, "; "), strings.Join(why, "; "))
+	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them",
+		len(names), storage, strings.Join(objs, "; "), strings.Join(why, "; "), strings.Join(stored, " or "))
 }
 
 func firstN(s []string, n int) []string {

@@ -556,6 +556,10 @@ func TestCase18SchemaChangePrunes(t *testing.T) {
 	}
 	// The data is still in etcd; migrate refuses to make the loss permanent.
 	refusesInEveryDryRun(t, c, []string{name}, []string{"v1's schema does not describe .spec", "--allow-pruning"}, "migrate", name)
+	// The measurement found the data no read shows: s1's managedFields
+	// record the field its read lacks.
+	refuses(t, c, []string{name}, []string{"1 object(s) hold fields that their managedFields record and that neither the read nor v2's answer shows: default/s1: .spec.image, .spec.licenseUrl, .spec.replicas",
+		"declare the fields again in the schema of v1"}, "migrate", name)
 
 	// The repair the reports settled on: complete schemas, both fields side by side.
 	updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {

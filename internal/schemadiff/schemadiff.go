@@ -263,18 +263,18 @@ func compare(old, new *apiextensionsv1.JSONSchemaProps, path string, root bool, 
 	switch {
 	case old.Pattern == new.Pattern:
 	case old.Pattern == "":
-		add(Tightened("pattern"), lifecycle.SeverityError, "pattern %q added: stored values that do not match fail validation on their next write", new.Pattern)
+		add(Tightened("pattern"), lifecycle.SeverityWarning, "pattern %q added: stored values that do not match fail validation on the next write that changes them (the API server ratchets unchanged values)", new.Pattern)
 	case new.Pattern == "":
 		add(Loosened("pattern"), lifecycle.SeverityInfo, "pattern %q removed: any string is accepted now", old.Pattern)
 	default:
-		add(CodePatternChanged, lifecycle.SeverityWarning, "pattern changed from %q to %q: stored values that do not match the new pattern fail validation on their next write", old.Pattern, new.Pattern)
+		add(CodePatternChanged, lifecycle.SeverityWarning, "pattern changed from %q to %q: stored values that do not match the new pattern fail validation on the next write that changes them (the API server ratchets unchanged values)", old.Pattern, new.Pattern)
 	}
 	switch {
 	case old.Format == new.Format:
 	case new.Format == "":
 		add(CodeFormatChanged, lifecycle.SeverityInfo, "format %q removed", old.Format)
 	default:
-		add(CodeFormatChanged, lifecycle.SeverityWarning, "format changed from %q to %q: stored values in another format fail validation on their next write", dashIfEmpty(old.Format), new.Format)
+		add(CodeFormatChanged, lifecycle.SeverityWarning, "format changed from %q to %q: stored values in another format fail validation on the next write that changes them (the API server ratchets unchanged values)", dashIfEmpty(old.Format), new.Format)
 	}
 
 	compareListMap(old, new, add)
@@ -365,13 +365,13 @@ func compareEnum(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 	switch {
 	case len(old.Enum) == 0 && len(new.Enum) == 0:
 	case len(old.Enum) == 0:
-		add(CodeEnumValuesRemoved, lifecycle.SeverityError, "enum added: only %s are accepted now; stored values outside it fail validation on their next write", strings.Join(newVals, ", "))
+		add(CodeEnumValuesRemoved, lifecycle.SeverityWarning, "enum added: only %s are accepted now; stored values outside it fail validation on the next write that changes them (the API server ratchets unchanged values)", strings.Join(newVals, ", "))
 	case len(new.Enum) == 0:
 		add(CodeEnumValuesAdded, lifecycle.SeverityInfo, "enum removed: any value is accepted now")
 	default:
 		removed, added := setDiff(oldVals, newVals)
 		if len(removed) > 0 {
-			add(CodeEnumValuesRemoved, lifecycle.SeverityError, "enum values %s removed: stored objects with them fail validation on their next write", strings.Join(removed, ", "))
+			add(CodeEnumValuesRemoved, lifecycle.SeverityWarning, "enum values %s removed: stored objects with them fail validation on the next write that changes them (the API server ratchets unchanged values)", strings.Join(removed, ", "))
 		}
 		if len(added) > 0 {
 			add(CodeEnumValuesAdded, lifecycle.SeverityInfo, "enum values %s added", strings.Join(added, ", "))
@@ -459,7 +459,7 @@ func compareBounds(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 		}
 		switch {
 		case tighter:
-			add(Tightened(b.keyword), lifecycle.SeverityError, "%s tightened from %s to %s: stored values outside it fail validation on their next write", b.keyword, num(b.old), num(b.new))
+			add(Tightened(b.keyword), lifecycle.SeverityWarning, "%s tightened from %s to %s: stored values outside it fail validation on the next write that changes them (the API server ratchets unchanged values)", b.keyword, num(b.old), num(b.new))
 		case looser:
 			add(Loosened(b.keyword), lifecycle.SeverityInfo, "%s loosened from %s to %s", b.keyword, num(b.old), num(b.new))
 		}
@@ -470,7 +470,7 @@ func compareBounds(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 	}{{"exclusiveMinimum", old.ExclusiveMinimum, new.ExclusiveMinimum}, {"exclusiveMaximum", old.ExclusiveMaximum, new.ExclusiveMaximum}, {"uniqueItems", old.UniqueItems, new.UniqueItems}} {
 		switch {
 		case !e.old && e.new:
-			add(Tightened(e.keyword), lifecycle.SeverityError, "%s set: stored values that were valid may fail validation on their next write", e.keyword)
+			add(Tightened(e.keyword), lifecycle.SeverityWarning, "%s set: stored values that were valid may fail validation on the next write that changes them (the API server ratchets unchanged values)", e.keyword)
 		case e.old && !e.new:
 			add(Loosened(e.keyword), lifecycle.SeverityInfo, "%s unset", e.keyword)
 		}
@@ -482,7 +482,7 @@ func compareBounds(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 			add(Loosened("multipleOf"), lifecycle.SeverityInfo, "multipleOf loosened from %s to %s", num(o), num(n))
 		}
 	default:
-		add(Tightened("multipleOf"), lifecycle.SeverityError, "multipleOf tightened from %s to %s: stored values that are not multiples fail validation on their next write", num(o), num(n))
+		add(Tightened("multipleOf"), lifecycle.SeverityWarning, "multipleOf tightened from %s to %s: stored values that are not multiples fail validation on the next write that changes them (the API server ratchets unchanged values)", num(o), num(n))
 	}
 }
 
@@ -519,7 +519,7 @@ func compareListMap(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 		switch {
 		case o == n:
 		case n == "set" || n == "map":
-			add(CodeListTypeChanged, lifecycle.SeverityError, "x-kubernetes-list-type changed from %s to %s: stored lists with duplicate %s fail validation on their next write, and server-side apply merges entries instead of replacing the list", o, n, map[string]string{"set": "items", "map": "keys"}[n])
+			add(CodeListTypeChanged, lifecycle.SeverityWarning, "x-kubernetes-list-type changed from %s to %s: new objects with duplicate %s are rejected, and so are writes that add duplicates to a stored list that has none; a stored object that already holds duplicates is not checked on update (the API server checks list types on update only when the stored object passes them); server-side apply merges entries instead of replacing the list", o, n, map[string]string{"set": "items", "map": "keys"}[n])
 		default:
 			add(CodeListTypeChanged, lifecycle.SeverityWarning, "x-kubernetes-list-type changed from %s to %s: server-side apply replaces the whole list now, so field managers lose ownership of single entries", o, n)
 		}
@@ -532,7 +532,7 @@ func compareListMap(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 			}
 			sev, why := lifecycle.SeverityWarning, "server-side apply identifies entries differently"
 			if len(removed) > 0 {
-				sev, why = lifecycle.SeverityError, fmt.Sprintf("without %s, stored entries that differed only there are duplicates and fail validation on their next write", strings.Join(removed, ", "))
+				sev, why = lifecycle.SeverityWarning, fmt.Sprintf("without %s, entries that differ only there are duplicates: new objects with them are rejected, while a stored object that already holds them is not checked on update (the API server checks list types on update only when the stored object passes them)", strings.Join(removed, ", "))
 			}
 			add(CodeListMapKeysChanged, sev, "x-kubernetes-list-map-keys changed from [%s] to [%s]: %s", strings.Join(old.XListMapKeys, ", "), strings.Join(new.XListMapKeys, ", "), why)
 		}

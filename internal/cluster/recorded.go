@@ -28,11 +28,15 @@ import (
 func RecordedMissing(u *unstructured.Unstructured, at map[string]any, within []string) (missing []string, recorded bool) {
 	found := map[string]bool{}
 	for _, e := range u.GetManagedFields() {
-		if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		raw := e.FieldsV1.GetRawBytes()
+		if len(raw) == 0 {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(bytes.NewReader(raw)); err != nil {
 			continue
 		}
 		recorded = true

@@ -13,7 +13,7 @@ func TestRecordedMissing(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]any{}}
 		var entries []metav1.ManagedFieldsEntry
 		for _, r := range raw {
-			entries = append(entries, metav1.ManagedFieldsEntry{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(r)}})
+			entries = append(entries, metav1.ManagedFieldsEntry{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(r)})
 		}
 		u.SetManagedFields(entries)
 		return u

@@ -29,7 +29,7 @@ func TestValidationFindingsMatchTheAPIServer(t *testing.T) {
 	c := newClients(t)
 	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
 	integer := apiextensionsv1.JSONSchemaProps{Type: "integer"}
-	strings_ := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}}
+	stringList := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}}
 	with := func(p apiextensionsv1.JSONSchemaProps, edit func(*apiextensionsv1.JSONSchemaProps)) apiextensionsv1.JSONSchemaProps {
 		edit(&p)
 		return p
@@ -50,8 +50,8 @@ func TestValidationFindingsMatchTheAPIServer(t *testing.T) {
 		}), "c", "d", false},
 		{"pattern", str, with(str, func(p *apiextensionsv1.JSONSchemaProps) { p.Pattern = "^a" }), "b", "bb", false},
 		{"maxlength", str, with(str, func(p *apiextensionsv1.JSONSchemaProps) { p.MaxLength = i64(1) }), "xx", "yy", false},
-		{"maxitems", strings_, with(strings_, func(p *apiextensionsv1.JSONSchemaProps) { p.MaxItems = i64(1) }), []any{"a", "b"}, []any{"a", "c"}, false},
-		{"listset", strings_, with(strings_, func(p *apiextensionsv1.JSONSchemaProps) { p.XListType = ptrTo("set") }), []any{"a", "a"}, []any{"b", "b"}, false},
+		{"maxitems", stringList, with(stringList, func(p *apiextensionsv1.JSONSchemaProps) { p.MaxItems = i64(1) }), []any{"a", "b"}, []any{"a", "c"}, false},
+		{"listset", stringList, with(stringList, func(p *apiextensionsv1.JSONSchemaProps) { p.XListType = ptrTo("set") }), []any{"a", "a"}, []any{"b", "b"}, false},
 		{"required", str, str, nil, nil, true},
 	}
 	for _, tc := range cases {

@@ -56,7 +56,13 @@ var migrateLong = templates.LongDesc(`
 	migration would drop (pruning, conversion or UPDATE admission). migrate
 	then refuses, naming the objects and fields, unless --allow-pruning. With
 	a conversion webhook, objects stored at a version that is not served
-	cannot be measured: migrate refuses until it is served.
+	cannot be measured: migrate refuses until it is served. Under conversion
+	None, fields that the schemas predict lost and no read shows (a stored
+	version's schema that lost them after objects were written) are looked
+	for in each object's metadata.managedFields: one that records such a
+	field refuses the migration; when every object was read and none does,
+	it runs. --dry-run=client applies every refusal that needs no write and
+	says the loss was not measured.
 
 	--checkpoint FILE records progress after each page; a re-run with the same
 	file resumes there. Without it, a re-run starts over, and objects already

@@ -286,11 +286,16 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 	var refusals, unknown []string
 	// The schemas' prediction (conversion None): the fields each stored
 	// version's schema and the storage version's prune of each other. Data
-	// there that no read shows is looked for in the objects' managedFields.
+	// there that no read shows is looked for in the objects' managedFields:
+	// the fields a stored version's schema does not describe, and those it
+	// declares when it is not served (read there, the others are measured;
+	// a field recorded and absent there was pruned as it was written).
 	predicted := lifecycle.MigrationLosses(crd)
 	var recorded []string
 	for _, l := range predicted {
-		recorded = append(recorded, l.Fields...)
+		if v := lifecycle.FindVersion(crd, l.Version); v != nil && !v.Served {
+			recorded = append(recorded, l.Fields...)
+		}
 		recorded = append(recorded, l.Undescribed...)
 	}
 	hidden := map[string][]string{}
@@ -411,7 +416,11 @@ type LossMeasurement struct {
 func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]string) string {
 	names := slices.Sorted(maps.Keys(hidden))
 	var objs []string
-	for _, n := range firstN(names, 10) {
+	for i, n := range names {
+		if i == 10 {
+			objs = append(objs, fmt.Sprintf("… %d more", len(names)-i))
+			break
+		}
 		paths := slices.Compact(slices.Sorted(slices.Values(hidden[n])))
 		objs = append(objs, n+": "+strings.Join(paths, ", "))
 	}
@@ -420,7 +429,7 @@ func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]
 		why = append(why, l.Describe(storage))
 		stored = append(stored, l.Version)
 	}
-	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them",
+	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them (a field pruned as it was written stays absent, and nothing is lost)",
 		len(names), storage, strings.Join(objs, "; "), strings.Join(why, "; "), strings.Join(stored, " or "))
 }
 

@@ -10,9 +10,11 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
@@ -241,4 +243,39 @@ func TestMigrateLooksForPredictedLossInObjects(t *testing.T) {
 		t.Errorf("migrate output:\n%s", r.stdout)
 	}
 	wantContents(t, c, crd, "v1", before)
+}
+
+// TestMigrateFieldPrunedAsWrittenIsNotHidden: v1 declares .spec.image, the
+// storage version v2 does not (conversion None). An object written through
+// v1 after v2 became the storage version records .spec.image in its
+// managedFields, but the API server pruned it as it stored the object at
+// v2: it is not in etcd. The read at v1, which would show it if it were
+// there, is what migrate measures; it must not take the record for data
+// that no read shows (which would refuse this migration for good).
+func TestMigrateFieldPrunedAsWrittenIsNotHidden(t *testing.T) {
+	c := newClients(t)
+	ctx := context.Background()
+	crd := createCRD(t, c, crontab("pruned-as-written.example.com", apiextensionsv1.NamespaceScoped))
+	v2 := crontabVersion("v2", true, false)
+	spec := v2.Schema.OpenAPIV3Schema.Properties["spec"]
+	delete(spec.Properties, "image")
+	v2.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	serveVersion(t, c, crd, "v2", v2.Schema.OpenAPIV3Schema)
+	crd = setStorage(t, c, crd.Name, "v2")
+	setStoredVersions(t, c, crd.Name, "v1", "v2")
+	createCronTabs(t, c, crd, "v1", 2)
+	u, err := resource(c, crd, "v1", "default").Get(ctx, "crontab-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kept, _ := unstructured.NestedString(u.Object, "spec", "image"); kept {
+		t.Fatalf("the API server kept .spec.image of an object stored at v2: %v", u.Object["spec"])
+	}
+	if missing, recorded := cluster.RecordedMissing(u, u.Object, []string{".spec.image"}); !recorded || len(missing) == 0 {
+		t.Fatalf("crontab-0's managedFields do not record .spec.image (%v, %v): the test needs them to", missing, recorded)
+	}
+	r := mustRun(t, "migrate", crd.Name)
+	if !strings.Contains(r.stdout, "status.storedVersions: [v1, v2] -> [v2]") || !strings.Contains(r.stdout, "measured first: 2 object(s) read at v1") {
+		t.Errorf("migrate output:\n%s", r.stdout)
+	}
 }

@@ -175,18 +175,18 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	if c.FlowControl != nil {
 		tooManyAtStart = c.FlowControl.TooManyRequests()
 	}
-	var measured LossMeasurement
+	// nil when not measured: the schemas' prediction then stands as it is.
+	var measured *LossMeasurement
 	if measure {
-		m, err := MeasureMigrationLoss(ctx, c, crd, o)
-		if err != nil {
+		var err error
+		if measured, err = MeasureMigrationLoss(ctx, c, crd, o); err != nil {
 			return nil, err
 		}
-		measured = *m
 	}
 	// The schemas' prediction stands besides the measurement: it also
 	// sees data in etcd that every version's schema already prunes on
 	// read, which no read can show.
-	if err := migrationRefusal(crd, o, measuredOrNil(measure, &measured)); err != nil {
+	if err := migrationRefusal(crd, o, measured); err != nil {
 		return nil, err
 	}
 	var err error
@@ -205,22 +205,19 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	if err != nil {
 		return nil, err
 	}
-	if o.Client.CountOnly && !o.AllowPruning {
-		measured.Warnings = append(measured.Warnings, NotMeasuredWarning)
+	var warnings []string
+	switch {
+	case measured != nil:
+		warnings = measured.Warnings
+		out.Result.Measured = measured.Passes
+	case o.Client.CountOnly && !o.AllowPruning:
+		warnings = []string{NotMeasuredWarning}
 	}
-	out.Result.Warnings = append(measured.Warnings, out.Result.Warnings...)
-	out.Result.Measured = measured.Passes
+	out.Result.Warnings = append(warnings, out.Result.Warnings...)
 	if c.FlowControl != nil && !server {
 		out.Result.TooManyRequests = c.FlowControl.TooManyRequests() - tooManyAtStart
 	}
 	return out, nil
-}
-
-func measuredOrNil(measure bool, m *LossMeasurement) *LossMeasurement {
-	if !measure {
-		return nil
-	}
-	return m
 }
 
 // NotMeasuredWarning is the warning of a client dry run: the loss the
@@ -414,15 +411,9 @@ type LossMeasurement struct {
 // managedFields record fields that the schemas predict lost and that the
 // write's answer lacks.
 func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]string) string {
-	names := slices.Sorted(maps.Keys(hidden))
-	var objs []string
-	for i, n := range names {
-		if i == 10 {
-			objs = append(objs, fmt.Sprintf("… %d more", len(names)-i))
-			break
-		}
-		paths := slices.Compact(slices.Sorted(slices.Values(hidden[n])))
-		objs = append(objs, n+": "+strings.Join(paths, ", "))
+	found := &cluster.ObjectsCheck{}
+	for _, n := range slices.Sorted(maps.Keys(hidden)) {
+		found.Lost = append(found.Lost, cluster.ObjectLoss{Object: n, Paths: slices.Compact(slices.Sorted(slices.Values(hidden[n])))})
 	}
 	var why, stored []string
 	for _, l := range predicted {
@@ -430,7 +421,7 @@ func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]
 		stored = append(stored, l.Version)
 	}
 	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them (a field pruned as it was written stays absent, and nothing is lost)",
-		len(names), storage, strings.Join(objs, "; "), strings.Join(why, "; "), strings.Join(stored, " or "))
+		len(found.Lost), storage, found.Describe(10), strings.Join(why, "; "), strings.Join(stored, " or "))
 }
 
 func firstN(s []string, n int) []string {

@@ -6,8 +6,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
@@ -82,7 +82,7 @@ func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkS
 // staleManagedFields is the part of a cluster that lists the objects whose
 // managedFields name a version (cluster.Client).
 type staleManagedFields interface {
-	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]cluster.ObjectRef, error)
+	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]managedfields.ObjectRef, error)
 }
 
 func forbidden(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) }

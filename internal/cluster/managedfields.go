@@ -17,17 +17,13 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
-	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
-
-// ObjectRef names one custom object (the type retire plans with).
-type ObjectRef = retire.ObjectRef
 
 // StaleManagedFields lists (paged, metadata only, through the storage
 // version) the objects of crd whose managedFields still have an entry
 // naming version: ScanManagedFields for that one version. It sends no
 // request to version itself.
-func (c *Client) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]ObjectRef, error) {
+func (c *Client) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]managedfields.ObjectRef, error) {
 	scan, err := c.ScanManagedFields(ctx, crd, []string{version}, pageSize)
 	if err != nil {
 		return nil, err
@@ -42,7 +38,7 @@ type ManagedFieldsScan struct {
 	Writers managedfields.Writers
 	// Stale lists, per version asked for, the objects with an entry
 	// naming it.
-	Stale map[string][]ObjectRef
+	Stale map[string][]managedfields.ObjectRef
 }
 
 // ScanManagedFields lists the objects of crd once (paged, metadata only,
@@ -57,7 +53,7 @@ func (c *Client) ScanManagedFields(ctx context.Context, crd *apiextensionsv1.Cus
 		return res.List(ctx, opts)
 	})
 	p.PageSize = pageSize
-	scan := &ManagedFieldsScan{Stale: map[string][]ObjectRef{}}
+	scan := &ManagedFieldsScan{Stale: map[string][]managedfields.ObjectRef{}}
 	apiVersions := map[string]string{}
 	for _, v := range staleOf {
 		apiVersions[crd.Spec.Group+"/"+v] = v
@@ -71,7 +67,7 @@ func (c *Client) ScanManagedFields(ctx context.Context, crd *apiextensionsv1.Cus
 		scan.Writers.Add(m.ManagedFields)
 		for av, v := range apiVersions {
 			if managedfields.Stale(m.ManagedFields, av) {
-				scan.Stale[v] = append(scan.Stale[v], ObjectRef{Namespace: m.Namespace, Name: m.Name})
+				scan.Stale[v] = append(scan.Stale[v], managedfields.ObjectRef{Namespace: m.Namespace, Name: m.Name})
 			}
 		}
 		return nil
@@ -82,13 +78,6 @@ func (c *Client) ScanManagedFields(ctx context.Context, crd *apiextensionsv1.Cus
 	return scan, nil
 }
 
-// ManagedFieldsCleanup is the outcome of CleanManagedFields (the type
-// retire reports).
-type ManagedFieldsCleanup = retire.ManagedFieldsCleanup
-
-// ObjectFailure is an object a write failed for.
-type ObjectFailure = retire.ObjectFailure
-
 // CleanManagedFields rewrites the managedFields of each object in objs so
 // that no entry names version (managedfields.Relabel to the storage
 // version), with at most concurrency writes in flight. Each write is a
@@ -96,11 +85,11 @@ type ObjectFailure = retire.ObjectFailure
 // resourceVersion, sent through the storage version, so it can neither
 // create an object nor overwrite another writer; on a conflict the object
 // is read again and the relabel redone.
-func (c *Client) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []ObjectRef, concurrency int, fieldManager string) (*ManagedFieldsCleanup, error) {
+func (c *Client) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []managedfields.ObjectRef, concurrency int, fieldManager string) (*managedfields.Cleanup, error) {
 	storage := lifecycle.StorageVersion(crd)
 	from, to := crd.Spec.Group+"/"+version, crd.Spec.Group+"/"+storage
 	res := c.Metadata.Resource(GVR(crd, storage))
-	out := &ManagedFieldsCleanup{}
+	out := &managedfields.Cleanup{}
 	var mu sync.Mutex
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(concurrency, 1))
@@ -138,7 +127,7 @@ func (c *Client) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.Cu
 			case err != nil && ctx.Err() != nil:
 				return ctx.Err()
 			case err != nil:
-				out.Failed = append(out.Failed, ObjectFailure{Object: ref.String(), Message: err.Error()})
+				out.Failed = append(out.Failed, managedfields.ObjectFailure{Object: ref.String(), Message: err.Error()})
 			case current:
 				out.Current++
 			default:

@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -104,16 +105,4 @@ type Migration struct {
 }
 
 // ManagedFieldsCleanup is the outcome of Cluster.CleanManagedFields.
-type ManagedFieldsCleanup struct {
-	// Rewritten objects had their managedFields rewritten.
-	Rewritten int `json:"rewritten"`
-	// Current objects no longer had a stale entry when read.
-	Current int `json:"current"`
-	// Deleted objects were gone (404); nothing was re-created.
-	Deleted int `json:"deleted"`
-	// Relabeled and Merged count entries (see managedfields.Relabel).
-	Relabeled int `json:"relabeled"`
-	Merged    int `json:"merged"`
-	// Failed objects, with the API server's message.
-	Failed []ObjectFailure `json:"failed,omitempty"`
-}
+type ManagedFieldsCleanup = managedfields.Cleanup

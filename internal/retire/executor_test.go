@@ -179,7 +179,7 @@ func stepsTaken(events []Event) []int {
 
 func TestRunTakesEveryStepAndPlansAgainAfterEachWrite(t *testing.T) {
 	f := newFake(s2())
-	f.stale = []ObjectRef{{"default", "a"}}
+	f.stale = []ObjectRef{{Namespace: "default", Name: "a"}}
 	res, events, err := execute(t, f, all)
 	if err != nil {
 		t.Fatal(err)

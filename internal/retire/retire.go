@@ -18,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -90,26 +91,13 @@ type Step struct {
 	write *apiextensionsv1.CustomResourceDefinition
 }
 
-// ObjectRef names one custom object.
-type ObjectRef struct {
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-// String is "namespace/name", or "name" for a cluster-scoped object.
-func (r ObjectRef) String() string {
-	if r.Namespace == "" {
-		return r.Name
-	}
-	return r.Namespace + "/" + r.Name
-}
+// ObjectRef names one custom object (managedfields.ObjectRef, named here
+// because Cluster and the plan speak of it).
+type ObjectRef = managedfields.ObjectRef
 
 // ObjectFailure is an object a write failed for, with the API server's
 // message.
-type ObjectFailure struct {
-	Object  string `json:"object"`
-	Message string `json:"message"`
-}
+type ObjectFailure = managedfields.ObjectFailure
 
 // Facts are what the caller measured on the cluster. Nil pointers and
 // absent map entries mean not measured yet: the step that needs them is

@@ -77,7 +77,7 @@ func TestPlan(t *testing.T) {
 	three := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true}, ver{"v3", true, false})
 	inUse := assessed(3)
 	unknown := assessed(0, "10.0.0.2:6443: its /metrics cannot be read: forbidden")
-	stale := &[]ObjectRef{{"a", "one"}, {"b", "two"}, {"c", "three"}, {"d", "four"}}
+	stale := &[]ObjectRef{{Namespace: "a", Name: "one"}, {Namespace: "b", Name: "two"}, {Namespace: "c", Name: "three"}, {Namespace: "d", Name: "four"}}
 
 	for _, tc := range []struct {
 		name  string
@@ -202,7 +202,7 @@ func TestPlanUnorderedVersion(t *testing.T) {
 		!strings.Contains(first.Message, "nothing says whether next is older than the storage version v1") || !strings.Contains(first.Message, "--version-order listing next, v1, oldest first") {
 		t.Errorf("first step %+v, want step 1 blocked on the order", first)
 	}
-	given := Facts{Usage: notInUse(), StaleManagedFields: &[]ObjectRef{{"a", "one"}}, VersionOrder: []string{"next", "v1"}}
+	given := Facts{Usage: notInUse(), StaleManagedFields: &[]ObjectRef{{Namespace: "a", Name: "one"}}, VersionOrder: []string{"next", "v1"}}
 	steps = Plan(c, "next", given)
 	if got := statuses(steps); !strings.HasPrefix(got, "1=done ") {
 		t.Errorf("with --version-order next,v1: %s", got)

@@ -43,6 +43,7 @@ var pure = []string{
 	"lifecycle",
 	"managedfields",
 	"manifest",
+	"reach",
 	"report",
 	"retire",
 	"schema",

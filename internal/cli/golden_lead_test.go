@@ -12,6 +12,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
@@ -101,9 +102,9 @@ func TestPreflightPrinterGolden(t *testing.T) {
 func TestFleetStatusPrinterGolden(t *testing.T) {
 	three := 3
 	clusters := []fleet.Cluster{
-		{Context: "down", Reach: fleet.Unreachable, Error: `Get "https://10.0.0.1/apis": context deadline exceeded`, Seconds: 4},
-		{Context: "migrated", Reach: fleet.Reached, Name: "crontabs.fleet.example.com", State: lifecycle.StateS3, StorageVersion: "v2", StoredVersions: []string{"v2"}, Served: []string{"v1", "v2"}, Versions: []string{"v1", "v2"}, Objects: &three, Seconds: 0.1},
-		{Context: "pending", Reach: fleet.Reached, Name: "crontabs.fleet.example.com", State: lifecycle.StateS2, StorageVersion: "v2", StoredVersions: []string{"v1", "v2"}, Served: []string{"v1", "v2"}, Versions: []string{"v1", "v2"}, Objects: &three, Seconds: 0.1},
+		{Context: "down", Reach: reach.Unreachable, Error: `Get "https://10.0.0.1/apis": context deadline exceeded`, Seconds: 4},
+		{Context: "migrated", Reach: reach.Reached, Name: "crontabs.fleet.example.com", State: lifecycle.StateS3, StorageVersion: "v2", StoredVersions: []string{"v2"}, Served: []string{"v1", "v2"}, Versions: []string{"v1", "v2"}, Objects: &three, Seconds: 0.1},
+		{Context: "pending", Reach: reach.Reached, Name: "crontabs.fleet.example.com", State: lifecycle.StateS2, StorageVersion: "v2", StoredVersions: []string{"v1", "v2"}, Served: []string{"v1", "v2"}, Versions: []string{"v1", "v2"}, Objects: &three, Seconds: 0.1},
 	}
 	r := &report.FleetStatus{CRD: "crontabs.fleet.example.com", Clusters: clusters, Verdicts: fleet.Verdicts("crontabs.fleet.example.com", clusters, nil), Seconds: 4}
 	golden(t, "fleet-status.txt", written(t, func(w io.Writer) error { return view.FleetStatus(w, r) }))

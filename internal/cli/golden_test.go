@@ -13,6 +13,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
@@ -91,8 +92,8 @@ func doctorFixture() *report.Doctor {
 
 func fleetDoctorFixture() *report.FleetDoctor {
 	r := &report.FleetDoctor{Seconds: 2.5, Clusters: []report.FleetDoctorCluster{
-		{Context: "east", Server: "https://east.example.com:6443", Reach: fleet.Reached, Doctor: doctorFixture(), Seconds: 1.25},
-		{Context: "west", Server: "https://west.example.com:6443", Reach: fleet.Unreachable, Error: "Get \"https://west.example.com:6443/apis\": dial tcp: connection refused", Seconds: 2.5},
+		{Context: "east", Server: "https://east.example.com:6443", Reach: reach.Reached, Doctor: doctorFixture(), Seconds: 1.25},
+		{Context: "west", Server: "https://west.example.com:6443", Reach: reach.Unreachable, Error: "Get \"https://west.example.com:6443/apis\": dial tcp: connection refused", Seconds: 2.5},
 	}}
 	r.Summary.Merge(r.Clusters[0].Doctor.Summary)
 	r.Summary.Incompatible = true
@@ -131,8 +132,8 @@ func upgradeFixture() *report.UpgradeCheck {
 
 func fleetUpgradeFixture() *report.FleetUpgradeCheck {
 	r := &report.FleetUpgradeCheck{Source: "crds/, extra.yaml", Answer: fleet.No, Seconds: 3, Clusters: []report.FleetUpgradeCluster{
-		{Context: "east", Server: "https://east.example.com:6443", Reach: fleet.Reached, Check: upgradeFixture(), Seconds: 0.75},
-		{Context: "west", Server: "https://west.example.com:6443", Reach: fleet.Forbidden, Error: `customresourcedefinitions.apiextensions.k8s.io "crontabs.stable.example.com" is forbidden`, Seconds: 0.5},
+		{Context: "east", Server: "https://east.example.com:6443", Reach: reach.Reached, Check: upgradeFixture(), Seconds: 0.75},
+		{Context: "west", Server: "https://west.example.com:6443", Reach: reach.Forbidden, Error: `customresourcedefinitions.apiextensions.k8s.io "crontabs.stable.example.com" is forbidden`, Seconds: 0.5},
 	}}
 	r.Summary.Merge(r.Clusters[0].Check.Summary)
 	r.Summary.Incompatible = true

@@ -8,42 +8,42 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 
 // ReachOf classifies the error of reading one cluster of a fleet run: nil
-// is fleet.Reached; a *NotACRDError or a 404 is fleet.NotInstalled; a 401
-// or 403 is fleet.Forbidden; a deadline, a network error or a failed
-// request (*url.Error: refused, TLS, DNS) is fleet.Unreachable; anything
-// else is fleet.Failed.
-func ReachOf(err error) fleet.Reach {
+// is reach.Reached; a *NotACRDError or a 404 is reach.NotInstalled; a 401
+// or 403 is reach.Forbidden; a deadline, a network error or a failed
+// request (*url.Error: refused, TLS, DNS) is reach.Unreachable; anything
+// else is reach.Failed.
+func ReachOf(err error) reach.Reach {
 	var notCRD *NotACRDError
 	var netErr net.Error
 	var urlErr *url.Error
 	switch {
 	case err == nil:
-		return fleet.Reached
+		return reach.Reached
 	case errors.As(err, &notCRD), apierrors.IsNotFound(err):
-		return fleet.NotInstalled
+		return reach.NotInstalled
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-		return fleet.Forbidden
+		return reach.Forbidden
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr), errors.As(err, &urlErr):
-		return fleet.Unreachable
+		return reach.Unreachable
 	}
-	return fleet.Failed
+	return reach.Failed
 }
 
 // CheckReach is how a fleet run reports the error of one cluster's check
 // (doctor, check-upgrade): its Reach (see ReachOf) and its message, with
-// fleet.Reached and "" for nil. A cluster without the CRDs that could still
-// not be checked is fleet.Failed, not fleet.NotInstalled.
-func CheckReach(err error) (fleet.Reach, string) {
+// reach.Reached and "" for nil. A cluster without the CRDs that could still
+// not be checked is reach.Failed, not reach.NotInstalled.
+func CheckReach(err error) (reach.Reach, string) {
 	if err == nil {
-		return fleet.Reached, ""
+		return reach.Reached, ""
 	}
-	reach := ReachOf(err)
-	if reach == fleet.NotInstalled {
-		reach = fleet.Failed
+	r := ReachOf(err)
+	if r == reach.NotInstalled {
+		r = reach.Failed
 	}
-	return reach, err.Error()
+	return r, err.Error()
 }

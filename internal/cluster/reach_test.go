@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 
 func TestReachOf(t *testing.T) {
@@ -19,18 +19,18 @@ func TestReachOf(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		err   error
-		reach fleet.Reach
-		check fleet.Reach // CheckReach's
+		reach reach.Reach
+		check reach.Reach // CheckReach's
 	}{
-		{"nil", nil, fleet.Reached, fleet.Reached},
-		{"not a CRD", fmt.Errorf("reading: %w", &NotACRDError{Arg: "ct"}), fleet.NotInstalled, fleet.Failed},
-		{"404", apierrors.NewNotFound(crds, "crontabs.stable.example.com"), fleet.NotInstalled, fleet.Failed},
-		{"403", apierrors.NewForbidden(crds, "", errors.New("no")), fleet.Forbidden, fleet.Forbidden},
-		{"401", apierrors.NewUnauthorized("who"), fleet.Forbidden, fleet.Forbidden},
-		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), fleet.Unreachable, fleet.Unreachable},
-		{"refused", &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: syscall.ECONNREFUSED}, fleet.Unreachable, fleet.Unreachable},
-		{"500", apierrors.NewInternalError(errors.New("boom")), fleet.Failed, fleet.Failed},
-		{"other", errors.New("odd"), fleet.Failed, fleet.Failed},
+		{"nil", nil, reach.Reached, reach.Reached},
+		{"not a CRD", fmt.Errorf("reading: %w", &NotACRDError{Arg: "ct"}), reach.NotInstalled, reach.Failed},
+		{"404", apierrors.NewNotFound(crds, "crontabs.stable.example.com"), reach.NotInstalled, reach.Failed},
+		{"403", apierrors.NewForbidden(crds, "", errors.New("no")), reach.Forbidden, reach.Forbidden},
+		{"401", apierrors.NewUnauthorized("who"), reach.Forbidden, reach.Forbidden},
+		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), reach.Unreachable, reach.Unreachable},
+		{"refused", &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: syscall.ECONNREFUSED}, reach.Unreachable, reach.Unreachable},
+		{"500", apierrors.NewInternalError(errors.New("boom")), reach.Failed, reach.Failed},
+		{"other", errors.New("odd"), reach.Failed, reach.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ReachOf(tc.err); got != tc.reach {

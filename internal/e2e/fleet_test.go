@@ -20,6 +20,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
@@ -114,7 +115,7 @@ func TestFleet(t *testing.T) {
 		byContext[c.Context] = c
 		slowest, sum = max(slowest, c.Seconds), sum+c.Seconds
 	}
-	if c := byContext["down"]; c.Reach != fleet.Unreachable {
+	if c := byContext["down"]; c.Reach != reach.Unreachable {
 		t.Errorf("down: %+v", c)
 	}
 	if c := byContext["pending"]; c.State != lifecycle.StateS2 || c.Objects == nil || *c.Objects != 3 {
@@ -173,7 +174,7 @@ func TestFleet(t *testing.T) {
 	for _, c := range fu.Clusters {
 		want := map[string]string{"pending": "Rejected", "migrated": "Accepted"}[c.Context]
 		switch {
-		case c.Context == "down" && (c.Check != nil || c.Reach != fleet.Unreachable):
+		case c.Context == "down" && (c.Check != nil || c.Reach != reach.Unreachable):
 			t.Errorf("down: %+v", c)
 		case want != "" && (c.Check == nil || c.Check.CRDs[0].Apply != want):
 			t.Errorf("%s: %+v, want %s", c.Context, c.Check, want)
@@ -187,7 +188,7 @@ func TestFleet(t *testing.T) {
 	// doctor: a summary per cluster; the unreachable one makes it fail.
 	doc := run("doctor", name, "--contexts", "pending,down", "-o", "json")
 	var fd report.FleetDoctor
-	if doc.code != 1 || json.Unmarshal([]byte(doc.stdout), &fd) != nil || len(fd.Clusters) != 2 || fd.Clusters[0].Doctor == nil || fd.Clusters[1].Reach != fleet.Unreachable {
+	if doc.code != 1 || json.Unmarshal([]byte(doc.stdout), &fd) != nil || len(fd.Clusters) != 2 || fd.Clusters[0].Doctor == nil || fd.Clusters[1].Reach != reach.Unreachable {
 		t.Errorf("fleet doctor: exit %d\n%s\n%s", doc.code, doc.stdout, doc.stderr)
 	}
 

@@ -1,6 +1,10 @@
 package fleet
 
-import "github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+import (
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
+)
 
 // SetAnalysis fills in what c says about the CRD from its analysis in that
 // cluster: its name, lifecycle state, storage version and
@@ -31,7 +35,7 @@ func (c *Cluster) SetAnalysis(a *lifecycle.Analysis) {
 // arg (the name as the command line gave it) when none was.
 func CRDName(clusters []Cluster, arg string) string {
 	for _, c := range clusters {
-		if c.Reach == Reached {
+		if c.Reach == reach.Reached {
 			return c.Name
 		}
 	}

@@ -13,29 +13,15 @@ import (
 	"strings"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
-)
 
-// Reach says whether a cluster could be read.
-type Reach string
-
-const (
-	// Reached means the CRD was read.
-	Reached Reach = "Reached"
-	// NotInstalled means the cluster answered and has no such CRD.
-	NotInstalled Reach = "NotInstalled"
-	// Unreachable means there was no answer (connection refused, timeout, TLS, …).
-	Unreachable Reach = "Unreachable"
-	// Forbidden means the answer was 401 or 403.
-	Forbidden Reach = "Forbidden"
-	// Failed is any other error.
-	Failed Reach = "Failed"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 
 // Cluster is what was read from one kubeconfig context.
 type Cluster struct {
-	Context string `json:"context"`
-	Server  string `json:"server,omitempty"`
-	Reach   Reach  `json:"reach"`
+	Context string      `json:"context"`
+	Server  string      `json:"server,omitempty"`
+	Reach   reach.Reach `json:"reach"`
 	// Name is the CRD's name there, when reached.
 	Name string `json:"name,omitempty"`
 	// Error is the error when Reach is not Reached or NotInstalled.
@@ -114,7 +100,7 @@ func Verdicts(crdName string, clusters []Cluster, asked []string) []Verdict {
 		newer := map[string]bool{}
 		reached := 0
 		for _, c := range clusters {
-			if c.Reach != Reached {
+			if c.Reach != reach.Reached {
 				continue
 			}
 			reached++
@@ -146,9 +132,9 @@ func verdict(crdName string, clusters []Cluster, v string) Verdict {
 	for _, c := range clusters {
 		here := []lifecycle.Flag{{Name: "context", Value: c.Context}}
 		switch c.Reach {
-		case NotInstalled:
+		case reach.NotInstalled:
 			continue
-		case Reached:
+		case reach.Reached:
 		default:
 			out.Blockers = append(out.Blockers, Blocker{Context: c.Context, Answer: Unknown,
 				Reason: fmt.Sprintf("%s: %s", strings.ToLower(string(c.Reach)), c.Error),

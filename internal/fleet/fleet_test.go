@@ -3,17 +3,19 @@ package fleet
 import (
 	"strings"
 	"testing"
+
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 
 func TestVerdicts(t *testing.T) {
-	migrated := Cluster{Context: "prod-eu", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1"}}
-	pending := Cluster{Context: "prod-us", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
-	oldStorage := Cluster{Context: "staging", Reach: Reached, StorageVersion: "v1beta1", StoredVersions: []string{"v1beta1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}, NewerThanStorage: []string{"v1"}}
-	lost := Cluster{Context: "lab", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1"}}
-	servedOnly := Cluster{Context: "dev", Reach: Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
-	down := Cluster{Context: "edge", Reach: Unreachable, Error: "dial tcp 127.0.0.1:1: connect: connection refused"}
-	forbidden := Cluster{Context: "partner", Reach: Forbidden, Error: "customresourcedefinitions is forbidden"}
-	absent := Cluster{Context: "new", Reach: NotInstalled}
+	migrated := Cluster{Context: "prod-eu", Reach: reach.Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1"}}
+	pending := Cluster{Context: "prod-us", Reach: reach.Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
+	oldStorage := Cluster{Context: "staging", Reach: reach.Reached, StorageVersion: "v1beta1", StoredVersions: []string{"v1beta1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}, NewerThanStorage: []string{"v1"}}
+	lost := Cluster{Context: "lab", Reach: reach.Reached, StorageVersion: "v1", StoredVersions: []string{"v1beta1", "v1"}, Versions: []string{"v1"}}
+	servedOnly := Cluster{Context: "dev", Reach: reach.Reached, StorageVersion: "v1", StoredVersions: []string{"v1"}, Versions: []string{"v1beta1", "v1"}, Served: []string{"v1beta1", "v1"}}
+	down := Cluster{Context: "edge", Reach: reach.Unreachable, Error: "dial tcp 127.0.0.1:1: connect: connection refused"}
+	forbidden := Cluster{Context: "partner", Reach: reach.Forbidden, Error: "customresourcedefinitions is forbidden"}
+	absent := Cluster{Context: "new", Reach: reach.NotInstalled}
 
 	for _, tc := range []struct {
 		name     string

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 
 func TestSelect(t *testing.T) {
@@ -104,9 +106,9 @@ func TestSetAnalysis(t *testing.T) {
 			{Severity: lifecycle.SeverityWarning, Message: "odd"},
 		},
 	}
-	c := Cluster{Context: "prod", Reach: Reached}
+	c := Cluster{Context: "prod", Reach: reach.Reached}
 	c.SetAnalysis(a)
-	if c.Context != "prod" || c.Reach != Reached || c.Name != a.CRD.Name || c.State != lifecycle.StateS0 ||
+	if c.Context != "prod" || c.Reach != reach.Reached || c.Name != a.CRD.Name || c.State != lifecycle.StateS0 ||
 		c.StorageVersion != "v1" || strings.Join(c.StoredVersions, ",") != "v1beta1,v1" ||
 		strings.Join(c.Versions, ",") != "v1,v1beta1" || strings.Join(c.Served, ",") != "v1" ||
 		strings.Join(c.Blocking, "|") != "broken" || c.Objects != nil {
@@ -115,8 +117,8 @@ func TestSetAnalysis(t *testing.T) {
 }
 
 func TestCRDName(t *testing.T) {
-	down := Cluster{Context: "edge", Reach: Unreachable}
-	up := Cluster{Context: "prod", Reach: Reached, Name: "crontabs.stable.example.com"}
+	down := Cluster{Context: "edge", Reach: reach.Unreachable}
+	up := Cluster{Context: "prod", Reach: reach.Reached, Name: "crontabs.stable.example.com"}
 	if got := CRDName([]Cluster{down, up}, "ct"); got != up.Name {
 		t.Errorf("got %q, want the name in the reached cluster", got)
 	}

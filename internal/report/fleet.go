@@ -5,28 +5,29 @@ import (
 	"strings"
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
 
 // End records how retire ended in the cluster c: err is the run's error
-// (nil: it finished, or planned with nothing blocked) and reach what the
+// (nil: it finished, or planned with nothing blocked) and r what the
 // error says about the cluster (cluster.ReachOf). A *retire.BlockedError is
 // a cluster that was reached and refused a step; a cluster that was not
 // reached, is forbidden or lacks the CRD has its reach as Outcome. An
 // Outcome still empty then (the run stopped before it had one) is "Failed".
-func (c *FleetRetireCluster) End(err error, reach fleet.Reach) {
-	c.Reach = reach
+func (c *FleetRetireCluster) End(err error, r reach.Reach) {
+	c.Reach = r
 	var blocked *retire.BlockedError
 	switch {
 	case err == nil:
 	case errors.As(err, &blocked):
-		c.Reach = fleet.Reached
+		c.Reach = reach.Reached
 		c.Error = err.Error()
-	case reach == fleet.Reached || reach == fleet.Failed:
+	case r == reach.Reached || r == reach.Failed:
 		c.Error = err.Error()
 	default:
 		c.Error = err.Error()
-		c.Outcome = string(reach)
+		c.Outcome = string(r)
 	}
 	if c.Outcome == "" {
 		c.Outcome = "Failed"

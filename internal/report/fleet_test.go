@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
 
@@ -16,18 +17,18 @@ func TestFleetRetireClusterEnd(t *testing.T) {
 		name          string
 		outcome       string // set by the run before End
 		err           error
-		reach         fleet.Reach
-		wantReach     fleet.Reach
+		reach         reach.Reach
+		wantReach     reach.Reach
 		wantOutcome   string
 		wantHasErrMsg bool
 	}{
-		{"complete", "Complete", nil, fleet.Reached, fleet.Reached, "Complete", false},
-		{"blocked", "Blocked", blocked, fleet.Failed, fleet.Reached, "Blocked", true},
-		{"failed after a plan", "Blocked", errors.New("conflict"), fleet.Failed, fleet.Failed, "Blocked", true},
-		{"failed before a plan", "", errors.New("boom"), fleet.Reached, fleet.Reached, "Failed", true},
-		{"unreachable", "", errors.New("dial tcp: refused"), fleet.Unreachable, fleet.Unreachable, "Unreachable", true},
-		{"not installed", "", errors.New("no CRD"), fleet.NotInstalled, fleet.NotInstalled, "NotInstalled", true},
-		{"forbidden", "", errors.New("forbidden"), fleet.Forbidden, fleet.Forbidden, "Forbidden", true},
+		{"complete", "Complete", nil, reach.Reached, reach.Reached, "Complete", false},
+		{"blocked", "Blocked", blocked, reach.Failed, reach.Reached, "Blocked", true},
+		{"failed after a plan", "Blocked", errors.New("conflict"), reach.Failed, reach.Failed, "Blocked", true},
+		{"failed before a plan", "", errors.New("boom"), reach.Reached, reach.Reached, "Failed", true},
+		{"unreachable", "", errors.New("dial tcp: refused"), reach.Unreachable, reach.Unreachable, "Unreachable", true},
+		{"not installed", "", errors.New("no CRD"), reach.NotInstalled, reach.NotInstalled, "NotInstalled", true},
+		{"forbidden", "", errors.New("forbidden"), reach.Forbidden, reach.Forbidden, "Forbidden", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := FleetRetireCluster{Context: "prod", Outcome: tc.outcome}
@@ -89,7 +90,7 @@ func TestFleetDoctorTally(t *testing.T) {
 	if r.Summary != (Summary{Infos: 6}) {
 		t.Errorf("healthy fleet: %+v", r.Summary)
 	}
-	r.Clusters = append(r.Clusters, FleetDoctorCluster{Reach: fleet.Unreachable})
+	r.Clusters = append(r.Clusters, FleetDoctorCluster{Reach: reach.Unreachable})
 	r.Tally()
 	if r.Summary != (Summary{Infos: 6, Incompatible: true}) {
 		t.Errorf("a cluster not checked: %+v", r.Summary)

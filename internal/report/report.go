@@ -15,6 +15,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
@@ -195,7 +196,7 @@ type FleetRetire struct {
 type FleetRetireCluster struct {
 	Context string      `json:"context"`
 	Server  string      `json:"server,omitempty"`
-	Reach   fleet.Reach `json:"reach"`
+	Reach   reach.Reach `json:"reach"`
 	// Outcome is the RetirePlan outcome, or Unreachable, Forbidden,
 	// NotInstalled or Failed when retire could not run there.
 	Outcome string  `json:"outcome"`
@@ -231,7 +232,7 @@ type FleetUpgradeCheck struct {
 type FleetUpgradeCluster struct {
 	Context string        `json:"context"`
 	Server  string        `json:"server,omitempty"`
-	Reach   fleet.Reach   `json:"reach"`
+	Reach   reach.Reach   `json:"reach"`
 	Error   string        `json:"error,omitempty"`
 	Check   *UpgradeCheck `json:"check,omitempty"`
 	Seconds float64       `json:"seconds"`
@@ -259,7 +260,7 @@ type FleetDoctor struct {
 type FleetDoctorCluster struct {
 	Context string      `json:"context"`
 	Server  string      `json:"server,omitempty"`
-	Reach   fleet.Reach `json:"reach"`
+	Reach   reach.Reach `json:"reach"`
 	Error   string      `json:"error,omitempty"`
 	Doctor  *Doctor     `json:"doctor,omitempty"`
 	Seconds float64     `json:"seconds"`

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"k8s.io/cli-runtime/pkg/printers"
 )
@@ -18,7 +18,7 @@ func FleetStatus(out io.Writer, r *report.FleetStatus) error {
 	fmt.Fprintln(w, "CONTEXT\tSTATE\tSTORAGE\tSTORED VERSIONS\tOBJECTS\tTIME\tBLOCKING")
 	for _, c := range r.Clusters {
 		t := fmt.Sprintf("%.1fs", c.Seconds)
-		if c.Reach != fleet.Reached {
+		if c.Reach != reach.Reached {
 			what := strings.ToLower(string(c.Reach))
 			if c.Error != "" {
 				what += ": " + FirstLine(c.Error)

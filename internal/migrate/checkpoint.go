@@ -82,7 +82,7 @@ func loadCheckpoint(path string, crd *apiextensionsv1.CustomResourceDefinition, 
 func (r *run) saveCheckpoint(p *page) error {
 	next := p.next
 	r.mu.Lock()
-	r.saved.plus(p.counts)
+	r.saved.Plus(p.counts)
 	cp := checkpoint{CRD: r.res.CRD, StorageVersion: r.res.StorageVersion, Continue: next, Counts: r.saved, Updated: time.Now().UTC()}
 	r.mu.Unlock()
 	cp.CRDUID = r.crdUID

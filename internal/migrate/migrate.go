@@ -51,33 +51,42 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 )
 
-// Outcome of one object.
-type Outcome string
+// The values of a run live in package result, where report and view can
+// name them without importing the engine; these are their names here.
+type (
+	Outcome             = result.Outcome
+	Progress            = result.Progress
+	Failure             = result.Failure
+	Counts              = result.Counts
+	Trim                = result.Trim
+	ServerMigration     = result.ServerMigration
+	Result              = result.Result
+	Measurement         = result.Measurement
+	PriorityAndFairness = result.PriorityAndFairness
+	Concurrency         = result.Concurrency
+)
 
-// The outcomes, as in docs/migrate.md.
+// The outcomes of one object (see result.Outcome).
 const (
-	// Rewritten: the write re-encoded the object (its resourceVersion changed).
-	Rewritten Outcome = "rewritten"
-	// Current: the object was already stored at the storage version.
-	Current Outcome = "current"
-	// Conflict: someone else wrote the object since it was listed, so it is
-	// stored at the storage version — valid while that version is unchanged,
-	// which the trim guard checks.
-	Conflict Outcome = "conflict"
-	// Deleted: the object was deleted since it was listed; it is not re-created.
-	Deleted Outcome = "deleted"
-	// Failed: the API server refused the write (validation, a conversion
-	// webhook, …) or kept failing after the retries.
-	Failed Outcome = "failed"
-	// Accepted: the API server accepted the write as a server-side dry
-	// run. A dry run is not stored and keeps the resourceVersion, so it
-	// cannot tell an object it would rewrite from one already current.
-	Accepted Outcome = "accepted"
-	// Listed: the object was listed and nothing was sent (a client-side
-	// dry run, which counts the objects only).
-	Listed Outcome = "listed"
+	Rewritten = result.Rewritten
+	Current   = result.Current
+	Conflict  = result.Conflict
+	Deleted   = result.Deleted
+	Failed    = result.Failed
+	Accepted  = result.Accepted
+	Listed    = result.Listed
+)
+
+// Who trimmed storedVersions (Trim.By), and the engines of a run
+// (Result.Engine).
+const (
+	TrimmedByUs     = result.TrimmedByUs
+	TrimmedByServer = result.TrimmedByServer
+	EngineClient    = result.EngineClient
+	EngineServer    = result.EngineServer
 )
 
 // Options tune a run. The zero value is not valid; start from DefaultOptions.
@@ -123,22 +132,6 @@ type Options struct {
 	Progress func(Progress)
 }
 
-// Progress is where a run stands.
-type Progress struct {
-	// Done is the number of objects handled so far; Total the number known
-	// (0 while unknown).
-	Done, Total int64
-	// Limit is the number of writes allowed in flight now.
-	Limit int
-	// PriorityLevel and FlowSchema name where API Priority and Fairness
-	// put the run's requests (a UID when the name could not be read; empty
-	// when unknown). Exempt is true for the exempt priority level.
-	PriorityLevel, FlowSchema string
-	Exempt                    bool
-	// TooManyRequests is the number of 429 answers so far.
-	TooManyRequests int64
-}
-
 // DefaultOptions are the defaults of kubectl crdversion migrate.
 func DefaultOptions() Options {
 	return Options{ChunkSize: 500, Concurrency: 64, MaxLatency: DefaultMaxLatency, Retries: 5, RetryDelay: 200 * time.Millisecond, Unreachable: 2 * time.Minute, FieldManager: "kubectl-crdversion"}
@@ -147,211 +140,6 @@ func DefaultOptions() Options {
 // DefaultMaxLatency is the default latency budget of a run's writes
 // (Options.MaxLatency); see docs/performance.md for how it was chosen.
 const DefaultMaxLatency = 50 * time.Millisecond
-
-// Failure is an object that could not be migrated.
-type Failure struct {
-	// Object is "namespace/name", or "name" for cluster-scoped objects.
-	Object string `json:"object"`
-	// Message is the API server's message.
-	Message string `json:"message"`
-}
-
-// Counts of the outcomes.
-type Counts struct {
-	Total     int64 `json:"total"`
-	Rewritten int64 `json:"rewritten"`
-	Current   int64 `json:"alreadyCurrent"`
-	Conflicts int64 `json:"conflicts"`
-	Deleted   int64 `json:"deleted"`
-	Failed    int64 `json:"failed"`
-	// Accepted counts the writes a server-side dry run had accepted: in a
-	// dry run they take the place of rewritten and alreadyCurrent.
-	Accepted int64 `json:"acceptedByDryRun,omitempty"`
-}
-
-func (c *Counts) add(o Outcome) {
-	c.Total++
-	switch o {
-	case Rewritten:
-		c.Rewritten++
-	case Current:
-		c.Current++
-	case Conflict:
-		c.Conflicts++
-	case Deleted:
-		c.Deleted++
-	case Failed:
-		c.Failed++
-	case Accepted:
-		c.Accepted++
-	}
-}
-
-func (c *Counts) plus(o Counts) {
-	c.Total += o.Total
-	c.Rewritten += o.Rewritten
-	c.Current += o.Current
-	c.Conflicts += o.Conflicts
-	c.Deleted += o.Deleted
-	c.Failed += o.Failed
-	c.Accepted += o.Accepted
-}
-
-// Trim says what happened to status.storedVersions.
-type Trim struct {
-	// Trimmed is true when this run wrote storedVersions.
-	Trimmed bool `json:"trimmed"`
-	// Before and After are storedVersions before the run and at its end.
-	Before []string `json:"before"`
-	After  []string `json:"after"`
-	// Reason says why nothing was trimmed, when nothing was.
-	Reason string `json:"reason,omitempty"`
-	// Failed is true when the pass was complete and clean, so the trim was
-	// due, but it did not happen: the storage version or the spec changed
-	// during the run, the write failed, or the API server did not keep
-	// [storage]. storedVersions then still lists the old versions.
-	Failed bool `json:"failed,omitempty"`
-	// By names who wrote storedVersions when Trimmed is true: TrimmedByUs
-	// (this run's guarded status write) or TrimmedByServer (the
-	// kube-controller-manager's storage version migrator, after a
-	// StorageVersionMigration succeeded).
-	By string `json:"by,omitempty"`
-	// Restored is true when a failed StorageVersionMigration's controller
-	// trimmed storedVersions anyway and this run put the versions it removed
-	// back (server engine; see docs/migrate.md).
-	Restored bool `json:"restored,omitempty"`
-}
-
-// Who trimmed storedVersions (Trim.By).
-const (
-	TrimmedByUs     = "kubectl-crdversion"
-	TrimmedByServer = "kube-controller-manager"
-)
-
-// The engines of a run (Result.Engine).
-const (
-	// EngineClient lists and rewrites the objects from this process.
-	EngineClient = "client"
-	// EngineServer delegates the rewrite to a StorageVersionMigration
-	// object that the kube-controller-manager carries out.
-	EngineServer = "server"
-)
-
-// ServerMigration is the StorageVersionMigration a server-engine run
-// created (or, in a client dry run, would create) and what became of it.
-type ServerMigration struct {
-	// APIVersion is storagemigration.k8s.io/<version>, the version the
-	// cluster serves.
-	APIVersion string `json:"apiVersion"`
-	// Name is the object's name; empty in a client dry run (the API server
-	// generates it from GenerateName).
-	Name         string `json:"name,omitempty"`
-	GenerateName string `json:"generateName"`
-	// Resource is the migrated resource, "<plural>.<group>".
-	Resource string `json:"resource"`
-	// Phase is Pending (no condition yet), Running, Succeeded or Failed, as
-	// last observed.
-	Phase string `json:"phase"`
-	// Reason and Message are those of the condition that decided Phase.
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// Result of a run.
-type Result struct {
-	// Engine is EngineClient or EngineServer.
-	Engine         string `json:"engine"`
-	CRD            string `json:"crd"`
-	StorageVersion string `json:"storageVersion"`
-	Counts         `json:",inline"`
-	Failures       []Failure `json:"failures"`
-	// Complete is true when every object was listed (the run was not
-	// interrupted).
-	Complete bool `json:"complete"`
-	// Resumed is true when the run started from a checkpoint.
-	Resumed bool `json:"resumed,omitempty"`
-	// Restarted is true when the checkpoint's continue token had expired
-	// (410 Gone, etcd compacted past it): the list started again from the
-	// first object, and the counts are this run's alone, each object once.
-	Restarted bool          `json:"restarted,omitempty"`
-	Elapsed   time.Duration `json:"-"`
-	// ElapsedSeconds and ObjectsPerSecond measure the run.
-	ElapsedSeconds   float64 `json:"elapsedSeconds"`
-	ObjectsPerSecond float64 `json:"objectsPerSecond"`
-	Trim             Trim    `json:"trim"`
-	DryRun           bool    `json:"dryRun,omitempty"`
-	// StorageVersionMigration is set by the server engine.
-	StorageVersionMigration *ServerMigration `json:"storageVersionMigration,omitempty"`
-	// PriorityAndFairness says where API Priority and Fairness put the
-	// run's requests; nil when no answer carried its headers (APF off).
-	PriorityAndFairness *PriorityAndFairness `json:"priorityAndFairness,omitempty"`
-	// TooManyRequests counts the 429 Too Many Requests answers to the
-	// run's requests (each one retried, by client-go after its
-	// Retry-After, then within Options.Retries).
-	TooManyRequests int64 `json:"tooManyRequests"`
-	// Retries counts the writes the engine sent again after a server
-	// error, a timeout or a 429 that outlasted client-go's own retries
-	// (Options.Retries each), and after an unreachable API server.
-	Retries int64 `json:"retries"`
-	// Concurrency says how many writes were in flight and how fast the
-	// API server answered them.
-	Concurrency *Concurrency `json:"concurrency,omitempty"`
-	// Warnings are things the user should know about the run.
-	Warnings []string `json:"warnings,omitempty"`
-	// Measured are the loss measurements that ran before the rewrite, one
-	// per version the objects were read at; empty when none ran
-	// (--allow-pruning, a client dry run).
-	Measured []Measurement `json:"measured,omitempty"`
-}
-
-// Measurement is one pass of the loss measurement that runs before a
-// migration (action.MeasureMigrationLoss): every object read at From and
-// sent the migration's own no-op update through the storage version as a
-// server-side dry run, the two compared field by field.
-type Measurement struct {
-	// From is the version the objects were read at.
-	From string `json:"from"`
-	// Objects is the number of objects read and dry-run written.
-	Objects int `json:"objects"`
-	// Lost is the number of objects with a field the write would drop.
-	Lost int `json:"lost"`
-	// ElapsedSeconds times the pass.
-	ElapsedSeconds float64 `json:"elapsedSeconds"`
-}
-
-// PriorityAndFairness is where API Priority and Fairness (APF) classified
-// a run's requests, from the X-Kubernetes-PF-FlowSchema-UID and
-// X-Kubernetes-PF-PriorityLevel-UID response headers, with the names of
-// the FlowSchema and PriorityLevelConfiguration when they could be read.
-type PriorityAndFairness struct {
-	FlowSchema       string `json:"flowSchema,omitempty"`
-	FlowSchemaUID    string `json:"flowSchemaUID"`
-	PriorityLevel    string `json:"priorityLevel,omitempty"`
-	PriorityLevelUID string `json:"priorityLevelUID"`
-	// Exempt is true when the priority level is of type Exempt (the
-	// requests bypass APF's queues and limits: system:masters, for one).
-	Exempt bool `json:"exempt"`
-	// Unresolved says which names could not be read and why.
-	Unresolved string `json:"unresolved,omitempty"`
-}
-
-// Concurrency reports the writes in flight of a run.
-type Concurrency struct {
-	// Mode is "adaptive" (MaxLatency > 0) or "fixed".
-	Mode string `json:"mode"`
-	// Max is Options.Concurrency; MaxLatencySeconds Options.MaxLatency.
-	Max               int     `json:"max"`
-	MaxLatencySeconds float64 `json:"maxLatencySeconds,omitempty"`
-	// FinalLimit is the limit of writes in flight at the end (Max when
-	// fixed); MeanLimit its mean over the writes.
-	FinalLimit int     `json:"finalLimit"`
-	MeanLimit  float64 `json:"meanLimit"`
-	// WriteLatencyP50Seconds and WriteLatencyP99Seconds are the latency
-	// percentiles of the run's write requests (each attempt, from request to
-	// answer, client-go's own 429 retries included).
-	WriteLatencyP50Seconds float64 `json:"writeLatencyP50Seconds"`
-	WriteLatencyP99Seconds float64 `json:"writeLatencyP99Seconds"`
-}
 
 // Engine runs migrations against one API server: it reads and guards the
 // CRD through CRDs and lists and writes the objects through Metadata (see
@@ -903,9 +691,9 @@ func (r *run) record(it item, o Outcome, msg string) {
 		return
 	}
 	r.mu.Lock()
-	r.counts.add(o)
+	r.counts.Add(o)
 	if it.page != nil {
-		it.page.counts.add(o)
+		it.page.counts.Add(o)
 	}
 	if o == Failed {
 		name := it.name

@@ -14,7 +14,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
-	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
@@ -101,7 +101,7 @@ func (v *Version) DeepCopyObject() runtime.Object {
 // migrate -o json|yaml`.
 type Migration struct {
 	metav1.TypeMeta `json:",inline"`
-	migrate.Result  `json:",inline"`
+	result.Result   `json:",inline"`
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -133,7 +133,7 @@ type Retire struct {
 	// of every source, when measured.
 	Usage *usage.Assessment `json:"usage,omitempty"`
 	// Migration is the migrate report, when this run migrated.
-	Migration *migrate.Result `json:"migration,omitempty"`
+	Migration *result.Result `json:"migration,omitempty"`
 	// ManagedFields is the managedFields clean-up, when this run did one.
 	ManagedFields *retire.ManagedFieldsCleanup `json:"managedFields,omitempty"`
 }
@@ -149,7 +149,7 @@ func NewRetire(crd, version string, dryRun bool, res *retire.Result) *Retire {
 		r.Taken = append(r.Taken, string(id))
 	}
 	if res.Migration != nil {
-		r.Migration, _ = res.Migration.Report.(*migrate.Result)
+		r.Migration, _ = res.Migration.Report.(*result.Result)
 	}
 	return r
 }

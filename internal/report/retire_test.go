@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
 
 func TestNewRetire(t *testing.T) {
-	m := &migrate.Result{}
+	m := &result.Result{}
 	res := &retire.Result{Outcome: retire.OutcomeComplete, Taken: []retire.StepID{retire.Unserved, retire.Removed},
 		Migration: &retire.Migration{Report: m}}
 	r := NewRetire("crontabs.stable.example.com", "v1beta1", false, res)

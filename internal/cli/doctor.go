@@ -189,7 +189,9 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 	}
 	progress, stop := func(doctor.Event) {}, func() {}
 	if o.progress {
-		progress, stop = view.DoctorProgress(o.ErrOut)
+		var update func(crd, version string, objects int, done bool)
+		update, stop = view.DoctorProgress(o.ErrOut)
+		progress = func(e doctor.Event) { update(e.CRD, e.Version, e.Objects, e.Done) }
 	}
 	r, err := o.doctor(ctx, o.getter, o.conn, progress)
 	stop()

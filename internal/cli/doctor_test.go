@@ -13,7 +13,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
-	"github.com/crdversion/kubectl-crdversion/internal/doctor"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
@@ -111,12 +110,12 @@ func TestCheckUpgradeOptionsValidate(t *testing.T) {
 func TestDoctorProgress(t *testing.T) {
 	var b bytes.Buffer
 	progress, stop := view.DoctorProgress(&b)
-	progress(doctor.Event{CRD: "small.example.com", Version: "v1", Objects: 3, Done: true})
+	progress("small.example.com", "v1", 3, true)
 	if b.Len() != 0 {
 		t.Errorf("a short list drew %q", b.String())
 	}
-	progress(doctor.Event{CRD: "widgets.example.com", Version: "v2", Objects: 250})
-	progress(doctor.Event{CRD: "widgets.example.com", Version: "v2", Objects: 400, Done: true})
+	progress("widgets.example.com", "v2", 250, false)
+	progress("widgets.example.com", "v2", 400, true)
 	stop()
 	if !strings.Contains(b.String(), "checking widgets.example.com at v2") {
 		t.Errorf("drew %q", b.String())

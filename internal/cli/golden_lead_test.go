@@ -14,6 +14,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
@@ -85,8 +86,12 @@ func TestMigrationPrinterGolden(t *testing.T) {
 	golden(t, "migrate/client.json", printed(t, "json", nil, &report.Migration{Result: *client}))
 	server := migrationFixture(migrate.EngineServer)
 	crd := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).CRD()
-	golden(t, "migrate/server.txt", written(t, func(w io.Writer) error { return view.ServerMigration(w, server, cmdutil.DryRunNone, crd, "v1") }))
-	golden(t, "migrate/server-client-dry-run.txt", written(t, func(w io.Writer) error { return view.ServerMigration(w, server, cmdutil.DryRunClient, crd, "v1") }))
+	golden(t, "migrate/server.txt", written(t, func(w io.Writer) error {
+		return view.ServerMigration(w, server, cmdutil.DryRunNone, svm.New(crd, "v1"))
+	}))
+	golden(t, "migrate/server-client-dry-run.txt", written(t, func(w io.Writer) error {
+		return view.ServerMigration(w, server, cmdutil.DryRunClient, svm.New(crd, "v1"))
+	}))
 }
 
 func TestPreflightPrinterGolden(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
@@ -226,7 +227,7 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 		case printJSON != nil:
 			return printJSON(&report.Migration{Result: *res}, o.Out)
 		case res.Engine == migrate.EngineServer:
-			return view.ServerMigration(o.Out, res, dryRun, crd, svmVersion)
+			return view.ServerMigration(o.Out, res, dryRun, svm.New(crd, svmVersion))
 		}
 		view.Migration(o.Out, res, dryRun)
 		return nil
@@ -282,8 +283,8 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	terminal := o.Progress && term.IsTerminal(o.ErrOut)
 	switch {
 	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == cmdutil.DryRunNone:
-		var stop func()
-		opts.ServerProgress, stop = view.StatusLine(o.ErrOut, crd.Name)
+		update, stop := view.StatusLine(o.ErrOut, crd.Name, svm.Pending)
+		opts.ServerProgress = func(s svm.Status) { update(s.Phase, s.Message) }
 		defer stop()
 	case terminal && o.EngineName == migrate.EngineClient:
 		var stop func()

@@ -110,7 +110,7 @@ func usageFinding(crd *apiextensionsv1.CustomResourceDefinition, v string, a usa
 		f.Code, what = lifecycle.CodeOldVersionInUse, fmt.Sprintf("old version %s (older than the storage version %s, not deprecated)", v, storage)
 	}
 	named := ""
-	if cs := Clients(a); len(cs) > 0 {
+	if cs := a.Clients(); len(cs) > 0 {
 		named = "; named clients: " + strings.Join(cs, "; ")
 	}
 	switch {
@@ -124,22 +124,6 @@ func usageFinding(crd *apiextensionsv1.CustomResourceDefinition, v string, a usa
 		f.Message = fmt.Sprintf("%s: %s%s", what, a.Message(), named)
 	}
 	return f
-}
-
-// Clients are the clients the sources of a name, one line each, the
-// sources that count requests left out (they name no client).
-func Clients(a usage.Assessment) []string {
-	var out []string
-	for _, s := range a.Sources {
-		for _, c := range s.Clients {
-			line := c.String(a.GroupVersion())
-			if c.InWindow {
-				line += " (inside the window)"
-			}
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 func orNew(v string) string {

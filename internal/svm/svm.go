@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
@@ -83,22 +84,16 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, version string) *svmv1.S
 	}
 }
 
-// Phase of a StorageVersionMigration as its conditions tell it.
-type Phase string
+// Phase of a StorageVersionMigration as its conditions tell it (see
+// result.Phase, where the values live so that view can name them).
+type Phase = result.Phase
 
 // The phases.
 const (
-	// Pending: no controller has taken the migration up yet (no condition),
-	// or another migration of the same resource runs first.
-	Pending Phase = "Pending"
-	// Running: condition Running is True and no terminal condition is.
-	Running Phase = "Running"
-	// Succeeded: condition Succeeded is True; every object listed when the
-	// migration started was rewritten (or deleted, or written by someone
-	// else meanwhile).
-	Succeeded Phase = "Succeeded"
-	// Failed: condition Failed is True; the message names the error.
-	Failed Phase = "Failed"
+	Pending   = result.PhasePending
+	Running   = result.PhaseRunning
+	Succeeded = result.PhaseSucceeded
+	Failed    = result.PhaseFailed
 )
 
 // Status is what the conditions of a StorageVersionMigration say.
@@ -131,9 +126,6 @@ func Interpret(conditions []metav1.Condition) Status {
 	}
 	return Status{Phase: Pending}
 }
-
-// Terminal tells whether p is Succeeded or Failed.
-func (p Phase) Terminal() bool { return p == Succeeded || p == Failed }
 
 // PreferredVersionLoss is the server engine's own pruning check. The
 // controller sends its no-op patches through the resource's preferred

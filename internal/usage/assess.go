@@ -168,6 +168,22 @@ func (a Assessment) GroupVersion() string {
 	return schema.GroupVersion{Group: a.Group, Version: a.Version}.String()
 }
 
+// Clients are the clients the sources name, one line each, the sources
+// that count requests left out (they name no client).
+func (a Assessment) Clients() []string {
+	var out []string
+	for _, s := range a.Sources {
+		for _, c := range s.Clients {
+			line := c.String(a.GroupVersion())
+			if c.InWindow {
+				line += " (inside the window)"
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // sourcesSaying names the sources with verdict v, "the metrics of 2 API
 // server instances and managedFields".
 func (a Assessment) sourcesSaying(v Verdict) string {

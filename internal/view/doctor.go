@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/crdversion/kubectl-crdversion/internal/doctor"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -54,7 +53,7 @@ func Doctor(out io.Writer, r *report.Doctor) error {
 		fmt.Fprintf(out, "\n%s: client usage of its deprecated and old versions\n", c.Name)
 		for _, a := range c.Usage {
 			fmt.Fprintf(out, "  %s: %s\n", strings.ToUpper(string(a.Verdict)), a.Message())
-			for _, cl := range doctor.Clients(a) {
+			for _, cl := range a.Clients() {
 				fmt.Fprintf(out, "    client: %s\n", cl)
 			}
 		}

@@ -7,18 +7,17 @@ import (
 	"strings"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
-	"github.com/crdversion/kubectl-crdversion/internal/migrate"
-	"github.com/crdversion/kubectl-crdversion/internal/svm"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"k8s.io/cli-runtime/pkg/printers"
 )
 
 // Migration writes the report of a client-engine migration: the headline
 // (Migrated, Interrupted or Failed), the counts, the failures by object and
 // whether storedVersions was trimmed.
-func Migration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
+func Migration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy) {
 	verb := "Migrated"
 	switch {
 	case dryRun == cmdutil.DryRunClient:
@@ -89,19 +88,21 @@ func Migration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy) {
 	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)
 }
 
-// ServerMigration is the text summary of an --engine=server run.
-func ServerMigration(w io.Writer, r *migrate.Result, dryRun cmdutil.DryRunStrategy, crd *apiextensionsv1.CustomResourceDefinition, version string) error {
+// ServerMigration is the text summary of an --engine=server run; in a
+// client dry run it prints wouldCreate, the StorageVersionMigration the run
+// would have created.
+func ServerMigration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy, wouldCreate runtime.Object) error {
 	sm := r.StorageVersionMigration
 	switch dryRun {
 	case cmdutil.DryRunClient:
 		fmt.Fprintf(w, "Would create (dry run, nothing created) this StorageVersionMigration for the %d object(s) of %s, to store them at %s:\n", r.Total, r.CRD, r.StorageVersion)
-		return (&printers.YAMLPrinter{}).PrintObj(svm.New(crd, version), w)
+		return (&printers.YAMLPrinter{}).PrintObj(wouldCreate, w)
 	case cmdutil.DryRunServer:
 		fmt.Fprintf(w, "Checked (server dry run, nothing created): the API server accepts StorageVersionMigration %s (%s) for the %d object(s) of %s\n", sm.Name, sm.APIVersion, r.Total, r.CRD)
 		return nil
 	}
 	verb := "Migrated"
-	if sm.Phase != string(svm.Succeeded) {
+	if sm.Phase != string(result.PhaseSucceeded) {
 		verb = "Did not migrate"
 	}
 	fmt.Fprintf(w, "%s %s at %s through StorageVersionMigration %s (%s) in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, sm.Name, sm.APIVersion, r.ElapsedSeconds, r.ObjectsPerSecond)

@@ -7,21 +7,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crdversion/kubectl-crdversion/internal/doctor"
-	"github.com/crdversion/kubectl-crdversion/internal/migrate"
-	"github.com/crdversion/kubectl-crdversion/internal/svm"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/schollz/progressbar/v3"
 )
 
 // ProgressBar draws a bar with count, rate and ETA, redrawn at most ten
 // times a second. The returned stop function clears it.
-func ProgressBar(w io.Writer, name string) (func(migrate.Progress), func()) {
+func ProgressBar(w io.Writer, name string) (func(result.Progress), func()) {
 	return LabelledProgressBar(w, "migrating "+name)
 }
 
 // LabelledProgressBar is ProgressBar with label as its description
 // ("checking the objects of NAME" for promote-storage's object preflight).
-func LabelledProgressBar(w io.Writer, label string) (func(migrate.Progress), func()) {
+func LabelledProgressBar(w io.Writer, label string) (func(result.Progress), func()) {
 	var mu sync.Mutex
 	bar := progressbar.NewOptions64(-1,
 		progressbar.OptionSetWriter(w),
@@ -35,7 +33,7 @@ func LabelledProgressBar(w io.Writer, label string) (func(migrate.Progress), fun
 	)
 	var known int64 = -1
 	var where string
-	update := func(p migrate.Progress) {
+	update := func(p result.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		done, total := p.Done, p.Total
@@ -54,7 +52,7 @@ func LabelledProgressBar(w io.Writer, label string) (func(migrate.Progress), fun
 
 // progressWhere is the part of the progress line that says where APF put
 // the run and how many writes are in flight.
-func progressWhere(p migrate.Progress) string {
+func progressWhere(p result.Progress) string {
 	var parts []string
 	switch {
 	case p.Exempt:
@@ -76,19 +74,19 @@ func progressWhere(p migrate.Progress) string {
 
 // StatusLine draws a spinner with the elapsed time and the migration's
 // phase and message, for a StorageVersionMigration, which reports no object
-// count. The returned stop function clears it.
-func StatusLine(w io.Writer, name string) (func(svm.Status), func()) {
+// count; it starts at phase. The returned stop function clears it.
+func StatusLine(w io.Writer, name string, phase result.Phase) (func(phase result.Phase, message string), func()) {
 	bar := progressbar.NewOptions64(-1,
 		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("migrating "+name+": "+string(svm.Pending)),
+		progressbar.OptionSetDescription("migrating "+name+": "+string(phase)),
 		progressbar.OptionSpinnerType(14),
 		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionClearOnFinish(),
 	)
-	update := func(s svm.Status) {
-		text := "migrating " + name + ": " + string(s.Phase)
-		if s.Message != "" {
-			text += " (" + s.Message + ")"
+	update := func(phase result.Phase, message string) {
+		text := "migrating " + name + ": " + string(phase)
+		if message != "" {
+			text += " (" + message + ")"
 		}
 		bar.Describe(text)
 	}
@@ -96,25 +94,26 @@ func StatusLine(w io.Writer, name string) (func(svm.Status), func()) {
 }
 
 // DoctorProgress draws a spinner with the objects counted so far while a
-// list runs long enough to report progress (doctor.Event), one per list;
-// a list that ends before its first report draws nothing. Each spinner is
-// cleared when its list ends; stop clears the last.
-func DoctorProgress(w io.Writer) (func(doctor.Event), func()) {
+// list runs long enough to report progress, one per list: update gets the
+// CRD and the version listed through, the objects so far, and done on the
+// list's last report. A list that ends before its first report draws
+// nothing. Each spinner is cleared when its list ends; stop clears the last.
+func DoctorProgress(w io.Writer) (update func(crd, version string, objects int, done bool), stop func()) {
 	var bar *progressbar.ProgressBar
 	current := ""
-	stop := func() {
+	stop = func() {
 		if bar != nil {
 			_ = bar.Finish() // with OptionClearOnFinish: clears the line
 			bar = nil
 		}
 	}
-	update := func(e doctor.Event) {
-		if key := e.CRD + " at " + e.Version; key != current {
+	update = func(crd, version string, objects int, done bool) {
+		if key := crd + " at " + version; key != current {
 			stop()
 			current = key
 		}
 		if bar == nil {
-			if e.Done {
+			if done {
 				return
 			}
 			bar = progressbar.NewOptions64(-1,
@@ -128,8 +127,8 @@ func DoctorProgress(w io.Writer) (func(doctor.Event), func()) {
 				progressbar.OptionClearOnFinish(),
 			)
 		}
-		_ = bar.Set(e.Objects)
-		if e.Done {
+		_ = bar.Set(objects)
+		if done {
 			stop()
 		}
 	}

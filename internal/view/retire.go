@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 )
@@ -65,7 +65,7 @@ func (l *RetireLog) Event(e retire.Event) {
 		fmt.Fprintf(w, "      managedFields rewritten on %d object(s) (entries relabeled: %d, merged: %d); %d already clean, %d deleted\n",
 			c.Rewritten, c.Relabeled, c.Merged, c.Current, c.Deleted)
 	case retire.EventMigrated:
-		if res, ok := e.Migration.Report.(*migrate.Result); ok {
+		if res, ok := e.Migration.Report.(*result.Result); ok {
 			Migration(w, res, cmdutil.DryRunNone)
 		}
 	case retire.EventWarning:

@@ -257,3 +257,25 @@ type Concurrency struct {
 	WriteLatencyP50Seconds float64 `json:"writeLatencyP50Seconds"`
 	WriteLatencyP99Seconds float64 `json:"writeLatencyP99Seconds"`
 }
+
+// Phase of a StorageVersionMigration as its conditions tell it
+// (svm.Interpret); ServerMigration.Phase is one of these.
+type Phase string
+
+// The phases.
+const (
+	// PhasePending: no controller has taken the migration up yet (no condition),
+	// or another migration of the same resource runs first.
+	PhasePending Phase = "Pending"
+	// PhaseRunning: condition Running is True and no terminal condition is.
+	PhaseRunning Phase = "Running"
+	// PhaseSucceeded: condition Succeeded is True; every object listed when the
+	// migration started was rewritten (or deleted, or written by someone
+	// else meanwhile).
+	PhaseSucceeded Phase = "Succeeded"
+	// PhaseFailed: condition Failed is True; the message names the error.
+	PhaseFailed Phase = "Failed"
+)
+
+// Terminal tells whether p is PhaseSucceeded or PhaseFailed.
+func (p Phase) Terminal() bool { return p == PhaseSucceeded || p == PhaseFailed }

@@ -11,6 +11,10 @@
 //     os.Stderr, or prints (fmt.Print*, log.Print*/Fatal*/Panic*, print,
 //     println): domain packages return values and errors, commands print.
 //   - Only cmd/... and internal/clidocs import internal/cli.
+//   - internal/cluster, the layer that talks to the API server, imports no
+//     executor built on it (forbiddenArrows).
+//   - internal/view, which prints, imports from internal/ only the
+//     packages whose values it prints (onlyImports).
 package internal_test
 
 import (
@@ -32,9 +36,9 @@ const module = "github.com/crdversion/kubectl-crdversion"
 
 // pure is the pure core, as paths below internal/. A pure package imports
 // nothing in forbiddenInPure and no internal package outside this table.
-// Packages that talk to the API server through client-go interfaces (for
-// example a future internal/preflight or internal/doctor) are not pure:
-// leave them out, and the other two rules still hold for them.
+// Packages that talk to the API server through client-go interfaces
+// (cluster, doctor, preflight, …) are not pure: leave them out, and the
+// other rules still hold for them.
 var pure = []string{
 	"access",
 	"completion",
@@ -73,6 +77,34 @@ var forbiddenInPure = []string{
 // the test fails on a line that no longer matches an import, so a stale
 // allowance cannot stay behind.
 var allowedInPure = []struct{ from, to, why string }{}
+
+// forbiddenArrows are imports between internal packages that must not
+// exist: from (a directory below internal/, with everything under it) to
+// each of to (exact paths below internal/).
+var forbiddenArrows = []struct {
+	from string
+	to   []string
+	why  string
+}{
+	{"cluster", []string{"action", "doctor", "fleet", "migrate", "preflight", "retire", "svm"},
+		"cluster is the one layer that talks to the API server; the executors build on it, and the values both need live on a floor below (managedfields, reach, lifecycle)"},
+}
+
+// onlyImports are, per directory below internal/, the only internal
+// packages its files may import; imports from outside internal/ (printers,
+// progress bars) are not restricted.
+var onlyImports = map[string]struct {
+	may []string
+	why string
+}{
+	"view": {
+		// report, edit and lifecycle, and the pure packages whose values
+		// it prints: a run's result, a cluster's reach, retire's steps and
+		// events, check-upgrade's verdicts.
+		[]string{"edit", "lifecycle", "migrate/result", "reach", "report", "retire", "upgrade"},
+		"view prints values it is given; it does not import an executor (doctor, migrate, svm, action, …) to build or name them",
+	},
+}
 
 // commandLayer are the directories below internal/ (with everything under
 // them) that may print, exit, read flags and import cobra or pflag.
@@ -164,6 +196,15 @@ var _ = flag.Parse`, []string{"svm/x.go:2: imports flag"}},
 		{"svm/y.go", `package svm
 import "github.com/crdversion/kubectl-crdversion/internal/cli"
 var _ = cli.X`, []string{"svm/y.go:2: imports internal/cli"}},
+		{"cluster/x.go", `package cluster
+import "github.com/crdversion/kubectl-crdversion/internal/retire"
+var _ = retire.X`, []string{"cluster/x.go:2: internal/cluster imports internal/retire (rule: cluster is the one layer"}},
+		{"cluster/y.go", `package cluster
+import "github.com/crdversion/kubectl-crdversion/internal/managedfields"
+var _ = managedfields.X`, nil},
+		{"view/x.go", `package view
+import ("github.com/crdversion/kubectl-crdversion/internal/report"; "github.com/crdversion/kubectl-crdversion/internal/svm")
+var _, _ = report.X, svm.X`, []string{"view/x.go:2: internal/view imports internal/svm, which is not among edit, lifecycle"}},
 		{"cli/x.go", fixture(t, "cli_x.go.txt"), nil},
 		{"report/x.go", `package report
 import ("fmt"; "github.com/crdversion/kubectl-crdversion/internal/lifecycle")
@@ -248,6 +289,16 @@ func checkRules(fset *token.FileSet, files []source) []string {
 			}
 			if p == module+"/internal/cli" && dir != "cli" && !under(dir, cliImporters) {
 				out = append(out, fmt.Sprintf("%s: imports internal/cli (rule: only cmd/... and internal/clidocs import internal/cli)", at(imp)))
+			}
+			if rel, ok := strings.CutPrefix(p, module+"/internal/"); ok {
+				for _, a := range forbiddenArrows {
+					if under(dir, []string{a.from}) && slices.Contains(a.to, rel) {
+						out = append(out, fmt.Sprintf("%s: internal/%s imports internal/%s (rule: %s)", at(imp), dir, rel, a.why))
+					}
+				}
+				if only, ok := onlyImports[dir]; ok && !slices.Contains(only.may, rel) {
+					out = append(out, fmt.Sprintf("%s: internal/%s imports internal/%s, which is not among %s (rule: %s)", at(imp), dir, rel, strings.Join(only.may, ", "), only.why))
+				}
 			}
 		}
 		if !belowCLI {

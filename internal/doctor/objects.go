@@ -376,17 +376,14 @@ func unreadableText(l listing) string {
 	default:
 		return fmt.Sprintf("; the API server's answer does not name the objects that break the list at %s, and no served version lists them to read them one by one", l.version)
 	}
-	named := l.unreadable
-	rest := ""
+	named := lifecycle.Some(l.unreadable, maxNamed)
 	switch {
-	case len(named) > maxNamed:
-		rest = fmt.Sprintf(" and %d more (-o json lists them)", len(named)-maxNamed)
-		if l.more {
-			rest = fmt.Sprintf(" and at least %d more", len(named)-maxNamed)
-		}
-		named = named[:maxNamed]
+	case len(l.unreadable) > maxNamed && l.more:
+		named = fmt.Sprintf("%s and at least %d more", strings.Join(l.unreadable[:maxNamed], ", "), len(l.unreadable)-maxNamed)
+	case len(l.unreadable) > maxNamed:
+		named += " (-o json lists them)"
 	case l.more:
-		rest = " and possibly more"
+		named += " and possibly more"
 	}
-	return fmt.Sprintf("; objects the API server cannot read at %s: %s%s", l.version, strings.Join(named, ", "), rest)
+	return fmt.Sprintf("; objects the API server cannot read at %s: %s", l.version, named)
 }

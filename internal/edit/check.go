@@ -83,10 +83,5 @@ func (c Check) withDetails(limit int) string {
 	if len(c.Details) == 0 {
 		return c.Message
 	}
-	shown := c.Details
-	more := ""
-	if len(shown) > limit {
-		shown, more = shown[:limit], fmt.Sprintf("; and %d more", len(c.Details)-limit)
-	}
-	return c.Message + ": " + strings.Join(shown, "; ") + more
+	return c.Message + ": " + lifecycle.Some(c.Details, limit)
 }

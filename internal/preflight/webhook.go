@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/webhook"
 )
 
@@ -153,7 +154,7 @@ func (c *Webhooks) Service(ctx context.Context, conv *apiextensionsv1.WebhookCon
 		add(CheckWebhookEndpoints, edit.Fail, "%v", err)
 		return notCalled("no ready endpoint")
 	}
-	add(CheckWebhookEndpoints, edit.Pass, "the Service %s has %d ready endpoint(s) for port %d: %s", name, len(eps.Ready), port, listSome(eps.Ready, 5))
+	add(CheckWebhookEndpoints, edit.Pass, "the Service %s has %d ready endpoint(s) for port %d: %s", name, len(eps.Ready), port, lifecycle.Some(eps.Ready, 5))
 	if caErr != nil {
 		return notCalled("the caBundle is not usable")
 	}
@@ -215,14 +216,6 @@ loop:
 		return "", "its endpoints are not reachable from here"
 	}
 	return "", "no endpoint completed a TLS handshake"
-}
-
-// listSome is up to n items, then how many more.
-func listSome(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
 // SampleObject is a minimal object of crd at version, named name, for a

@@ -342,14 +342,11 @@ func firstRun(failed edit.Checks, fallback []lifecycle.Command) []lifecycle.Comm
 	return fallback
 }
 
+// sample names the first three of refs, then how many more.
 func sample(refs []ObjectRef) string {
-	const n = 3
-	names := make([]string, 0, n)
-	for _, r := range refs[:min(n, len(refs))] {
-		names = append(names, r.String())
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.String()
 	}
-	if len(refs) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names, ", "), len(refs)-n)
+	return lifecycle.Some(names, 3)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -32,10 +33,7 @@ func FleetStatus(out io.Writer, r *report.FleetStatus) error {
 		}
 		blocking := "-"
 		if len(c.Blocking) > 0 {
-			blocking = FirstLine(c.Blocking[0])
-			if len(c.Blocking) > 1 {
-				blocking += fmt.Sprintf(" (and %d more)", len(c.Blocking)-1)
-			}
+			blocking = lifecycle.Some(append([]string{FirstLine(c.Blocking[0])}, c.Blocking[1:]...), 1)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t[%s]\t%s\t%s\t%s\n", c.Context, c.State, Dash(c.StorageVersion), strings.Join(c.StoredVersions, ", "), objects, t, blocking)
 	}

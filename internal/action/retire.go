@@ -54,7 +54,7 @@ func (r *Retire) GetCRD(ctx context.Context, name string) (*apiextensionsv1.Cust
 }
 
 // UpdateCRD writes crd with Client.UpdateCRD (a server-side dry run when
-// dryRun); a refusal by the API server is a *retire.RefusedError.
+// dryRun); a refusal by the API server is a *retire.WriteRefusedError.
 func (r *Retire) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error) {
 	out, err := r.Client.UpdateCRD(ctx, crd, cluster.WriteOptions{DryRun: dryRun, FieldManager: r.Engine.FieldManager})
 	return out, refusal(err)
@@ -62,7 +62,7 @@ func (r *Retire) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 
 // refusal turns an API server's refusal of a write (validation, admission,
 // authorization: an answer about the write itself) into a
-// *retire.RefusedError wrapping err. A conflict with another writer, and
+// *retire.WriteRefusedError wrapping err. A conflict with another writer, and
 // the answers of a server too busy or slow to decide, stay as they are.
 func refusal(err error) error {
 	var conflict *cluster.ConflictError
@@ -76,7 +76,7 @@ func refusal(err error) error {
 		return err
 	}
 	s := status.Status()
-	refused := &retire.RefusedError{Message: err.Error(), Err: err}
+	refused := &retire.WriteRefusedError{Message: err.Error(), Err: err}
 	if s.Details != nil {
 		for _, c := range s.Details.Causes {
 			refused.Fields = append(refused.Fields, c.Field)

@@ -22,7 +22,7 @@ type Cluster interface {
 	// With dryRun it is a server-side dry run (dryRun=All) on the same
 	// path: validated and admitted, persisted nowhere. A write the API
 	// server refuses (validation, admission, authorization) fails with a
-	// *RefusedError. It returns the CRD the API server answered with.
+	// *WriteRefusedError. It returns the CRD the API server answered with.
 	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error)
 	// WaitServed waits, bounded, until the API server serves the CRD's
 	// served versions as last written (discovery).
@@ -52,24 +52,25 @@ type Cluster interface {
 	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*Migration, error)
 }
 
-// RefusedError is a write the API server refused: Message is its message,
+// WriteRefusedError is a write the API server refused (edit.RefusedError
+// is this tool's own refusal, before any write): Message is its message,
 // Fields the field paths of its causes (metav1.StatusDetails.Causes), Err
 // the error as the cluster returned it.
-type RefusedError struct {
+type WriteRefusedError struct {
 	Message string
 	Fields  []string
 	Err     error
 }
 
-func (e *RefusedError) Error() string { return e.Message }
+func (e *WriteRefusedError) Error() string { return e.Message }
 
-func (e *RefusedError) Unwrap() error { return e.Err }
+func (e *WriteRefusedError) Unwrap() error { return e.Err }
 
 // storedVersionsOnly reports whether every cause is in
 // status.storedVersions: the refusal of a removal while storedVersions
 // still lists the version (apiextensions validation, which runs before
 // admission).
-func (e *RefusedError) storedVersionsOnly() bool {
+func (e *WriteRefusedError) storedVersionsOnly() bool {
 	for _, f := range e.Fields {
 		if !strings.HasPrefix(f, "status.storedVersions") {
 			return false

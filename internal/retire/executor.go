@@ -271,7 +271,7 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 		}
 		var answer WriteCheck
 		_, err := r.e.Cluster.UpdateCRD(ctx, s.write, true)
-		var refused *RefusedError
+		var refused *WriteRefusedError
 		switch {
 		case errors.As(err, &refused):
 			answer = WriteCheck{Refused: refused.Message, Deferred: s.ID == Removed && migrates && refused.storedVersionsOnly()}

@@ -258,7 +258,7 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 		{"unserve refused by the API server", s2(), func(f *fakeCluster) {
 			f.refuse = func(crd *apiextensionsv1.CustomResourceDefinition, _ bool) error {
 				if v := lifecycle.FindVersion(crd, "v1"); v != nil && !v.Served {
-					return &RefusedError{Message: "policy: versions stay served"}
+					return &WriteRefusedError{Message: "policy: versions stay served"}
 				}
 				return nil
 			}
@@ -266,7 +266,7 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 		{"removal refused by the API server", s4(), func(f *fakeCluster) {
 			f.refuse = func(crd *apiextensionsv1.CustomResourceDefinition, _ bool) error {
 				if lifecycle.FindVersion(crd, "v1") == nil {
-					return &RefusedError{Message: "policy: versions are never removed", Fields: []string{"spec.versions"}}
+					return &WriteRefusedError{Message: "policy: versions are never removed", Fields: []string{"spec.versions"}}
 				}
 				return nil
 			}
@@ -373,9 +373,9 @@ func TestRunRemovalRefusedAfterTheMigration(t *testing.T) {
 			return nil
 		}
 		if slices.Contains(f.live.Status.StoredVersions, "v1") {
-			return &RefusedError{Message: "status.storedVersions[0]: Invalid value: \"v1\": missing from spec.versions", Fields: []string{"status.storedVersions[0]"}}
+			return &WriteRefusedError{Message: "status.storedVersions[0]: Invalid value: \"v1\": missing from spec.versions", Fields: []string{"status.storedVersions[0]"}}
 		}
-		return &RefusedError{Message: "policy: versions are never removed"}
+		return &WriteRefusedError{Message: "policy: versions are never removed"}
 	}
 	opts := all
 	opts.Global = []lifecycle.Flag{{Name: "context", Value: "east"}}

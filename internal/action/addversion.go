@@ -97,7 +97,7 @@ func storedAt(ctx context.Context, c AddVersionCluster, crd *apiextensionsv1.Cus
 	if from == "" || slices.Contains(crd.Status.StoredVersions, version) {
 		return
 	}
-	if _, err := c.CountObjects(ctx, crd, from, 500); err != nil && lifecycle.StoredAt(crd.Spec.Group, version, err.Error()) {
+	if _, err := c.CountObjects(ctx, crd, from, cluster.ChunkSize); err != nil && lifecycle.StoredAt(crd.Spec.Group, version, err.Error()) {
 		r.RecordStoredVersions(version, err.Error())
 	}
 }

@@ -82,7 +82,7 @@ type DoctorFlags struct {
 func NewDoctorFlags(conn *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DoctorFlags {
 	return &DoctorFlags{
 		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
-		ChunkSize:  500, WebhookTimeout: 5 * time.Second,
+		ChunkSize:  cluster.ChunkSize, WebhookTimeout: 5 * time.Second,
 		Fleet: newFleetFlags(conn, 5*time.Minute), IOStreams: streams,
 	}
 }

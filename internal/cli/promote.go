@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubectl/pkg/util/term"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
@@ -75,7 +76,7 @@ type PromoteOptions struct {
 
 // NewCmdPromoteStorage returns the promote-storage command.
 func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	fl := &PromoteFlags{EditFlags: NewEditFlags(), ChunkSize: 500, WebhookTimeout: 10 * time.Second}
+	fl := &PromoteFlags{EditFlags: NewEditFlags(), ChunkSize: cluster.ChunkSize, WebhookTimeout: 10 * time.Second}
 	cmd := &cobra.Command{
 		Use:                   "promote-storage CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,

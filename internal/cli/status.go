@@ -78,7 +78,7 @@ func NewStatusFlags(conn *genericclioptions.ConfigFlags) *StatusFlags {
 	return &StatusFlags{
 		PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(report.Scheme),
 		Count:      true,
-		ChunkSize:  500,
+		ChunkSize:  cluster.ChunkSize,
 		Fleet:      newFleetFlags(conn, 30*time.Second),
 	}
 }

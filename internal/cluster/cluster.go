@@ -238,6 +238,12 @@ func GVR(crd *apiextensionsv1.CustomResourceDefinition, version string) schema.G
 	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 }
 
+// ChunkSize is the number of objects per list request (the limit of a
+// paged list) when the user gives none (--chunk-size): the one default of
+// every command that lists a CRD's objects, the same as kubectl get's
+// --chunk-size default.
+const ChunkSize = 500
+
 // CountObjects counts the objects of crd in all namespaces through version,
 // listing metadata only, pageSize objects per request (see EachObject).
 func (c *Client) CountObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) (int, error) {

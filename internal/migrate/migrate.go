@@ -134,7 +134,7 @@ type Options struct {
 
 // DefaultOptions are the defaults of kubectl crdversion migrate.
 func DefaultOptions() Options {
-	return Options{ChunkSize: 500, Concurrency: 64, MaxLatency: DefaultMaxLatency, Retries: 5, RetryDelay: 200 * time.Millisecond, Unreachable: 2 * time.Minute, FieldManager: "kubectl-crdversion"}
+	return Options{ChunkSize: cluster.ChunkSize, Concurrency: 64, MaxLatency: DefaultMaxLatency, Retries: 5, RetryDelay: 200 * time.Millisecond, Unreachable: 2 * time.Minute, FieldManager: "kubectl-crdversion"}
 }
 
 // DefaultMaxLatency is the default latency budget of a run's writes

@@ -56,7 +56,7 @@ func (c *Client) ScanManagedFields(ctx context.Context, crd *apiextensionsv1.Cus
 	scan := &ManagedFieldsScan{Stale: map[string][]managedfields.ObjectRef{}}
 	apiVersions := map[string]string{}
 	for _, v := range staleOf {
-		apiVersions[crd.Spec.Group+"/"+v] = v
+		apiVersions[lifecycle.GroupVersion(crd, v)] = v
 		scan.Stale[v] = nil
 	}
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
@@ -87,7 +87,7 @@ func (c *Client) ScanManagedFields(ctx context.Context, crd *apiextensionsv1.Cus
 // is read again and the relabel redone.
 func (c *Client) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []managedfields.ObjectRef, concurrency int, fieldManager string) (*managedfields.Cleanup, error) {
 	storage := lifecycle.StorageVersion(crd)
-	from, to := crd.Spec.Group+"/"+version, crd.Spec.Group+"/"+storage
+	from, to := lifecycle.GroupVersion(crd, version), lifecycle.GroupVersion(crd, storage)
 	res := c.Metadata.Resource(GVR(crd, storage))
 	out := &managedfields.Cleanup{}
 	var mu sync.Mutex

@@ -87,7 +87,7 @@ func servedCheck(crd *apiextensionsv1.CustomResourceDefinition, disc discovery.D
 		if !v.Served {
 			continue
 		}
-		gv := crd.Spec.Group + "/" + v.Name
+		gv := lifecycle.GroupVersion(crd, v.Name)
 		list, err := disc.ServerResourcesForGroupVersion(gv)
 		var found *metav1.APIResource
 		if err == nil {

@@ -387,7 +387,7 @@ func Deprecate(crd *apiextensionsv1.CustomResourceDefinition, version string, wa
 	if others := servedOthers(crd, version); len(others) == 0 {
 		cs.add("Replacement", Warn, "%s is the only served version: every client, the controllers that own this resource included, gets the warning on every request with nowhere to move; add and serve its replacement first", version)
 	}
-	if api := crd.Spec.Group + "/" + version; warning != nil && (!strings.Contains(*warning, api) || !strings.Contains(*warning, crd.Spec.Names.Kind)) {
+	if api := lifecycle.GroupVersion(crd, version); warning != nil && (!strings.Contains(*warning, api) || !strings.Contains(*warning, crd.Spec.Names.Kind)) {
 		cs.add("WarningText", Warn, "the warning does not name the API it is about (%s %s): clients log it without saying which resource to move; omit --warning for the API server's default (\"%s %s is deprecated; use …\"), or name it", api, crd.Spec.Names.Kind, api, crd.Spec.Names.Kind)
 	}
 	if lifecycle.DefaultVersion(crd) == version {
@@ -419,7 +419,7 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 	if !served {
 		if v.Storage {
 			cs.add("NotStorage", Fail, "%s is the storage version: promote another version first (kubectl crdversion promote-storage %s <version>)", version, crd.Name).Run =
-				[]lifecycle.Command{lifecycle.Crdversion("promote-storage", crd.Name, "<version>")}
+				[]lifecycle.Command{lifecycle.Crdversion("promote-storage", crd.Name, lifecycle.PlaceholderVersion)}
 		} else {
 			cs.add("NotStorage", Pass, "%s is not the storage version", version)
 		}
@@ -434,7 +434,7 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 		}
 		// A deprecation warning that sends clients here sends them to a
 		// version that is going away.
-		gv := crd.Spec.Group + "/" + version
+		gv := lifecycle.GroupVersion(crd, version)
 		for _, o := range crd.Spec.Versions {
 			if o.Name != version && o.Served && o.Deprecated && o.DeprecationWarning != nil && mentionsVersion(*o.DeprecationWarning, gv) {
 				cs.add("DeprecationWarnings", Warn, "the deprecationWarning of %s tells clients to move to %s, which this stops serving (%q); point it at a version that stays served (kubectl crdversion deprecate %s %s --warning TEXT)",

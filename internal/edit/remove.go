@@ -48,7 +48,7 @@ func RemoveVersion(crd *apiextensionsv1.CustomResourceDefinition, version string
 	}
 	if v.Storage {
 		cs.add("NotStorage", Fail, "%s is the storage version: promote another version first (kubectl crdversion promote-storage %s <version>)", version, crd.Name).Run =
-			[]lifecycle.Command{lifecycle.Crdversion("promote-storage", crd.Name, "<version>")}
+			[]lifecycle.Command{lifecycle.Crdversion("promote-storage", crd.Name, lifecycle.PlaceholderVersion)}
 	} else {
 		cs.add("NotStorage", Pass, "%s is not the storage version", version)
 	}

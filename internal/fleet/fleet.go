@@ -188,7 +188,7 @@ func successor(c Cluster, v string) string {
 		}
 	}
 	if len(served) == 0 {
-		return "<new-version>"
+		return lifecycle.PlaceholderNewVersion
 	}
 	return lifecycle.ByPriority(served)[0]
 }

@@ -629,7 +629,7 @@ func nextStep(name string, a Analysis) *NextStep {
 	switch a.State {
 	case StateS0:
 		return next("add a new version when the API changes; schemas are copied from the storage version",
-			Crdversion("add-version", name, "<new-version>").With("from", a.StorageVersion))
+			Crdversion("add-version", name, PlaceholderNewVersion).With("from", a.StorageVersion))
 	case StateS1:
 		if !a.versionServed(a.NewVersion) {
 			return next(fmt.Sprintf("%s must be served before it can become the storage version (then kubectl crdversion promote-storage %s %s)", a.NewVersion, name, a.NewVersion),

@@ -126,6 +126,13 @@ func unsafeInShell(r rune) bool {
 	return !strings.ContainsRune("-_./:=,@%+", r)
 }
 
+// Placeholders in a printed command (see IsPlaceholder): a version of the
+// CRD the user picks, and a new version the user names.
+const (
+	PlaceholderVersion    = "<version>"
+	PlaceholderNewVersion = "<new-version>"
+)
+
 // IsPlaceholder reports whether s is a placeholder such as <new-version>
 // in a command: a value the user must choose.
 func IsPlaceholder(s string) bool {

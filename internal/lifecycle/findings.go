@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -74,7 +75,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeNoServedVersion, Severity: SeverityWarning,
 			Message: "no version is served: the API server offers no endpoint for this resource, and its objects cannot be listed or counted",
-		}.WithRun(Crdversion("serve", name, orPlaceholder(a.StorageVersion))))
+		}.WithRun(Crdversion("serve", name, cmp.Or(a.StorageVersion, PlaceholderVersion))))
 	}
 	if a.StorageVersion != "" && a.State != StateS1 {
 		for _, v := range crd.Spec.Versions {
@@ -149,7 +150,7 @@ func PreserveUnknownFieldsOff(name string) Command {
 // status.storedVersions, back into spec.versions unserved, with the schema
 // of the storage version, so that objects stored at it can be read again.
 func restoreUnserved(name, version, storage string) Command {
-	return Crdversion("add-version", name, version).With("from", orPlaceholder(storage)).With("served", "false")
+	return Crdversion("add-version", name, version).With("from", cmp.Or(storage, PlaceholderVersion)).With("served", "false")
 }
 
 // Condition findings: what the API server's own controllers report in
@@ -343,13 +344,6 @@ func promoteLossText(a Analysis) string {
 	}
 	return fmt.Sprintf("conversion strategy None prunes %d field(s) between %s and the other versions (%s): promote-storage refuses; to keep them, make the schemas agree or use Webhook conversion first; only promote-storage --allow-pruning, given by you, ACCEPTS LOSING DATA",
 		len(a.promoteLoss), a.NewVersion, strings.Join(a.promoteLoss, "; "))
-}
-
-func orPlaceholder(s string) string {
-	if s == "" {
-		return "<version>"
-	}
-	return s
 }
 
 // Codes of findings about the objects.

@@ -222,7 +222,7 @@ loop:
 // ConversionReview probe.
 func SampleObject(crd *apiextensionsv1.CustomResourceDefinition, version, name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": crd.Spec.Group + "/" + version,
+		"apiVersion": lifecycle.GroupVersion(crd, version),
 		"kind":       crd.Spec.Names.Kind,
 		"metadata":   map[string]any{"name": name},
 	}}

@@ -1,6 +1,7 @@
 package retire
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -94,7 +95,7 @@ func (p *planner) retire(flag string) []lifecycle.Command {
 }
 
 func (p *planner) promoteStorage() []lifecycle.Command {
-	return []lifecycle.Command{lifecycle.Crdversion("promote-storage", p.name, orPlaceholder(p.successor))}
+	return []lifecycle.Command{lifecycle.Crdversion("promote-storage", p.name, cmp.Or(p.successor, lifecycle.PlaceholderNewVersion))}
 }
 
 // set gives s its status, the commands that unblock it and its message.
@@ -119,7 +120,7 @@ func (p *planner) clients(s *Step) {
 	case f.Usage == nil:
 		s.set(ToDo, nil, "measure the client usage of %s (every API server instance's /metrics or Prometheus, managedFields, audit logs)", old)
 	case f.Usage.Verdict == usage.InUse:
-		s.set(Blocked, p.retire(""), "%s: move them (and the controller) to %s, then re-run", f.Usage.Message(), orPlaceholder(p.successor))
+		s.set(Blocked, p.retire(""), "%s: move them (and the controller) to %s, then re-run", f.Usage.Message(), cmp.Or(p.successor, lifecycle.PlaceholderNewVersion))
 		s.Evidence = f.Usage.Evidence()
 		// The first way out, moving the clients, is the message.
 		for _, w := range f.Usage.InUseWaysOut()[1:] {
@@ -151,7 +152,7 @@ func (p *planner) unserve(s *Step) {
 	}
 	r := edit.SetServed(p.sim, old, false)
 	if failed := r.Checks.Failed(); len(failed) > 0 {
-		s.set(Blocked, firstRun(failed, []lifecycle.Command{lifecycle.Crdversion("serve", p.name, orPlaceholder(p.successor))}), "%s", failed[0].Message)
+		s.set(Blocked, firstRun(failed, []lifecycle.Command{lifecycle.Crdversion("serve", p.name, cmp.Or(p.successor, lifecycle.PlaceholderNewVersion))}), "%s", failed[0].Message)
 		return
 	}
 	answer, asked := p.f.Writes[Unserved]
@@ -323,13 +324,6 @@ func successorOf(crd *apiextensionsv1.CustomResourceDefinition, old string) stri
 		return ""
 	}
 	return lifecycle.ByPriority(served)[0]
-}
-
-func orPlaceholder(v string) string {
-	if v == "" {
-		return "<new-version>"
-	}
-	return v
 }
 
 // firstRun is the fix of the first failed check that has one, or fallback.

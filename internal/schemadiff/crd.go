@@ -24,7 +24,7 @@ func Versions(crd *apiextensionsv1.CustomResourceDefinition, from, to string) ([
 		ver  *apiextensionsv1.CustomResourceDefinitionVersion
 	}{{from, f}, {to, t}} {
 		if v.ver == nil {
-			return nil, fmt.Errorf("%s has no version %s (it has %s)", crd.Name, v.name, strings.Join(versionNames(crd), ", "))
+			return nil, fmt.Errorf("%s has no version %s (it has %s)", crd.Name, v.name, strings.Join(lifecycle.VersionNames(crd), ", "))
 		}
 	}
 	out := Schemas(schema.Of(f), schema.Of(t))
@@ -45,14 +45,6 @@ func Versions(crd *apiextensionsv1.CustomResourceDefinition, from, to string) ([
 
 func isWebhook(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return lifecycle.UsesWebhook(crd)
-}
-
-func versionNames(crd *apiextensionsv1.CustomResourceDefinition) []string {
-	var out []string
-	for _, v := range crd.Spec.Versions {
-		out = append(out, v.Name)
-	}
-	return out
 }
 
 // noneConversion is the finding for two served versions of a CRD with

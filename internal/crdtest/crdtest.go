@@ -10,6 +10,7 @@
 package crdtest
 
 import (
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -95,6 +96,16 @@ func (b *Builder) Version(name string, opts ...VersionOption) *Builder {
 		o(&v)
 	}
 	b.crd.Spec.Versions = append(b.crd.Spec.Versions, v)
+	return b
+}
+
+// Deprecate marks the versions named, already added, deprecated.
+func (b *Builder) Deprecate(names ...string) *Builder {
+	for i, v := range b.crd.Spec.Versions {
+		if slices.Contains(names, v.Name) {
+			b.crd.Spec.Versions[i].Deprecated = true
+		}
+	}
 	return b
 }
 

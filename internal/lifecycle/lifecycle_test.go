@@ -7,64 +7,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
-
-// crdBuilder builds test CRDs fluently: newCRD().version("v1", served, storage)…
-type crdBuilder struct {
-	crd *apiextensionsv1.CustomResourceDefinition
-}
-
-func newCRD() *crdBuilder {
-	return &crdBuilder{crd: &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
-		},
-	}}
-}
-
-func props(fields ...string) *apiextensionsv1.CustomResourceValidation {
-	spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
-	for _, f := range fields {
-		spec.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-	}
-	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
-	}}
-}
-
-func (b *crdBuilder) version(name string, served, storage bool, fields ...string) *crdBuilder {
-	if len(fields) == 0 {
-		fields = []string{"size"}
-	}
-	b.crd.Spec.Versions = append(b.crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-		Name: name, Served: served, Storage: storage, Schema: props(fields...),
-	})
-	return b
-}
-
-func (b *crdBuilder) deprecated(name string) *crdBuilder {
-	FindVersion(b.crd, name).Deprecated = true
-	return b
-}
-
-func (b *crdBuilder) stored(versions ...string) *crdBuilder {
-	b.crd.Status.StoredVersions = versions
-	return b
-}
-
-func (b *crdBuilder) annotate(k, v string) *crdBuilder {
-	b.crd.Annotations = map[string]string{k: v}
-	return b
-}
-
-func (b *crdBuilder) webhook(conv *apiextensionsv1.WebhookConversion) *crdBuilder {
-	b.crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: conv}
-	return b
-}
-
-func (b *crdBuilder) v() *apiextensionsv1.CustomResourceDefinition { return b.crd }
 
 func codes(fs []Finding) string {
 	var out []string
@@ -83,75 +28,75 @@ func TestAnalyzeStates(t *testing.T) {
 		next     string
 		findings string
 	}{
-		{"S0 one version", newCRD().version("v1", true, true).stored("v1").v(),
+		{"S0 one version", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(),
 			StateS0, "v1", "", "add-version widgets.example.com <new-version> --from v1", ""},
-		{"S1 new version added", newCRD().version("v1", true, true).version("v2", true, false).stored("v1").v(),
+		{"S1 new version added", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(),
 			StateS1, "v1", "v2", "promote-storage widgets.example.com v2", ""},
-		{"S1 picks the highest new version", newCRD().version("v1alpha1", true, true).version("v1beta1", true, false).version("v1", true, false).stored("v1alpha1").v(),
+		{"S1 picks the highest new version", crdtest.New("widgets.example.com").Version("v1alpha1", crdtest.Served, crdtest.Storage).Version("v1beta1", crdtest.Served).Version("v1", crdtest.Served).Stored("v1alpha1").CRD(),
 			StateS1, "v1alpha1", "v1", "promote-storage widgets.example.com v1", ""},
-		{"S2 storage flipped", newCRD().version("v1", true, false).version("v2", true, true).stored("v1", "v2").v(),
+		{"S2 storage flipped", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(),
 			StateS2, "v1", "v2", "migrate widgets.example.com", CodeMigrationPending},
-		{"S3 migrated", newCRD().version("v1", true, false).version("v2", true, true).stored("v2").v(),
+		{"S3 migrated", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(),
 			StateS3, "v1", "v2", "deprecate widgets.example.com v1", ""},
-		{"S3 names the oldest of several", newCRD().version("v1alpha1", true, false).version("v1beta1", true, false).version("v1", true, true).stored("v1").v(),
+		{"S3 names the oldest of several", crdtest.New("widgets.example.com").Version("v1alpha1", crdtest.Served).Version("v1beta1", crdtest.Served).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(),
 			StateS3, "v1alpha1", "v1", "deprecate widgets.example.com v1alpha1", ""},
-		{"S4 deprecated", newCRD().version("v1", true, false).deprecated("v1").version("v2", true, true).stored("v2").v(),
+		{"S4 deprecated", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Deprecate("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(),
 			StateS4, "v1", "v2", "unserve widgets.example.com v1", CodeDeprecatedServed},
-		{"S5 unserved", newCRD().version("v1", false, false).version("v2", true, true).stored("v2").v(),
+		{"S5 unserved", crdtest.New("widgets.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(),
 			StateS5, "v1", "v2", "retire widgets.example.com v1 --clean-managed-fields", ""},
-		{"S6 retired", newCRD().version("v2", true, true).stored("v2").annotate(RetiredVersionsAnnotation, "v1alpha1, v1").v(),
+		{"S6 retired", crdtest.New("widgets.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").Annotate(RetiredVersionsAnnotation, "v1alpha1, v1").CRD(),
 			StateS6, "v1", "v2", "", ""},
-		{"no storage version", newCRD().version("v1", true, false).version("v2", true, false).v(),
+		{"no storage version", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served).CRD(),
 			StateUnknown, "", "", "", CodeStorageVersionCount},
-		{"two storage versions", newCRD().version("v1", true, true).version("v2", true, true).v(),
+		{"two storage versions", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served, crdtest.Storage).CRD(),
 			StateUnknown, "", "", "", CodeStorageVersionCount},
-		{"stored version missing from spec", newCRD().version("v2", true, true).stored("v1", "v2").v(),
+		{"stored version missing from spec", crdtest.New("widgets.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(),
 			StateS2, "v1", "v2", "add-version widgets.example.com v1 --from v2 --served=false", CodeStoredVersionNotInSpec},
-		{"a newer version added unserved is served first", newCRD().version("v1", true, true).version("v2", false, false).stored("v1").v(),
+		{"a newer version added unserved is served first", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2").Stored("v1").CRD(),
 			StateS1, "v1", "v2", "serve widgets.example.com v2", ""},
-		{"a non-conforming name beside the storage version is not ordered", newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(),
+		{"a non-conforming name beside the storage version is not ordered", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("next", crdtest.Served).Stored("v1").CRD(),
 			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		// B2: kubectl's priority is alphabetical for these names; the order
 		// comes from storedVersions, or is not known.
-		{"date-stamped names: storedVersions orders them (S2)", newCRD().version("v1api20230101", true, true).version("v1api20210501", true, false).stored("v1api20210501", "v1api20230101").v(),
+		{"date-stamped names: storedVersions orders them (S2)", crdtest.New("widgets.example.com").Version("v1api20230101", crdtest.Served, crdtest.Storage).Version("v1api20210501", crdtest.Served).Stored("v1api20210501", "v1api20230101").CRD(),
 			StateS2, "v1api20210501", "v1api20230101", "migrate widgets.example.com", CodeMigrationPending + "," + CodeVersionOrderNotKubernetes},
-		{"date-stamped names, older storage, storedVersions orders them (S1)", newCRD().version("v1api20210501", true, true).version("v1api20230101", true, false).stored("v1api20230101", "v1api20210501").v(),
+		{"date-stamped names, older storage, storedVersions orders them (S1)", crdtest.New("widgets.example.com").Version("v1api20210501", crdtest.Served, crdtest.Storage).Version("v1api20230101", crdtest.Served).Stored("v1api20230101", "v1api20210501").CRD(),
 			StateS2, "v1api20230101", "v1api20210501", "migrate widgets.example.com", CodeMigrationPending + "," + CodeVersionOrderNotKubernetes},
-		{"date-stamped names, nothing orders them", newCRD().version("v1api20210501", true, false).version("v1api20230101", true, true).stored("v1api20230101").v(),
+		{"date-stamped names, nothing orders them", crdtest.New("widgets.example.com").Version("v1api20210501", crdtest.Served).Version("v1api20230101", crdtest.Served, crdtest.Storage).Stored("v1api20230101").CRD(),
 			StateUnknown, "", "", "", CodeVersionOrderUnknown},
-		{"the reverse, nothing orders them either", newCRD().version("v1api20210501", true, true).version("v1api20230101", true, false).stored("v1api20210501").v(),
+		{"the reverse, nothing orders them either", crdtest.New("widgets.example.com").Version("v1api20210501", crdtest.Served, crdtest.Storage).Version("v1api20230101", crdtest.Served).Stored("v1api20210501").CRD(),
 			StateUnknown, "", "", "", CodeVersionOrderUnknown},
-		{"alpha and stable: not alphabetical", newCRD().version("alpha", true, false).version("stable", true, true).stored("stable").v(),
+		{"alpha and stable: not alphabetical", crdtest.New("widgets.example.com").Version("alpha", crdtest.Served).Version("stable", crdtest.Served, crdtest.Storage).Stored("stable").CRD(),
 			StateUnknown, "", "", "", CodeVersionOrderUnknown},
-		{"a Kubernetes name beside a non-conforming one is not ordered", newCRD().version("v1beta20201101", true, false).version("v1api20210501", true, true).stored("v1api20210501").v(),
+		{"a Kubernetes name beside a non-conforming one is not ordered", crdtest.New("widgets.example.com").Version("v1beta20201101", crdtest.Served).Version("v1api20210501", crdtest.Served, crdtest.Storage).Stored("v1api20210501").CRD(),
 			StateUnknown, "", "", "", CodeVersionOrderUnknown},
 		// B6: a deprecated storage version is never advised to be unserved.
-		{"deprecated storage version", newCRD().version("v1", true, false).version("v2", true, true).deprecated("v2").stored("v2").v(),
+		{"deprecated storage version", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Deprecate("v2").Stored("v2").CRD(),
 			StateS3, "v1", "v2", "deprecate widgets.example.com v2 --undo", CodeDeprecatedServed},
-		{"deprecated storage version with a newer one to promote", newCRD().version("v1", true, true).deprecated("v1").version("v2", true, false).stored("v1").v(),
+		{"deprecated storage version with a newer one to promote", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Deprecate("v1").Version("v2", crdtest.Served).Stored("v1").CRD(),
 			StateS1, "v1", "v2", "promote-storage widgets.example.com v2", CodeDeprecatedServed},
-		{"a preview of the next major is not an old version", newCRD().version("v1", true, false).version("v2", true, true).version("v3alpha1", true, false).stored("v2").v(),
+		{"a preview of the next major is not an old version", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Version("v3alpha1", crdtest.Served).Stored("v2").CRD(),
 			StateS3, "v1", "v2", "deprecate widgets.example.com v1", ""},
-		{"a deprecated higher version is not promoted", newCRD().version("v1beta1", true, true).version("v1", true, false).deprecated("v1").stored("v1beta1").v(),
+		{"a deprecated higher version is not promoted", crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Served, crdtest.Storage).Version("v1", crdtest.Served).Deprecate("v1").Stored("v1beta1").CRD(),
 			StateS4, "v1", "v1beta1", "unserve widgets.example.com v1", CodeDeprecatedServed + "," + CodeStorageNotHighestVersion},
-		{"garbage in the retired annotation", newCRD().version("v2", true, true).stored("v2").annotate(RetiredVersionsAnnotation, "garbage!!,, ,v2").v(),
+		{"garbage in the retired annotation", crdtest.New("widgets.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").Annotate(RetiredVersionsAnnotation, "garbage!!,, ,v2").CRD(),
 			StateS0, "v2", "", "add-version widgets.example.com <new-version> --from v2", ""},
 		{"an error blocks the lifecycle", func() *apiextensionsv1.CustomResourceDefinition {
-			crd := newCRD().version("v1", true, true).stored("v1").v()
+			crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
 			crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "ListKindConflict"}}
 			return crd
 		}(), StateS0, "v1", "", "", CodeNamesNotAccepted},
 		{"a CRD being deleted", func() *apiextensionsv1.CustomResourceDefinition {
-			crd := newCRD().version("v1", true, true).stored("v1").v()
+			crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
 			now := metav1.Now()
 			crd.DeletionTimestamp = &now
 			return crd
 		}(), StateS0, "v1", "", "", CodeTerminating},
-		{"storedVersions lacks the storage version (a hand edit of /status)", newCRD().version("v1alpha1", false, false).version("v1beta1", true, true).stored("v1alpha1").v(),
+		{"storedVersions lacks the storage version (a hand edit of /status)", crdtest.New("widgets.example.com").Version("v1alpha1").Version("v1beta1", crdtest.Served, crdtest.Storage).Stored("v1alpha1").CRD(),
 			StateS2, "v1alpha1", "v1beta1", "migrate widgets.example.com", CodeStorageVersionNotStored + "," + CodeMigrationPending},
-		{"an old version's schema describes less than the storage version's (case 18)", newCRD().version("v1", true, false, "size").version("v2", true, true, "size", "licenseRef").stored("v1", "v2").v(),
+		{"an old version's schema describes less than the storage version's (case 18)", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Fields("size")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("size", "licenseRef")).Stored("v1", "v2").CRD(),
 			StateS2, "v1", "v2", "", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
-		{"migrating would prune", newCRD().version("v1alpha1", true, false, "size", "legacy").version("v1", true, true, "size").stored("v1alpha1", "v1").v(),
+		{"migrating would prune", crdtest.New("widgets.example.com").Version("v1alpha1", crdtest.Served, crdtest.Fields("size", "legacy")).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("size")).Stored("v1alpha1", "v1").CRD(),
 			StateS2, "v1alpha1", "v1", "", CodeMigrationPending + "," + CodeMigrationPrunes + "," + CodeNoneConversionPrunes},
 	}
 	for _, tc := range cases {
@@ -185,7 +130,7 @@ func TestAnalyzeStates(t *testing.T) {
 // repaired by restoring the version, unless every object could be read —
 // then nothing is stored at it, and migrate trims it.
 func TestObjectsReadable(t *testing.T) {
-	a := Analyze(newCRD().version("v1beta1", true, true).stored("v1beta1", "v9").v())
+	a := Analyze(crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Served, crdtest.Storage).Stored("v1beta1", "v9").CRD())
 	if a.Next == nil || a.Next.Command != "kubectl crdversion add-version widgets.example.com v9 --from v1beta1 --served=false" {
 		t.Fatalf("before: next %+v", a.Next)
 	}
@@ -198,14 +143,14 @@ func TestObjectsReadable(t *testing.T) {
 		t.Errorf("next after ObjectsReadable: %+v", a.Next)
 	}
 	// An unserved storage version is served first (migrate writes through it).
-	b := Analyze(newCRD().version("v1beta1", false, true).version("v1", true, false).stored("v1beta1", "v9").v())
+	b := Analyze(crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Storage).Version("v1", crdtest.Served).Stored("v1beta1", "v9").CRD())
 	b.ObjectsReadable("v1")
 	if !strings.HasPrefix(b.Findings[0].Fix, "kubectl crdversion serve widgets.example.com v1beta1") {
 		t.Errorf("fix with the storage version unserved: %q", b.Findings[0].Fix)
 	}
 	// S2 with the storage version unserved: Next serves it before migrate,
 	// which refuses while it is not served.
-	s2 := Analyze(newCRD().version("v1", true, false).version("v2", false, true).stored("v1", "v2").v())
+	s2 := Analyze(crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Storage).Stored("v1", "v2").CRD())
 	if want := "kubectl crdversion serve widgets.example.com v2 && kubectl crdversion migrate widgets.example.com"; s2.Next == nil || s2.Next.Command != want {
 		t.Errorf("next in S2 with the storage version unserved: %+v, want %q", s2.Next, want)
 	}
@@ -217,12 +162,12 @@ func TestPromotionPending(t *testing.T) {
 		crd  *apiextensionsv1.CustomResourceDefinition
 		want string
 	}{
-		{"S1: the flip comes first", newCRD().version("v1alpha1", true, true).version("v1beta1", true, false).stored("v1alpha1").v(), "v1beta1"},
-		{"S1 with an older version to trim", newCRD().version("v1alpha1", true, true).version("v1beta1", true, false).stored("v0", "v1alpha1").v(), ""},
-		{"S1, new version not served yet", newCRD().version("v1", true, true).version("v2", false, false).stored("v1").v(), "v2"},
-		{"S2", newCRD().version("v1", true, false).version("v2", true, true).stored("v1", "v2").v(), ""},
-		{"S3", newCRD().version("v1", true, false).version("v2", true, true).stored("v2").v(), ""},
-		{"S0", newCRD().version("v1", true, true).stored("v1").v(), ""},
+		{"S1: the flip comes first", crdtest.New("widgets.example.com").Version("v1alpha1", crdtest.Served, crdtest.Storage).Version("v1beta1", crdtest.Served).Stored("v1alpha1").CRD(), "v1beta1"},
+		{"S1 with an older version to trim", crdtest.New("widgets.example.com").Version("v1alpha1", crdtest.Served, crdtest.Storage).Version("v1beta1", crdtest.Served).Stored("v0", "v1alpha1").CRD(), ""},
+		{"S1, new version not served yet", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2").Stored("v1").CRD(), "v2"},
+		{"S2", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(), ""},
+		{"S3", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), ""},
+		{"S0", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(), ""},
 	}
 	for _, tc := range cases {
 		if got := PromotionPending(tc.crd, Options{}); got != tc.want {
@@ -236,11 +181,11 @@ func equalCRD(a, b *apiextensionsv1.CustomResourceDefinition) bool {
 }
 
 func TestVersionRows(t *testing.T) {
-	crd := newCRD().
-		version("v1alpha1", false, false, "size").
-		version("v1", true, true, "size").
-		version("v1beta1", true, false, "size", "colour").
-		stored("v1", "v0").v()
+	crd := crdtest.New("widgets.example.com").
+		Version("v1alpha1", crdtest.Fields("size")).
+		Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("size")).
+		Version("v1beta1", crdtest.Served, crdtest.Fields("size", "colour")).
+		Stored("v1", "v0").CRD()
 	a := Analyze(crd)
 	var got []string
 	for _, r := range a.Versions {
@@ -278,11 +223,11 @@ func TestFindings(t *testing.T) {
 		message string // substring of the first finding's message
 	}{
 		{"None conversion prunes fields both ways",
-			newCRD().version("v1", true, false, "size", "legacy").version("v2", true, true, "size", "colour").stored("v2").v(),
+			crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Fields("size", "legacy")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("size", "colour")).Stored("v2").CRD(),
 			CodeNoneConversionPrunes, "reading at v1 drops .spec.colour; writing at v1 drops .spec.legacy"},
 		{"None conversion, different validation only",
 			func() *apiextensionsv1.CustomResourceDefinition {
-				crd := newCRD().version("v1", true, false).version("v2", true, true).stored("v2").v()
+				crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 				p := crd.Spec.Versions[1].Schema.OpenAPIV3Schema.Properties["spec"]
 				s := p.Properties["size"]
 				s.MaxLength = ptr.To[int64](3)
@@ -292,29 +237,29 @@ func TestFindings(t *testing.T) {
 			}(),
 			CodeNoneConversionSchemas, "no field is pruned"},
 		{"unserved version with another schema is not a None-pruning risk",
-			newCRD().version("v1", false, false, "legacy").version("v2", true, true).stored("v2").v(), "", ""},
+			crdtest.New("widgets.example.com").Version("v1", crdtest.Fields("legacy")).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), "", ""},
 		{"webhook without client config",
-			newCRD().version("v1", true, false).version("v2", true, true).stored("v2").webhook(&apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}).v(),
+			crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").Webhook(&apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}).CRD(),
 			CodeWebhookConfigIncomplete, "clientConfig"},
 		{"webhook without review versions",
-			newCRD().version("v1", true, true).stored("v1").webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: []byte("x")}}).v(),
+			crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").Webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: []byte("x")}}).CRD(),
 			CodeWebhookConfigIncomplete, "conversionReviewVersions"},
 		{"webhook without caBundle",
-			newCRD().version("v1", true, true).stored("v1").webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url}, ConversionReviewVersions: []string{"v1"}}).v(),
+			crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").Webhook(&apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url}, ConversionReviewVersions: []string{"v1"}}).CRD(),
 			CodeWebhookNoCABundle, "trust roots"},
 		{"preserveUnknownFields",
 			func() *apiextensionsv1.CustomResourceDefinition {
-				crd := newCRD().version("v1", true, true).stored("v1").v()
+				crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
 				crd.Spec.PreserveUnknownFields = true
 				return crd
 			}(),
 			CodePreserveUnknownFields, "preserveUnknownFields"},
 		{"no version served",
-			newCRD().version("v1", false, true).stored("v1").v(),
+			crdtest.New("widgets.example.com").Version("v1", crdtest.Storage).Stored("v1").CRD(),
 			CodeNoServedVersion, "no version is served"},
 		{"invalid caBundle keeps the CRD from being established",
 			func() *apiextensionsv1.CustomResourceDefinition {
-				crd := newCRD().version("v1", true, true).stored("v1").v()
+				crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
 				crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{
 					Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "InvalidCABundle", Message: "The conversion webhook CABundle is invalid",
 				}}
@@ -323,7 +268,7 @@ func TestFindings(t *testing.T) {
 			CodeNotEstablished, "InvalidCABundle"},
 		{"still installing is not a finding",
 			func() *apiextensionsv1.CustomResourceDefinition {
-				crd := newCRD().version("v1", true, true).stored("v1").v()
+				crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
 				crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "Installing"}}
 				return crd
 			}(), "", ""},
@@ -355,7 +300,7 @@ func TestPriority(t *testing.T) {
 }
 
 func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
-	crd := newCRD().version("v1", true, false).deprecated("v1").version("v2", true, true).stored("v2").v()
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Deprecate("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	a := Analyze(crd)
 	a.AddFinding(UnreadableObjects(a, "v2", "failed to read … request to convert CR from an invalid group/version: example.com/v0", false))
 	if a.Findings[0].Code != CodeObjectsUnreadable || a.Findings[1].Code != CodeDeprecatedServed {
@@ -372,16 +317,16 @@ func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
 	}
 	// Case 17: the webhook's Service is named; same schemas everywhere
 	// make strategy None a lossless way out.
-	svc := newCRD().version("v1alpha1", true, true).version("v1alpha2", true, false).stored("v1alpha1").webhook(&apiextensionsv1.WebhookConversion{
+	svc := crdtest.New("widgets.example.com").Version("v1alpha1", crdtest.Served, crdtest.Storage).Version("v1alpha2", crdtest.Served).Stored("v1alpha1").Webhook(&apiextensionsv1.WebhookConversion{
 		ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "mesh-system", Name: "mesh-bootstrap", Port: ptr.To[int32](9443)}},
 		ConversionReviewVersions: []string{"v1"},
-	}).v()
+	}).CRD()
 	same := Analyze(svc)
 	f := UnreadableObjects(same, "v1alpha2", "conversion webhook for example.com/v1alpha1, Kind=Widget failed: service \"mesh-bootstrap\" not found", false)
 	if !strings.Contains(f.Fix, "repair the conversion webhook (service mesh-system/mesh-bootstrap:9443)") || !strings.HasSuffix(f.Fix, NoneConversionOn("widgets.example.com").String()) {
 		t.Errorf("webhook fix, same schemas: %q", f.Fix)
 	}
-	svc.Spec.Versions[1].Schema = props("size", "colour")
+	svc.Spec.Versions[1].Schema = crdtest.SpecSchema("size", "colour")
 	if f := UnreadableObjects(Analyze(svc), "v1alpha2", "conversion webhook for x failed", false); strings.Contains(f.Fix, "None") {
 		t.Errorf("webhook fix, schemas differ: %q", f.Fix)
 	}
@@ -416,12 +361,12 @@ func TestReadyToTrim(t *testing.T) {
 // fields in Loss and says only the user's own --allow-pruning accepts
 // losing them; without a loss it stays the plain command.
 func TestNextAcceptsPruningOnlyOutLoud(t *testing.T) {
-	s1 := Analyze(newCRD().version("v1", true, true, "size", "color").version("v2", true, false, "size").stored("v1").v())
+	s1 := Analyze(crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("size", "color")).Version("v2", crdtest.Served, crdtest.Fields("size")).Stored("v1").CRD())
 	if s1.Next == nil || s1.Next.Command != "" || len(s1.Next.Run) != 0 ||
 		!strings.Contains(s1.Next.Loss, "ACCEPTS LOSING DATA") || !strings.Contains(s1.Next.Loss, ".spec.color at v1") {
 		t.Errorf("S1 with pruning: next %+v", s1.Next)
 	}
-	s2 := Analyze(newCRD().version("v1", true, false, "size", "color").version("v2", true, true, "size").stored("v1", "v2").v())
+	s2 := Analyze(crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Fields("size", "color")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("size")).Stored("v1", "v2").CRD())
 	if s2.Next == nil || s2.Next.Command != "" || len(s2.Next.Run) != 0 ||
 		!strings.Contains(s2.Next.Loss, "ACCEPTS LOSING DATA") || !strings.Contains(s2.Next.Loss, "lose .spec.color") {
 		t.Errorf("S2 with pruning: next %+v", s2.Next)
@@ -437,15 +382,15 @@ func TestNextAcceptsPruningOnlyOutLoud(t *testing.T) {
 		}
 	}
 	// The given order keeps the loss.
-	s2o := AnalyzeWith(newCRD().version("v1", true, false, "size", "color").version("v2", true, true, "size").stored("v1", "v2").v(), Options{VersionOrder: []string{"v1", "v2"}})
+	s2o := AnalyzeWith(crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Fields("size", "color")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("size")).Stored("v1", "v2").CRD(), Options{VersionOrder: []string{"v1", "v2"}})
 	if s2o.Next == nil || s2o.Next.Loss == "" || s2o.Next.Command != "" {
 		t.Errorf("S2 with pruning and --version-order: next %+v", s2o.Next)
 	}
-	for _, plain := range []*crdBuilder{
-		newCRD().version("v1", true, true).version("v2", true, false).stored("v1"),
-		newCRD().version("v1", true, false).version("v2", true, true).stored("v1", "v2"),
+	for _, plain := range []*crdtest.Builder{
+		crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1"),
+		crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2"),
 	} {
-		a := Analyze(plain.v())
+		a := Analyze(plain.CRD())
 		if a.Next == nil || a.Next.Loss != "" || a.Next.Command == "" || strings.Contains(a.Next.Command, "allow-pruning") {
 			t.Errorf("%s without pruning: next %+v", a.State, a.Next)
 		}
@@ -464,11 +409,11 @@ func TestNoneConversionLosses(t *testing.T) {
 		subject          string
 		brought, already int
 	}{
-		{"a copy of the storage version", newCRD().version("v1beta1", true, false, "a").version("v1beta2", true, true, "a", "b").version("v1", true, false, "a", "b").v(), "v1", 0, 1},
-		{"the copy promoted", newCRD().version("v1beta1", true, false, "a").version("v1beta2", true, false, "a", "b").version("v1", true, true, "a", "b").v(), "v1", 0, 1},
-		{"a schema of its own", newCRD().version("v1beta1", true, false, "a").version("v1beta2", true, true, "a", "b").version("v1", true, false, "a", "c").v(), "v1", 3, 0},
-		{"the twin not served nor storage", newCRD().version("v1beta1", true, true, "a").version("v1beta2", false, false, "a", "b").version("v1", true, false, "a", "b").v(), "v1", 1, 0},
-		{"no other version prunes", newCRD().version("v1beta2", true, true, "a", "b").version("v1", true, false, "a", "b").v(), "v1", 0, 0},
+		{"a copy of the storage version", crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Served, crdtest.Fields("a")).Version("v1beta2", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v1", crdtest.Served, crdtest.Fields("a", "b")).CRD(), "v1", 0, 1},
+		{"the copy promoted", crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Served, crdtest.Fields("a")).Version("v1beta2", crdtest.Served, crdtest.Fields("a", "b")).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).CRD(), "v1", 0, 1},
+		{"a schema of its own", crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Served, crdtest.Fields("a")).Version("v1beta2", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v1", crdtest.Served, crdtest.Fields("a", "c")).CRD(), "v1", 3, 0},
+		{"the twin not served nor storage", crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Version("v1beta2", crdtest.Fields("a", "b")).Version("v1", crdtest.Served, crdtest.Fields("a", "b")).CRD(), "v1", 1, 0},
+		{"no other version prunes", crdtest.New("widgets.example.com").Version("v1beta2", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v1", crdtest.Served, crdtest.Fields("a", "b")).CRD(), "v1", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			brought, already := NoneConversionLosses(tc.crd, tc.subject)
@@ -490,7 +435,7 @@ func TestNoneConversionLosses(t *testing.T) {
 func TestPartFindings(t *testing.T) {
 	status := &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
 		Scale: &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}}
-	crd := newCRD().version("v1", true, true).version("v2", true, false).version("v3", false, false).version("v4", true, false).version("v1beta1", true, false).deprecated("v1beta1").stored("v1").v()
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Version("v3").Version("v4", crdtest.Served).Version("v1beta1", crdtest.Served).Deprecate("v1beta1").Stored("v1").CRD()
 	crd.Spec.Versions[0].Subresources = status
 	crd.Spec.Versions[3].Subresources = status.DeepCopy()
 	crd.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "R", Type: "integer", JSONPath: ".spec.replicas"}}
@@ -512,7 +457,7 @@ func TestPartFindings(t *testing.T) {
 // with a dry run to see what that takes. Not the state's own OLD (its step
 // is Next), nor a version newer than the storage version.
 func TestRetirableVersions(t *testing.T) {
-	crd := newCRD().version("v1alpha1", false, false).version("v1beta1", true, false).version("v1", true, true).version("v2", false, false).stored("v1").v()
+	crd := crdtest.New("widgets.example.com").Version("v1alpha1").Version("v1beta1", crdtest.Served).Version("v1", crdtest.Served, crdtest.Storage).Version("v2").Stored("v1").CRD()
 	a := Analyze(crd)
 	var got []string
 	for _, f := range a.Findings {
@@ -527,7 +472,7 @@ func TestRetirableVersions(t *testing.T) {
 		t.Errorf("retirable %v (old %s), want v1alpha1", got, a.OldVersion)
 	}
 	// In S5 the version unserved is the state's OLD: its retire is Next.
-	s5 := Analyze(newCRD().version("v1beta1", false, false).version("v1", true, true).stored("v1").v())
+	s5 := Analyze(crdtest.New("widgets.example.com").Version("v1beta1").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD())
 	for _, f := range s5.Findings {
 		if f.Code == CodeVersionRetirable {
 			t.Errorf("S5 (old %s): finding %+v beside Next %+v", s5.OldVersion, f, s5.Next)
@@ -539,7 +484,7 @@ func TestRetirableVersions(t *testing.T) {
 // names OLD. Unlisted (an edit's own Next), the command rewrites them
 // first; listed, it does so when there are any and not otherwise.
 func TestS5NextByManagedFields(t *testing.T) {
-	crd := newCRD().version("v1", false, false).version("v2", true, true).stored("v2").v()
+	crd := crdtest.New("widgets.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	for _, tc := range []struct {
 		name    string
 		scanned bool

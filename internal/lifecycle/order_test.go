@@ -4,13 +4,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 // TestOrderCompare is the ordering rule: the given order, then Kubernetes'
 // rules when both names follow them, then storedVersions; otherwise
 // unknown — never the alphabet (kubectl's priority for other names).
 func TestOrderCompare(t *testing.T) {
-	crd := newCRD().stored("v1api20210501", "alpha", "v1api20230101").v()
+	crd := crdtest.New("widgets.example.com").Stored("v1api20210501", "alpha", "v1api20230101").CRD()
 	cases := []struct {
 		given []string
 		a, b  string
@@ -44,7 +46,7 @@ func TestOrderCompare(t *testing.T) {
 }
 
 func TestOrderSort(t *testing.T) {
-	o := OrderOf(newCRD().stored("v1api20210501", "v1api20230101").v(), nil)
+	o := OrderOf(crdtest.New("widgets.example.com").Stored("v1api20210501", "v1api20230101").CRD(), nil)
 	if got := strings.Join(o.Sort([]string{"v1api20210501", "v1", "v1api20230101", "v2"}), " "); got != "v1api20230101 v2 v1api20210501 v1" {
 		t.Errorf("Sort = %s", got)
 	}
@@ -66,7 +68,7 @@ func TestOrderSort(t *testing.T) {
 func TestVersionOrderFlag(t *testing.T) {
 	// The repro of B2: v1api20230101 is the storage version, v1api20210501
 	// the old API.
-	crd := newCRD().version("v1api20210501", true, false).version("v1api20230101", true, true).stored("v1api20230101").v()
+	crd := crdtest.New("widgets.example.com").Version("v1api20210501", crdtest.Served).Version("v1api20230101", crdtest.Served, crdtest.Storage).Stored("v1api20230101").CRD()
 	if got := PromotionPending(crd, Options{}); got != "" {
 		t.Errorf("PromotionPending without an order = %q, want none (nothing says v1api20210501 is newer)", got)
 	}
@@ -87,7 +89,7 @@ func TestVersionOrderFlag(t *testing.T) {
 		t.Errorf("PromotionPending by the reverse order = %q", got)
 	}
 	// Commands that take the flag repeat it; others do not get it.
-	c := AnalyzeWith(newCRD().version("alpha", true, false).version("stable", true, true).stored("alpha", "stable").v(), Options{VersionOrder: []string{"alpha", "stable"}})
+	c := AnalyzeWith(crdtest.New("widgets.example.com").Version("alpha", crdtest.Served).Version("stable", crdtest.Served, crdtest.Storage).Stored("alpha", "stable").CRD(), Options{VersionOrder: []string{"alpha", "stable"}})
 	if c.Next == nil || c.Next.Command != "kubectl crdversion migrate widgets.example.com --version-order alpha,stable" {
 		t.Errorf("next %+v", c.Next)
 	}
@@ -100,7 +102,7 @@ func TestVersionOrderFlag(t *testing.T) {
 		t.Error(err)
 	}
 	// A version retire removed stays a valid name of the order.
-	retired := newCRD().version("stable", true, true).stored("stable").annotate(RetiredVersionsAnnotation, "alpha").v()
+	retired := crdtest.New("widgets.example.com").Version("stable", crdtest.Served, crdtest.Storage).Stored("stable").Annotate(RetiredVersionsAnnotation, "alpha").CRD()
 	if err := CheckVersionOrder(retired, []string{"alpha", "stable"}); err != nil {
 		t.Errorf("an order naming a retired version: %v", err)
 	}
@@ -110,12 +112,12 @@ func TestVersionOrderFlag(t *testing.T) {
 // storage version, or still in storedVersions, is never advised to be
 // unserved.
 func TestNeverAdviseUnservingStored(t *testing.T) {
-	for _, crd := range []*crdBuilder{
-		newCRD().version("v1", true, false).version("v2", true, true).deprecated("v2").stored("v2"),
-		newCRD().version("v1", true, false).version("v2", true, true).deprecated("v2").deprecated("v1").stored("v1", "v2"),
-		newCRD().version("v1", true, false).version("v2", true, true).deprecated("v1").stored("v1", "v2"),
+	for _, crd := range []*crdtest.Builder{
+		crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Deprecate("v2").Stored("v2"),
+		crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Deprecate("v2").Deprecate("v1").Stored("v1", "v2"),
+		crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Deprecate("v1").Stored("v1", "v2"),
 	} {
-		a := Analyze(crd.v())
+		a := Analyze(crd.CRD())
 		stored := map[string]bool{a.StorageVersion: true}
 		for _, s := range a.StoredVersions {
 			stored[s] = true
@@ -129,10 +131,10 @@ func TestNeverAdviseUnservingStored(t *testing.T) {
 		}
 		for _, c := range cmds {
 			if (c.Verb == "unserve" || c.Verb == "retire") && len(c.Args) > 1 && stored[c.Args[1]] {
-				t.Errorf("%v: advises %s although %s is stored", crd.v().Spec.Versions, c, c.Args[1])
+				t.Errorf("%v: advises %s although %s is stored", crd.CRD().Spec.Versions, c, c.Args[1])
 			}
-			if c.Verb == "deprecate" && len(c.Args) > 1 && c.Args[1] != a.StorageVersion && FindVersion(crd.v(), a.StorageVersion).Deprecated {
-				t.Errorf("%v: advises %s while the storage version is deprecated", crd.v().Spec.Versions, c)
+			if c.Verb == "deprecate" && len(c.Args) > 1 && c.Args[1] != a.StorageVersion && FindVersion(crd.CRD(), a.StorageVersion).Deprecated {
+				t.Errorf("%v: advises %s while the storage version is deprecated", crd.CRD().Spec.Versions, c)
 			}
 		}
 	}
@@ -142,7 +144,7 @@ func TestNeverAdviseUnservingStored(t *testing.T) {
 // Kubernetes form has nothing to order; status said "the order used ...
 // is v1api20210501, from " with no source (found by trying the tool).
 func TestOneVersionNeedsNoOrder(t *testing.T) {
-	a := Analyze(newCRD().version("v1api20210501", true, true).stored("v1api20210501").v())
+	a := Analyze(crdtest.New("widgets.example.com").Version("v1api20210501", crdtest.Served, crdtest.Storage).Stored("v1api20210501").CRD())
 	for _, f := range a.Findings {
 		if f.Code == CodeVersionOrderNotKubernetes || f.Code == CodeVersionOrderUnknown {
 			t.Errorf("one version, an order finding: %+v", f)
@@ -157,13 +159,13 @@ func TestOneVersionNeedsNoOrder(t *testing.T) {
 // pasted. Now the state is Unknown with no OLD or NEW, and no command is
 // advised: the words name the versions to order.
 func TestUnknownOrderIsNoState(t *testing.T) {
-	for _, crd := range []*crdBuilder{
-		newCRD().version("v1", true, true).version("next", true, false).stored("v1"),
-		newCRD().version("alpha", true, false).version("stable", true, true).stored("stable"),
-		newCRD().version("alpha", true, false).deprecated("alpha").version("stable", true, true).stored("stable"),
-		newCRD().version("alpha", false, false).version("stable", true, true).stored("stable"),
+	for _, crd := range []*crdtest.Builder{
+		crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("next", crdtest.Served).Stored("v1"),
+		crdtest.New("widgets.example.com").Version("alpha", crdtest.Served).Version("stable", crdtest.Served, crdtest.Storage).Stored("stable"),
+		crdtest.New("widgets.example.com").Version("alpha", crdtest.Served).Deprecate("alpha").Version("stable", crdtest.Served, crdtest.Storage).Stored("stable"),
+		crdtest.New("widgets.example.com").Version("alpha").Version("stable", crdtest.Served, crdtest.Storage).Stored("stable"),
 	} {
-		a := Analyze(crd.v())
+		a := Analyze(crd.CRD())
 		if a.State != StateUnknown || a.StateDescription != OrderUnknownDescription || a.OldVersion != "" || a.NewVersion != "" {
 			t.Errorf("%s: state %s %q [%s -> %s], want Unknown with no OLD or NEW", a.UnorderedVersions, a.State, a.StateDescription, a.OldVersion, a.NewVersion)
 		}
@@ -183,7 +185,7 @@ func TestUnknownOrderIsNoState(t *testing.T) {
 		}
 	}
 	// The order given, the state is known again.
-	a := AnalyzeWith(newCRD().version("v1", true, true).version("next", true, false).stored("v1").v(), Options{VersionOrder: []string{"v1", "next"}})
+	a := AnalyzeWith(crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("next", crdtest.Served).Stored("v1").CRD(), Options{VersionOrder: []string{"v1", "next"}})
 	if a.State != StateS1 || a.NewVersion != "next" || a.Next == nil || a.Next.Command != "kubectl crdversion promote-storage widgets.example.com next --version-order v1,next" {
 		t.Errorf("with the order: %s [%s -> %s], next %+v", a.State, a.OldVersion, a.NewVersion, a.Next)
 	}

@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -157,11 +158,11 @@ func execute(t *testing.T, f *fakeCluster, opts Options) (*Result, []Event, erro
 }
 
 func s2() *apiextensionsv1.CustomResourceDefinition {
-	return crd([]string{"v1", "v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+	return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
 }
 
 func s4() *apiextensionsv1.CustomResourceDefinition {
-	return crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+	return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 }
 
 var all = Options{Migrate: true, CleanManagedFields: true}
@@ -251,7 +252,7 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 		measured bool
 	}{
 		{"clients in use", s2(), func(f *fakeCluster) { f.usage = inUse }, 1, "clients still use stable.example.com/v1 crontabs", true},
-		{"the storage version, from the CRD alone", crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"v2", true, false}), nil, 2, "v1 is the storage version", false},
+		{"the storage version, from the CRD alone", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), nil, 2, "v1 is the storage version", false},
 		{"migration refused by the API server", s2(), func(f *fakeCluster) {
 			f.migrationDryRun = &Migration{Total: 3, Failed: 1, Complete: true, Failures: []ObjectFailure{{Object: "default/s1", Message: "a sealed object cannot be updated"}}}
 		}, 4, "a sealed object cannot be updated", true},

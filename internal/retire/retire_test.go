@@ -7,33 +7,12 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
-
-type ver struct {
-	name            string
-	served, storage bool
-}
-
-func crd(stored []string, webhook bool, versions ...ver) *apiextensionsv1.CustomResourceDefinition {
-	c := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "stable.example.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
-	}
-	if webhook {
-		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
-	}
-	for _, v := range versions {
-		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v.name, Served: v.served, Storage: v.storage,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}})
-	}
-	return c
-}
 
 var v1 = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
 
@@ -63,18 +42,18 @@ func statuses(steps []Step) string {
 
 func TestPlan(t *testing.T) {
 	s3 := func() *apiextensionsv1.CustomResourceDefinition {
-		return crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+		return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	}
-	s2 := crd([]string{"v1", "v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
-	s1 := crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"v2", true, false})
+	s2 := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	s1 := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD()
 	s4 := func() *apiextensionsv1.CustomResourceDefinition {
-		return crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+		return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	}
-	s5 := crd([]string{"v2"}, false, ver{"v1", false, false}, ver{"v2", true, true})
-	s6 := crd([]string{"v2"}, false, ver{"v2", true, true})
-	lost := crd([]string{"v1", "v2"}, false, ver{"v2", true, true})
-	hook := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true})
-	three := crd([]string{"v2"}, true, ver{"v1", false, false}, ver{"v2", true, true}, ver{"v3", true, false})
+	s5 := crdtest.New("crontabs.stable.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	s6 := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	lost := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	hook := crdtest.New("crontabs.stable.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").Webhook(nil).CRD()
+	three := crdtest.New("crontabs.stable.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Version("v3", crdtest.Served).Stored("v2").Webhook(nil).CRD()
 	inUse := assessed(3)
 	unknown := assessed(0, "10.0.0.2:6443: its /metrics cannot be read: forbidden")
 	stale := &[]ObjectRef{{Namespace: "a", Name: "one"}, {Namespace: "b", Name: "two"}, {Namespace: "c", Name: "three"}, {Namespace: "d", Name: "four"}}
@@ -121,7 +100,7 @@ func TestPlan(t *testing.T) {
 			"1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "refuses the migration's rewrite of 1 of 3 object(s) at v2 (server-side dry run; default/s1: sealed)"},
 		{"S2 with --migrate, the migration's dry run failed", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true, MigrationCheck: &MigrationCheck{Error: "the storage version is not served"}},
 			"1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "could not go through the objects: the storage version is not served"},
-		{"last served version", crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", false, true}), Facts{Usage: notInUse(), StaleManagedFields: none()},
+		{"last served version", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Storage).Stored("v2").CRD(), Facts{Usage: notInUse(), StaleManagedFields: none()},
 			"1=done 2=blocked 3=done 4=done 5=done 6=blocked 7=info", 2, "last served version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,7 +153,7 @@ func TestPlanInUseWaysOut(t *testing.T) {
 	if a.Verdict != usage.InUse {
 		t.Fatalf("verdict %s, want InUse", a.Verdict)
 	}
-	s3 := crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true})
+	s3 := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	step := Plan(s3, "v1", Facts{Usage: &a, StaleManagedFields: none()})[0]
 	ev := strings.Join(step.Evidence, "\n")
 	for _, want := range []string{
@@ -196,7 +175,7 @@ func TestPlanInUseWaysOut(t *testing.T) {
 // the newer API. Now step 1 is blocked until --version-order says next
 // is the older, and the commands it prints repeat the order.
 func TestPlanUnorderedVersion(t *testing.T) {
-	c := crd([]string{"v1"}, false, ver{"v1", true, true}, ver{"next", true, false})
+	c := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("next", crdtest.Served).Stored("v1").CRD()
 	steps := Plan(c, "next", Facts{Usage: notInUse(), StaleManagedFields: none()})
 	if first := Next(steps); first == nil || first.Number != 1 || first.Status != Blocked || first.Command != "" ||
 		!strings.Contains(first.Message, "nothing says whether next is older than the storage version v1") || !strings.Contains(first.Message, "--version-order listing next, v1, oldest first") {
@@ -211,7 +190,7 @@ func TestPlanUnorderedVersion(t *testing.T) {
 		t.Errorf("with --version-order, the printed command drops it: %+v", first)
 	}
 	// A Kubernetes-form pair needs no order.
-	if got := statuses(Plan(crd([]string{"v2"}, false, ver{"v1", true, false}, ver{"v2", true, true}), "v1", Facts{Usage: notInUse(), StaleManagedFields: none()})); !strings.HasPrefix(got, "1=done ") {
+	if got := statuses(Plan(crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), "v1", Facts{Usage: notInUse(), StaleManagedFields: none()})); !strings.HasPrefix(got, "1=done ") {
 		t.Errorf("v1 beside storage v2: %s", got)
 	}
 }

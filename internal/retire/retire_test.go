@@ -9,9 +9,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/crdversion/kubectl-crdversion/internal/usage"
-
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
 var v1 = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}

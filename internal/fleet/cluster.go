@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
-
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 

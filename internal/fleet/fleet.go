@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
-
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
-
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 )
 

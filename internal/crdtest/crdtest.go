@@ -20,6 +20,8 @@ import (
 // Builder builds one CRD.
 type Builder struct {
 	crd *apiextensionsv1.CustomResourceDefinition
+	// each are the options of every version added (EachVersion).
+	each []VersionOption
 }
 
 // New starts a namespaced CRD named name ("<plural>.<group>"), with the
@@ -58,6 +60,13 @@ var (
 	}
 )
 
+// PrinterColumn adds an additionalPrinterColumn.
+func PrinterColumn(name, typ, jsonPath string) VersionOption {
+	return func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		v.AdditionalPrinterColumns = append(v.AdditionalPrinterColumns, apiextensionsv1.CustomResourceColumnDefinition{Name: name, Type: typ, JSONPath: jsonPath})
+	}
+}
+
 // DeprecationWarning sets the version's deprecationWarning (and deprecated).
 func DeprecationWarning(text string) VersionOption {
 	return func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
@@ -88,11 +97,17 @@ func SpecSchema(fields ...string) *apiextensionsv1.CustomResourceValidation {
 	}}
 }
 
+// EachVersion gives every version added after it opts, before its own.
+func (b *Builder) EachVersion(opts ...VersionOption) *Builder {
+	b.each = append(b.each, opts...)
+	return b
+}
+
 // Version appends a version; without Fields or Schema its schema is
 // {spec: {size: string}}.
 func (b *Builder) Version(name string, opts ...VersionOption) *Builder {
 	v := apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Schema: SpecSchema("size")}
-	for _, o := range opts {
+	for _, o := range append(slices.Clone(b.each), opts...) {
 		o(&v)
 	}
 	b.crd.Spec.Versions = append(b.crd.Spec.Versions, v)

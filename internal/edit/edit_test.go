@@ -5,30 +5,20 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
-
-func schemaWith(fields ...string) *apiextensionsv1.CustomResourceValidation {
-	spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
-	for _, f := range fields {
-		spec.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-	}
-	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
-	}}
-}
 
 func withPUF(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
 	crd.Spec.PreserveUnknownFields = true
 	return crd
 }
 
-// defaulted is the schema of schemaWith("size") with a default for size.
+// defaulted is the schema of crdtest.SpecSchema("size") with a default for size.
 func defaulted() *apiextensionsv1.CustomResourceValidation {
-	v := schemaWith("size")
+	v := crdtest.SpecSchema("size")
 	spec := v.OpenAPIV3Schema.Properties["spec"]
 	size := spec.Properties["size"]
 	size.Default = &apiextensionsv1.JSON{Raw: []byte(`"M"`)}
@@ -37,33 +27,9 @@ func defaulted() *apiextensionsv1.CustomResourceValidation {
 	return v
 }
 
-type version struct {
-	name            string
-	served, storage bool
-	fields          []string
-}
-
-func crd(stored []string, versions ...version) *apiextensionsv1.CustomResourceDefinition {
-	c := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", ResourceVersion: "7"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
-		},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
-	}
-	for _, v := range versions {
-		fields := v.fields
-		if fields == nil {
-			fields = []string{"size"}
-		}
-		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: v.name, Served: v.served, Storage: v.storage, Schema: schemaWith(fields...),
-			Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-			AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Size", Type: "string", JSONPath: ".spec.size"}},
-		})
-	}
-	return c
-}
+// sized are what every version of the tests' CRDs has besides its schema:
+// the status subresource and a Size printer column, which edits keep.
+var sized = []crdtest.VersionOption{crdtest.StatusSubresource, crdtest.PrinterColumn("Size", "string", ".spec.size")}
 
 // outcomes renders the checks as "Name=outcome" for comparison.
 func outcomes(cs Checks) string {
@@ -76,7 +42,7 @@ func outcomes(cs Checks) string {
 
 func TestAddVersion(t *testing.T) {
 	one := func() *apiextensionsv1.CustomResourceDefinition {
-		return crd([]string{"v1"}, version{name: "v1", served: true, storage: true})
+		return crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
 	}
 	cases := []struct {
 		name   string
@@ -105,14 +71,14 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass VersionAbsent=pass", true},
 		{"existing name, other flags", one(), AddVersionSpec{Name: "v1", Served: false},
 			"VersionName=pass VersionAbsent=fail", false},
-		{"schema that prunes under None", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour")},
+		{"schema that prunes under None", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour")},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn CopiedFrom=pass", false},
-		{"--allow-pruning", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"), AllowPruning: true},
+		{"--allow-pruning", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour"), AllowPruning: true},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=warn CopiedFrom=pass", false},
-		{"webhook without client config", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
+		{"webhook without client config", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour"),
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}}},
 			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=fail DefaultVersion=warn CopiedFrom=pass", false},
-		{"webhook with URL and CA", one(), AddVersionSpec{Name: "v2", Served: true, Schema: schemaWith("colour"),
+		{"webhook with URL and CA", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour"),
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://x.example.com"), CABundle: []byte("pem")}, ConversionReviewVersions: []string{"v1"}}}},
 			"VersionName=pass VersionAbsent=pass ConversionStrategy=warn WebhookConfig=pass DefaultVersion=warn CopiedFrom=pass", false},
@@ -148,7 +114,7 @@ func TestAddVersion(t *testing.T) {
 			if tc.in.String() != before.String() {
 				t.Error("AddVersion modified its input")
 			}
-			if r.Edited.ResourceVersion != "7" {
+			if r.Edited.ResourceVersion != tc.in.ResourceVersion {
 				t.Error("the edited copy lost the resourceVersion the write is pinned to")
 			}
 		})
@@ -170,27 +136,27 @@ func TestPromoteStorage(t *testing.T) {
 		checks string
 		noop   bool
 	}{
-		{"served version", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v2", served: true}), "v2",
+		{"served version", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), "v2",
 			"VersionServed=pass NoneConversionPruning=pass", false},
-		{"missing version", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v2",
+		{"missing version", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(), "v2",
 			"VersionExists=fail", false},
-		{"unserved version", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v2"}), "v2",
+		{"unserved version", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Version("v2").Stored("v1").CRD(), "v2",
 			"VersionServed=fail", false},
-		{"already storage", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1",
+		{"already storage", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(), "v1",
 			"VersionServed=pass", true},
-		{"None conversion that prunes", crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b"}}, version{name: "v2", served: true, fields: []string{"a"}}), "v2",
+		{"None conversion that prunes", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "v2",
 			"VersionServed=pass NoneConversionPruning=fail", false},
 		// Manifests only (case 15): the API server rejects both.
-		{"two storage versions in a manifest", crd([]string{"v1alpha1"}, version{name: "v1", served: true, storage: true}, version{name: "v1alpha1", served: true, storage: true}), "v1",
+		{"two storage versions in a manifest", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Version("v1alpha1", crdtest.Served, crdtest.Storage).Stored("v1alpha1").CRD(), "v1",
 			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
-		{"no storage version in a manifest", crd([]string{"v1alpha1"}, version{name: "v1", served: true}, version{name: "v1alpha1", served: true}), "v1",
+		{"no storage version in a manifest", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v1alpha1", crdtest.Served).Stored("v1alpha1").CRD(), "v1",
 			"VersionServed=pass StorageVersionCount=warn NoneConversionPruning=pass", false},
 		// B2: a move back says so; names nothing orders say that.
-		{"back to an older version", crd([]string{"v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true}), "v1",
+		{"back to an older version", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), "v1",
 			"VersionServed=pass VersionOrder=warn NoneConversionPruning=pass", false},
-		{"date-stamped names nothing orders", crd([]string{"v1api20230101"}, version{name: "v1api20210501", served: true}, version{name: "v1api20230101", served: true, storage: true}), "v1api20210501",
+		{"date-stamped names nothing orders", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1api20210501", crdtest.Served).Version("v1api20230101", crdtest.Served, crdtest.Storage).Stored("v1api20230101").CRD(), "v1api20210501",
 			"VersionServed=pass VersionOrder=warn NoneConversionPruning=pass", false},
-		{"forward by Kubernetes' rules: no word", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v2", served: true}), "v2",
+		{"forward by Kubernetes' rules: no word", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), "v2",
 			"VersionServed=pass NoneConversionPruning=pass", false},
 	}
 	for _, tc := range cases {
@@ -214,7 +180,7 @@ func TestPromoteStorage(t *testing.T) {
 // sendsTo is a CRD whose deprecated v1 warns "use TEXT", v2 served and v3
 // the storage version.
 func sendsTo(text string) *apiextensionsv1.CustomResourceDefinition {
-	c := crd([]string{"v3"}, version{name: "v1", served: true}, version{name: "v2", served: true}, version{name: "v3", served: true, storage: true})
+	c := crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v2", crdtest.Served).Version("v3", crdtest.Served, crdtest.Storage).Stored("v3").CRD()
 	c.Spec.Versions[0].Deprecated = true
 	c.Spec.Versions[0].DeprecationWarning = ptr.To("example.com/v1 Widget is deprecated; use " + text)
 	return c
@@ -222,7 +188,7 @@ func sendsTo(text string) *apiextensionsv1.CustomResourceDefinition {
 
 func TestSetServedAndDeprecate(t *testing.T) {
 	two := func() *apiextensionsv1.CustomResourceDefinition {
-		return crd([]string{"v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true})
+		return crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	}
 	cases := []struct {
 		name   string
@@ -232,9 +198,9 @@ func TestSetServedAndDeprecate(t *testing.T) {
 	}{
 		{"unserve old", SetServed(two(), "v1", false), "VersionExists=pass NotStorage=pass AnotherServed=pass DefaultVersion=pass", false},
 		{"unserve storage", SetServed(two(), "v2", false), "VersionExists=pass NotStorage=fail AnotherServed=pass DefaultVersion=warn", false},
-		{"unserve the last served", SetServed(crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1", false),
+		{"unserve the last served", SetServed(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(), "v1", false),
 			"VersionExists=pass NotStorage=fail AnotherServed=fail DefaultVersion=warn", false},
-		{"unserve a stored version", SetServed(crd([]string{"v1", "v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true}), "v1", false),
+		{"unserve a stored version", SetServed(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(), "v1", false),
 			"VersionExists=pass NotStorage=pass AnotherServed=pass NotStored=warn DefaultVersion=pass", false},
 		// Friction 8: Gateway API's v1alpha2 warning sends clients to
 		// v1beta1; unserving v1beta1 sends them nowhere.
@@ -248,7 +214,7 @@ func TestSetServedAndDeprecate(t *testing.T) {
 		{"deprecate storage and default", Deprecate(two(), "v2", ptr.To("example.com/v2 Widget is going away"), false), "VersionExists=pass NotStorage=warn NotDefault=warn", false},
 		// Case 23: a warning that names no API, on the only served version.
 		{"deprecate with a vague warning", Deprecate(two(), "v1", ptr.To("This API is deprecated and is scheduled to be removed in a future release."), false), "VersionExists=pass WarningText=warn", false},
-		{"deprecate the only served version", Deprecate(crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1", nil, false),
+		{"deprecate the only served version", Deprecate(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(), "v1", nil, false),
 			"VersionExists=pass NotStorage=warn Replacement=warn NotDefault=warn", false},
 		{"undo when not deprecated", Deprecate(two(), "v1", nil, true), "VersionExists=pass", true},
 	}
@@ -274,7 +240,7 @@ func TestSetServedAndDeprecate(t *testing.T) {
 }
 
 func TestRefusedErrorIsOneLine(t *testing.T) {
-	r := PromoteStorage(crd([]string{"v1"}, version{name: "v1", served: true, storage: true, fields: []string{"a", "b", "c", "d", "e", "f", "g"}}, version{name: "v2", served: true, fields: []string{"z"}}), "v2", false, nil)
+	r := PromoteStorage(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b", "c", "d", "e", "f", "g")).Version("v2", crdtest.Served, crdtest.Fields("z")).Stored("v1").CRD(), "v2", false, nil)
 	err := r.Refused("promote-storage")
 	if err == nil {
 		t.Fatal("no refusal")
@@ -291,7 +257,7 @@ func TestRefusedErrorIsOneLine(t *testing.T) {
 // default), so that controllers writing /status and kubectl scale keep
 // working at it (bug B3: they were dropped silently).
 func TestAddVersionWithSchemaKeepsSubresources(t *testing.T) {
-	in := crd([]string{"v1"}, version{name: "v1", served: true, storage: true}, version{name: "v1beta1", served: true})
+	in := crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Version("v1beta1", crdtest.Served).Stored("v1").CRD()
 	in.Spec.Versions[0].Subresources.Scale = &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}
 	in.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.size"}}
 	in.Spec.Versions[1].Subresources = nil
@@ -303,7 +269,7 @@ func TestAddVersionWithSchemaKeepsSubresources(t *testing.T) {
 		{"", "v2 keeps the status subresource, the scale subresource, 1 printer column(s), 1 selectable field(s) of v1", 1},
 		{"v1beta1", "", 0},
 	} {
-		r := AddVersion(in, AddVersionSpec{Name: "v2", From: tc.from, Served: true, Schema: schemaWith("size")})
+		r := AddVersion(in, AddVersionSpec{Name: "v2", From: tc.from, Served: true, Schema: crdtest.SpecSchema("size")})
 		v := lifecycle.FindVersion(r.Edited, "v2")
 		if v == nil {
 			t.Fatalf("from %q: v2 not added", tc.from)

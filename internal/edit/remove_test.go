@@ -5,12 +5,13 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 func TestRemoveVersion(t *testing.T) {
 	s5 := func() *apiextensionsv1.CustomResourceDefinition {
-		return crd([]string{"v2"}, version{name: "v1"}, version{name: "v2", served: true, storage: true})
+		return crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	}
 	for _, tc := range []struct {
 		name    string
@@ -20,16 +21,16 @@ func TestRemoveVersion(t *testing.T) {
 		noop    bool
 	}{
 		{"unserved, migrated", s5(), "v1", "NotServed=pass NotStorage=pass NotStored=pass DefaultVersion=pass", false},
-		{"still served", crd([]string{"v2"}, version{name: "v1", served: true}, version{name: "v2", served: true, storage: true}), "v1",
+		{"still served", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), "v1",
 			"NotServed=fail NotStorage=pass NotStored=pass DefaultVersion=pass", false},
-		{"still stored", crd([]string{"v1", "v2"}, version{name: "v1"}, version{name: "v2", served: true, storage: true}), "v1",
+		{"still stored", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(), "v1",
 			"NotServed=pass NotStorage=pass NotStored=fail DefaultVersion=pass", false},
-		{"the storage version", crd([]string{"v1"}, version{name: "v1", storage: true}, version{name: "v2", served: true}), "v1",
+		{"the storage version", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), "v1",
 			"NotServed=pass NotStorage=fail NotStored=fail DefaultVersion=pass", false},
-		{"the only version", crd([]string{"v1"}, version{name: "v1", served: true, storage: true}), "v1",
+		{"the only version", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD(), "v1",
 			"NotServed=fail NotStorage=fail NotStored=fail AnotherVersion=fail DefaultVersion=warn", false},
-		{"already removed", crd([]string{"v2"}, version{name: "v2", served: true, storage: true}), "v1", "", true},
-		{"removed but still stored", crd([]string{"v1", "v2"}, version{name: "v2", served: true, storage: true}), "v1", "NotStored=fail", false},
+		{"already removed", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), "v1", "", true},
+		{"removed but still stored", crdtest.New("widgets.example.com").EachVersion(sized...).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(), "v1", "NotStored=fail", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := RemoveVersion(tc.crd, tc.version)
@@ -55,7 +56,7 @@ func TestRemoveVersion(t *testing.T) {
 	// A second retirement appends, without repeating a version.
 	c := r.Edited.DeepCopy()
 	c.Annotations[lifecycle.RetiredVersionsAnnotation] = "v0,v1"
-	c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1beta1", Schema: schemaWith("size")})
+	c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1beta1", Schema: crdtest.SpecSchema("size")})
 	if got := RemoveVersion(c, "v1beta1").Edited.Annotations[lifecycle.RetiredVersionsAnnotation]; got != "v0,v1,v1beta1" {
 		t.Errorf("annotation after a second retirement = %q", got)
 	}

@@ -5,33 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
-
-// crd builds a CronTab CRD: versions "v1*" storage, "v1-" not served; a
-// version name followed by "+x" has an extra string field .spec.x.
-func crd(versions []string, stored ...string) *apiextensionsv1.CustomResourceDefinition {
-	c := &apiextensionsv1.CustomResourceDefinition{}
-	c.Name = "crontabs.stable.example.com"
-	c.Spec.Group, c.Spec.Scope = "stable.example.com", apiextensionsv1.NamespaceScoped
-	c.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}
-	for _, v := range versions {
-		name, extra, _ := strings.Cut(v, "+")
-		props := map[string]apiextensionsv1.JSONSchemaProps{"image": {Type: "string"}}
-		if extra != "" {
-			props[extra] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-		}
-		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: strings.TrimRight(name, "*-"), Served: !strings.HasSuffix(name, "-"), Storage: strings.HasSuffix(name, "*"),
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
-				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: props}}}},
-		})
-	}
-	c.Status.StoredVersions = stored
-	return c
-}
 
 const apply = "kubectl apply --server-side -f release.yaml"
 
@@ -45,35 +23,35 @@ func TestCheck(t *testing.T) {
 		removed     []string
 		defaultFrom string
 	}{
-		{"nothing removed", crd([]string{"v1", "v2*"}, "v2"), crd([]string{"v1", "v2*"}), Accepted, nil, false, nil, "v2"},
-		{"trimmed storedVersions: accepted", crd([]string{"v1-", "v2*"}, "v2"), crd([]string{"v2*"}), Accepted, nil, false, nil, "v2"},
+		{"nothing removed", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, false, nil, "v2"},
+		{"trimmed storedVersions: accepted", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, false, nil, "v2"},
 		{"stored version removed, same storage",
-			crd([]string{"v1", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion migrate crontabs.stable.example.com", apply}, false, []string{"v1"}, "v2"},
 		{"storage version removed: the release's storage is served and promoted first",
-			crd([]string{"v1*", "v2-"}, "v1"), crd([]string{"v2*"}), Rejected,
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion serve crontabs.stable.example.com v2", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com", apply},
 			false, []string{"v1"}, "v1"},
 		{"the release adds its storage version",
-			crd([]string{"v1*"}, "v1"), crd([]string{"v2*"}), Rejected,
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion add-version crontabs.stable.example.com v2 --from v1", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com", apply},
 			false, []string{"v1"}, "v1"},
 		{"a stored version already missing from spec",
-			crd([]string{"v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion add-version crontabs.stable.example.com v1 --from v2 --served=false", "kubectl crdversion migrate crontabs.stable.example.com", apply},
 			false, nil, "v2"},
 		{"conversion None prunes what objects stored at the removed version have",
-			crd([]string{"v1+x", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			nil, true, []string{"v1"}, "v2"},
 		{"the release renames the storage version and drops a field of the stored one: the steps stop before the apply",
-			crd([]string{"v1*+x"}, "v1"), crd([]string{"v2*"}), Rejected,
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion add-version crontabs.stable.example.com v2 --from v1", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com"},
 			true, []string{"v1"}, "v1"},
 		{"a stored version removed and a field removed from the storage version: the steps stop before the apply",
-			crd([]string{"v1+x", "v2*+x"}, "v1", "v2"), crd([]string{"v2*"}), Rejected,
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion migrate crontabs.stable.example.com"}, true, []string{"v1"}, "v2"},
 		{"a field removed from the storage version's schema: accepted, data lost",
-			crd([]string{"v2*+x"}, "v2"), crd([]string{"v2*"}), Accepted, nil, true, nil, "v2"},
+			crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, true, nil, "v2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,11 +111,11 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckNotInstalledAndDryRun(t *testing.T) {
-	p := Check(nil, crd([]string{"v1*"}), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
+	p := Check(nil, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
 	if p.Installed || p.Apply != Accepted || p.Fix != nil {
 		t.Errorf("new CRD: %+v", p)
 	}
-	bad := Check(nil, crd([]string{"v1*", "v2*"}), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
+	bad := Check(nil, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
 	if bad.Apply != Rejected {
 		t.Errorf("two storage versions: %+v", bad)
 	}
@@ -162,8 +140,8 @@ func TestRenderThen(t *testing.T) {
 		live, next *apiextensionsv1.CustomResourceDefinition
 		stops      string
 	}{
-		{crd([]string{"v1+x", "v2*"}, "v1", "v2"), crd([]string{"v2*"}), StopMigrate},
-		{crd([]string{"v1*+x"}, "v1"), crd([]string{"v2*"}), StopApply},
+		{crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), StopMigrate},
+		{crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), StopApply},
 	} {
 		p := Check(next.live, next.next, "release.yaml", release)
 		p.Render(global)

@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
@@ -266,26 +267,6 @@ func TestSchemasNil(t *testing.T) {
 	}
 }
 
-// crd is a CronTab CRD with the given versions ("v1*" is the storage
-// version, "v1-" is not served), conversion None and storedVersions.
-func crd(t *testing.T, versions []string, stored ...string) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	c := &apiextensionsv1.CustomResourceDefinition{}
-	c.Name = "crontabs.stable.example.com"
-	c.Spec.Group = "stable.example.com"
-	c.Spec.Scope = apiextensionsv1.NamespaceScoped
-	c.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}
-	for _, v := range versions {
-		name := strings.TrimRight(v, "*-")
-		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: name, Served: !strings.HasSuffix(v, "-"), Storage: strings.HasSuffix(v, "*"),
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: parse(t, spec("type: object\nproperties:\n  image: {type: string}"))},
-		})
-	}
-	c.Status.StoredVersions = stored
-	return c
-}
-
 func setSchema(t *testing.T, c *apiextensionsv1.CustomResourceDefinition, version, s string) *apiextensionsv1.CustomResourceDefinition {
 	lifecycle.FindVersion(c, version).Schema.OpenAPIV3Schema = parse(t, s)
 	return c
@@ -310,51 +291,51 @@ func TestCRDs(t *testing.T) {
 		old, new      *apiextensionsv1.CustomResourceDefinition
 		forward, back []string
 	}{
-		{"identical", crd(t, []string{"v1", "v2*"}, "v2"), crd(t, []string{"v1", "v2*"}, "v2"), nil, nil},
+		{"identical", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), nil, nil},
 		{"stored version removed",
-			crd(t, []string{"v1", "v2*"}, "v1", "v2"), crd(t, []string{"v2*"}, "v2"),
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
 			[]string{"StoredVersionRemoved error status.storedVersions @v1", "VersionRemoved warning spec.versions @v1"},
 			[]string{"VersionAdded info spec.versions @v1"}},
 		{"storage version removed",
-			crd(t, []string{"v1*", "v2-"}), crd(t, []string{"v2*"}),
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
 			[]string{"StoredVersionRemoved error status.storedVersions @v1", "StorageVersionRemoved error spec.versions @v1", "VersionRemoved warning spec.versions @v1", "VersionServed info spec.versions @v2", "DefaultVersionChanged warning spec.versions @v2"},
 			[]string{"StorageVersionChanged info spec.versions @v1", "VersionUnserved warning spec.versions @v2", "VersionAdded info spec.versions @v1", "DefaultVersionChanged warning spec.versions @v1"}},
 		{"storage version changed",
-			crd(t, []string{"v1*", "v2"}), crd(t, []string{"v1", "v2*"}),
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
 			[]string{"StorageVersionChanged info spec.versions @v2"}, []string{"StorageVersionChanged info spec.versions @v1"}},
 		{"not served version removed",
-			crd(t, []string{"v1-", "v2*"}, "v2"), crd(t, []string{"v2*"}, "v2"),
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
 			[]string{"VersionRemoved info spec.versions @v1"}, []string{"VersionAdded info spec.versions @v1"}},
 		{"version unserved",
-			crd(t, []string{"v1", "v2*"}, "v2"), crd(t, []string{"v1-", "v2*"}, "v2"),
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
 			[]string{"VersionUnserved warning spec.versions @v1"}, []string{"VersionServed info spec.versions @v1"}},
 		{"default version changes",
-			crd(t, []string{"v1*"}, "v1"), crd(t, []string{"v1*", "v2"}, "v1"),
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).Stored("v1").CRD(),
 			[]string{"VersionAdded info spec.versions @v2", "DefaultVersionChanged warning spec.versions @v2"},
 			[]string{"VersionRemoved warning spec.versions @v2", "DefaultVersionChanged warning spec.versions @v1"}},
-		{"scope changed", crd(t, []string{"v1*"}), cluster(crd(t, []string{"v1*"})),
+		{"scope changed", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), cluster(crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()),
 			[]string{"ScopeChanged error spec.scope"}, []string{"ScopeChanged error spec.scope"}},
-		{"kind changed", crd(t, []string{"v1*"}), kind(crd(t, []string{"v1*"})),
+		{"kind changed", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), kind(crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()),
 			[]string{"KindChanged error spec.names.kind"}, []string{"KindChanged error spec.names.kind"}},
-		{"two storage versions", crd(t, []string{"v1*", "v2"}), crd(t, []string{"v1*", "v2*"}),
+		{"two storage versions", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
 			[]string{"StorageVersionCount error spec.versions"}, nil},
 		{"conversion None between differing schemas, new",
-			webhook(setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning)), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning),
+			webhook(setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning)), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning),
 			[]string{"ConversionStrategyChanged info spec.conversion.strategy", "NoneConversionPrunesFields error spec.conversion @v1"},
 			[]string{"ConversionStrategyChanged info spec.conversion.strategy"}},
 		{"conversion None between differing schemas, as before",
-			setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning),
+			setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning),
 			nil, nil},
 		{"conversion None, more fields pruned than before",
-			setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", pruning), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}\n  suspend: {type: boolean}")),
+			setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}\n  suspend: {type: boolean}")),
 			[]string{"FieldAdded info .spec.suspend @v2", "NoneConversionPrunesFields error spec.conversion @v1"},
 			[]string{"FieldRemoved error .spec.suspend @v2"}},
 		{"conversion None, schemas differ without pruning",
-			crd(t, []string{"v1", "v2*"}, "v2"), setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", spec("type: object\nproperties:\n  image: {type: string, default: x}")),
+			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string, default: x}")),
 			[]string{"DefaultAdded info .spec.image @v2", "NoneConversionSchemasDiffer info spec.conversion @v1"},
 			[]string{"DefaultChanged warning .spec.image @v2"}},
 		{"a version's field removed",
-			setSchema(t, crd(t, []string{"v1*"}, "v1"), "v1", pruning), crd(t, []string{"v1*"}, "v1"),
+			setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), "v1", pruning), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(),
 			[]string{"FieldRemoved error .spec.replicas @v1"}, []string{"FieldAdded info .spec.replicas @v1"}},
 	}
 	for _, tc := range cases {
@@ -370,7 +351,7 @@ func TestCRDs(t *testing.T) {
 }
 
 func TestVersions(t *testing.T) {
-	c := setSchema(t, crd(t, []string{"v1", "v2*"}, "v2"), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}"))
+	c := setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}"))
 	got, err := Versions(c, "v2", "v1")
 	if err != nil {
 		t.Fatal(err)

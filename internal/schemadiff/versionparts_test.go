@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 // TestVersionParts: each subresource and the printer columns, removed,
@@ -45,7 +47,7 @@ func TestVersionParts(t *testing.T) {
 
 // TestVersionsReportsVersionParts: diff CRD FROM TO includes them.
 func TestVersionsReportsVersionParts(t *testing.T) {
-	c := crd(t, []string{"v1", "v2*"}, "v2")
+	c := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD()
 	c.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
 	got, err := Versions(c, "v1", "v2")
 	if err != nil {

@@ -145,6 +145,13 @@ func (b *Builder) Annotate(key, value string) *Builder {
 	return b
 }
 
+// NoneConversion sets conversion strategy None explicitly (a CRD without
+// spec.conversion means the same).
+func (b *Builder) NoneConversion() *Builder {
+	b.crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	return b
+}
+
 // Webhook sets Webhook conversion with conv.
 func (b *Builder) Webhook(conv *apiextensionsv1.WebhookConversion) *Builder {
 	b.crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: conv}

@@ -6,6 +6,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
@@ -73,28 +75,8 @@ func TestChooseVersion(t *testing.T) {
 	}
 }
 
-func version(name string, served, storage bool, fields ...string) apiextensionsv1.CustomResourceDefinitionVersion {
-	props := map[string]apiextensionsv1.JSONSchemaProps{}
-	for _, f := range fields {
-		props[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-	}
-	return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: served, Storage: storage,
-		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-			Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: props}}}}}
-}
-
-func crd(strategy apiextensionsv1.ConversionStrategyType, stored []string, versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "stable.example.com",
-			Names:      apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"},
-			Versions:   versions,
-			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: strategy}},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
-	}
-}
-
 func TestNew(t *testing.T) {
-	obj := New(crd(apiextensionsv1.NoneConverter, nil, version("v1", true, true)), "v1")
+	obj := New(crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields()).CRD(), "v1")
 	if obj.APIVersion != "storagemigration.k8s.io/v1" || obj.Kind != "StorageVersionMigration" || obj.GenerateName != "crdversion-crontabs-" ||
 		obj.Name != "" || obj.Spec.Resource != (metav1.GroupResource{Group: "stable.example.com", Resource: "crontabs"}) {
 		t.Errorf("New = %+v", obj)
@@ -108,18 +90,12 @@ func TestPreferredVersionLoss(t *testing.T) {
 		preferred string
 		fields    string
 	}{
-		{"storage is preferred", crd(apiextensionsv1.NoneConverter, []string{"v1", "v2"},
-			version("v1", true, false, "a"), version("v2", true, true, "a", "b")), "", ""},
-		{"preferred lacks a field of the storage version", crd(apiextensionsv1.NoneConverter, []string{"v1"},
-			version("v1", true, true, "a", "b"), version("v2", true, false, "a")), "v2", ".spec.b"},
-		{"preferred lacks fields of a stored version", crd(apiextensionsv1.NoneConverter, []string{"v1beta1", "v1"},
-			version("v1beta1", true, false, "a", "old"), version("v1", true, true, "a"), version("v2", true, false, "a")), "v2", ".spec.old"},
-		{"same schemas", crd(apiextensionsv1.NoneConverter, []string{"v1"},
-			version("v1", true, true, "a"), version("v2", true, false, "a")), "", ""},
-		{"webhook conversion keeps fields", crd(apiextensionsv1.WebhookConverter, []string{"v1"},
-			version("v1", true, true, "a", "b"), version("v2", true, false, "a")), "", ""},
-		{"unserved higher version is not preferred", crd(apiextensionsv1.NoneConverter, []string{"v1"},
-			version("v1", true, true, "a", "b"), version("v2", false, false, "a")), "", ""},
+		{"storage is preferred", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Stored("v1", "v2").CRD(), "", ""},
+		{"preferred lacks a field of the storage version", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "v2", ".spec.b"},
+		{"preferred lacks fields of a stored version", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1beta1", crdtest.Served, crdtest.Fields("a", "old")).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1beta1", "v1").CRD(), "v2", ".spec.old"},
+		{"same schemas", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
+		{"webhook conversion keeps fields", crdtest.New("crontabs.stable.example.com").Webhook(nil).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
+		{"unserved higher version is not preferred", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, f := PreferredVersionLoss(tc.crd)

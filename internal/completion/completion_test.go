@@ -5,22 +5,15 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func crd(name, kind string, stored []string, versions ...apiextensionsv1.CustomResourceDefinitionVersion) apiextensionsv1.CustomResourceDefinition {
-	return apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind}, Versions: versions},
-		Status:     apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
-	}
-}
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
+)
 
 func TestCRDNames(t *testing.T) {
 	crds := []apiextensionsv1.CustomResourceDefinition{
-		crd("widgets.example.com", "Widget", nil),
-		crd("crontabs.stable.example.com", "CronTab", nil),
-		crd("cronjobs.batch.example.com", "CronJob", nil),
+		*crdtest.New("widgets.example.com").CRD(),
+		*crdtest.New("crontabs.stable.example.com").Kind("CronTab").CRD(),
+		*crdtest.New("cronjobs.batch.example.com").Kind("CronJob").CRD(),
 	}
 	for _, tc := range []struct {
 		name, prefix string
@@ -41,12 +34,12 @@ func TestCRDNames(t *testing.T) {
 }
 
 func TestVersions(t *testing.T) {
-	c := crd("crontabs.stable.example.com", "CronTab", []string{"v1beta1", "v1"},
-		apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1beta1", Served: true, Deprecated: true},
-		apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1alpha1"},
-		apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1", Served: true, Storage: true},
-		apiextensionsv1.CustomResourceDefinitionVersion{Name: "v2", Served: true},
-	)
+	c := crdtest.New("crontabs.stable.example.com").Kind("CronTab").
+		Version("v1beta1", crdtest.Served, crdtest.Deprecated).
+		Version("v1alpha1").
+		Version("v1", crdtest.Served, crdtest.Storage).
+		Version("v2", crdtest.Served).
+		Stored("v1beta1", "v1").CRD()
 	for _, tc := range []struct {
 		name, prefix string
 		given        []string
@@ -58,7 +51,7 @@ func TestVersions(t *testing.T) {
 		{"none", "v3", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := strings.Join(Versions(&c, tc.given, tc.prefix), "|"); got != tc.want {
+			if got := strings.Join(Versions(c, tc.given, tc.prefix), "|"); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

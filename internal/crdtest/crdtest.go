@@ -130,6 +130,13 @@ func (b *Builder) Stored(versions ...string) *Builder {
 	return b
 }
 
+// Kind sets the kind (and list kind) when the one New derives from the
+// plural is not it (crontabs: CronTab, not Crontab).
+func (b *Builder) Kind(kind string) *Builder {
+	b.crd.Spec.Names.Kind, b.crd.Spec.Names.ListKind = kind, kind+"List"
+	return b
+}
+
 // ClusterScoped makes the CRD cluster-scoped.
 func (b *Builder) ClusterScoped() *Builder {
 	b.crd.Spec.Scope = apiextensionsv1.ClusterScoped

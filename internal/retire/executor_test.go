@@ -158,11 +158,11 @@ func execute(t *testing.T, f *fakeCluster, opts Options) (*Result, []Event, erro
 }
 
 func s2() *apiextensionsv1.CustomResourceDefinition {
-	return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	return crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
 }
 
 func s4() *apiextensionsv1.CustomResourceDefinition {
-	return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	return crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 }
 
 var all = Options{Migrate: true, CleanManagedFields: true}
@@ -252,7 +252,7 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 		measured bool
 	}{
 		{"clients in use", s2(), func(f *fakeCluster) { f.usage = inUse }, 1, "clients still use stable.example.com/v1 crontabs", true},
-		{"the storage version, from the CRD alone", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), nil, 2, "v1 is the storage version", false},
+		{"the storage version, from the CRD alone", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), nil, 2, "v1 is the storage version", false},
 		{"migration refused by the API server", s2(), func(f *fakeCluster) {
 			f.migrationDryRun = &Migration{Total: 3, Failed: 1, Complete: true, Failures: []ObjectFailure{{Object: "default/s1", Message: "a sealed object cannot be updated"}}}
 		}, 4, "a sealed object cannot be updated", true},

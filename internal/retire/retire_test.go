@@ -41,18 +41,18 @@ func statuses(steps []Step) string {
 
 func TestPlan(t *testing.T) {
 	s3 := func() *apiextensionsv1.CustomResourceDefinition {
-		return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+		return crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	}
-	s2 := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
-	s1 := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD()
+	s2 := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	s1 := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD()
 	s4 := func() *apiextensionsv1.CustomResourceDefinition {
-		return crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+		return crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	}
-	s5 := crdtest.New("crontabs.stable.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
-	s6 := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
-	lost := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
-	hook := crdtest.New("crontabs.stable.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").Webhook(nil).CRD()
-	three := crdtest.New("crontabs.stable.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Version("v3", crdtest.Served).Stored("v2").Webhook(nil).CRD()
+	s5 := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	s6 := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	lost := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	hook := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").Webhook(nil).CRD()
+	three := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Version("v3", crdtest.Served).Stored("v2").Webhook(nil).CRD()
 	inUse := assessed(3)
 	unknown := assessed(0, "10.0.0.2:6443: its /metrics cannot be read: forbidden")
 	stale := &[]ObjectRef{{Namespace: "a", Name: "one"}, {Namespace: "b", Name: "two"}, {Namespace: "c", Name: "three"}, {Namespace: "d", Name: "four"}}
@@ -99,7 +99,7 @@ func TestPlan(t *testing.T) {
 			"1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "refuses the migration's rewrite of 1 of 3 object(s) at v2 (server-side dry run; default/s1: sealed)"},
 		{"S2 with --migrate, the migration's dry run failed", s2, Facts{Usage: notInUse(), StaleManagedFields: none(), Migrate: true, MigrationCheck: &MigrationCheck{Error: "the storage version is not served"}},
 			"1=done 2=to do 3=done 4=blocked 5=done 6=blocked 7=info", 4, "could not go through the objects: the storage version is not served"},
-		{"last served version", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Storage).Stored("v2").CRD(), Facts{Usage: notInUse(), StaleManagedFields: none()},
+		{"last served version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Storage).Stored("v2").CRD(), Facts{Usage: notInUse(), StaleManagedFields: none()},
 			"1=done 2=blocked 3=done 4=done 5=done 6=blocked 7=info", 2, "last served version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestPlanInUseWaysOut(t *testing.T) {
 	if a.Verdict != usage.InUse {
 		t.Fatalf("verdict %s, want InUse", a.Verdict)
 	}
-	s3 := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	s3 := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
 	step := Plan(s3, "v1", Facts{Usage: &a, StaleManagedFields: none()})[0]
 	ev := strings.Join(step.Evidence, "\n")
 	for _, want := range []string{
@@ -174,7 +174,7 @@ func TestPlanInUseWaysOut(t *testing.T) {
 // the newer API. Now step 1 is blocked until --version-order says next
 // is the older, and the commands it prints repeat the order.
 func TestPlanUnorderedVersion(t *testing.T) {
-	c := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("next", crdtest.Served).Stored("v1").CRD()
+	c := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage).Version("next", crdtest.Served).Stored("v1").CRD()
 	steps := Plan(c, "next", Facts{Usage: notInUse(), StaleManagedFields: none()})
 	if first := Next(steps); first == nil || first.Number != 1 || first.Status != Blocked || first.Command != "" ||
 		!strings.Contains(first.Message, "nothing says whether next is older than the storage version v1") || !strings.Contains(first.Message, "--version-order listing next, v1, oldest first") {
@@ -189,7 +189,7 @@ func TestPlanUnorderedVersion(t *testing.T) {
 		t.Errorf("with --version-order, the printed command drops it: %+v", first)
 	}
 	// A Kubernetes-form pair needs no order.
-	if got := statuses(Plan(crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), "v1", Facts{Usage: notInUse(), StaleManagedFields: none()})); !strings.HasPrefix(got, "1=done ") {
+	if got := statuses(Plan(crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), "v1", Facts{Usage: notInUse(), StaleManagedFields: none()})); !strings.HasPrefix(got, "1=done ") {
 		t.Errorf("v1 beside storage v2: %s", got)
 	}
 }

@@ -291,51 +291,51 @@ func TestCRDs(t *testing.T) {
 		old, new      *apiextensionsv1.CustomResourceDefinition
 		forward, back []string
 	}{
-		{"identical", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), nil, nil},
+		{"identical", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), nil, nil},
 		{"stored version removed",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
 			[]string{"StoredVersionRemoved error status.storedVersions @v1", "VersionRemoved warning spec.versions @v1"},
 			[]string{"VersionAdded info spec.versions @v1"}},
 		{"storage version removed",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
 			[]string{"StoredVersionRemoved error status.storedVersions @v1", "StorageVersionRemoved error spec.versions @v1", "VersionRemoved warning spec.versions @v1", "VersionServed info spec.versions @v2", "DefaultVersionChanged warning spec.versions @v2"},
 			[]string{"StorageVersionChanged info spec.versions @v1", "VersionUnserved warning spec.versions @v2", "VersionAdded info spec.versions @v1", "DefaultVersionChanged warning spec.versions @v1"}},
 		{"storage version changed",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
 			[]string{"StorageVersionChanged info spec.versions @v2"}, []string{"StorageVersionChanged info spec.versions @v1"}},
 		{"not served version removed",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
 			[]string{"VersionRemoved info spec.versions @v1"}, []string{"VersionAdded info spec.versions @v1"}},
 		{"version unserved",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(),
 			[]string{"VersionUnserved warning spec.versions @v1"}, []string{"VersionServed info spec.versions @v1"}},
 		{"default version changes",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).Stored("v1").CRD(),
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).Stored("v1").CRD(),
 			[]string{"VersionAdded info spec.versions @v2", "DefaultVersionChanged warning spec.versions @v2"},
 			[]string{"VersionRemoved warning spec.versions @v2", "DefaultVersionChanged warning spec.versions @v1"}},
-		{"scope changed", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), cluster(crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()),
+		{"scope changed", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), cluster(crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()),
 			[]string{"ScopeChanged error spec.scope"}, []string{"ScopeChanged error spec.scope"}},
-		{"kind changed", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), kind(crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()),
+		{"kind changed", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), kind(crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()),
 			[]string{"KindChanged error spec.names.kind"}, []string{"KindChanged error spec.names.kind"}},
-		{"two storage versions", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
+		{"two storage versions", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Fields("image")).CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(),
 			[]string{"StorageVersionCount error spec.versions"}, nil},
 		{"conversion None between differing schemas, new",
-			webhook(setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning)), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning),
+			webhook(setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning)), setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning),
 			[]string{"ConversionStrategyChanged info spec.conversion.strategy", "NoneConversionPrunesFields error spec.conversion @v1"},
 			[]string{"ConversionStrategyChanged info spec.conversion.strategy"}},
 		{"conversion None between differing schemas, as before",
-			setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning),
+			setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning), setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning),
 			nil, nil},
 		{"conversion None, more fields pruned than before",
-			setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}\n  suspend: {type: boolean}")),
+			setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", pruning), setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}\n  suspend: {type: boolean}")),
 			[]string{"FieldAdded info .spec.suspend @v2", "NoneConversionPrunesFields error spec.conversion @v1"},
 			[]string{"FieldRemoved error .spec.suspend @v2"}},
 		{"conversion None, schemas differ without pruning",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string, default: x}")),
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string, default: x}")),
 			[]string{"DefaultAdded info .spec.image @v2", "NoneConversionSchemasDiffer info spec.conversion @v1"},
 			[]string{"DefaultChanged warning .spec.image @v2"}},
 		{"a version's field removed",
-			setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), "v1", pruning), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(),
+			setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), "v1", pruning), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(),
 			[]string{"FieldRemoved error .spec.replicas @v1"}, []string{"FieldAdded info .spec.replicas @v1"}},
 	}
 	for _, tc := range cases {
@@ -351,7 +351,7 @@ func TestCRDs(t *testing.T) {
 }
 
 func TestVersions(t *testing.T) {
-	c := setSchema(t, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}"))
+	c := setSchema(t, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), "v2", spec("type: object\nproperties:\n  image: {type: string}\n  replicas: {type: integer}"))
 	got, err := Versions(c, "v2", "v1")
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func TestVersionParts(t *testing.T) {
 
 // TestVersionsReportsVersionParts: diff CRD FROM TO includes them.
 func TestVersionsReportsVersionParts(t *testing.T) {
-	c := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD()
+	c := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD()
 	c.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
 	got, err := Versions(c, "v1", "v2")
 	if err != nil {

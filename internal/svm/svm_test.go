@@ -76,7 +76,7 @@ func TestChooseVersion(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	obj := New(crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields()).CRD(), "v1")
+	obj := New(crdtest.New("crontabs.stable.example.com").Kind("CronTab").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields()).CRD(), "v1")
 	if obj.APIVersion != "storagemigration.k8s.io/v1" || obj.Kind != "StorageVersionMigration" || obj.GenerateName != "crdversion-crontabs-" ||
 		obj.Name != "" || obj.Spec.Resource != (metav1.GroupResource{Group: "stable.example.com", Resource: "crontabs"}) {
 		t.Errorf("New = %+v", obj)
@@ -90,12 +90,12 @@ func TestPreferredVersionLoss(t *testing.T) {
 		preferred string
 		fields    string
 	}{
-		{"storage is preferred", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Stored("v1", "v2").CRD(), "", ""},
-		{"preferred lacks a field of the storage version", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "v2", ".spec.b"},
-		{"preferred lacks fields of a stored version", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1beta1", crdtest.Served, crdtest.Fields("a", "old")).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1beta1", "v1").CRD(), "v2", ".spec.old"},
-		{"same schemas", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
-		{"webhook conversion keeps fields", crdtest.New("crontabs.stable.example.com").Webhook(nil).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
-		{"unserved higher version is not preferred", crdtest.New("crontabs.stable.example.com").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
+		{"storage is preferred", crdtest.New("crontabs.stable.example.com").Kind("CronTab").NoneConversion().Version("v1", crdtest.Served, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Stored("v1", "v2").CRD(), "", ""},
+		{"preferred lacks a field of the storage version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "v2", ".spec.b"},
+		{"preferred lacks fields of a stored version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").NoneConversion().Version("v1beta1", crdtest.Served, crdtest.Fields("a", "old")).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1beta1", "v1").CRD(), "v2", ".spec.old"},
+		{"same schemas", crdtest.New("crontabs.stable.example.com").Kind("CronTab").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
+		{"webhook conversion keeps fields", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Webhook(nil).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
+		{"unserved higher version is not preferred", crdtest.New("crontabs.stable.example.com").Kind("CronTab").NoneConversion().Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Version("v2", crdtest.Fields("a")).Stored("v1").CRD(), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, f := PreferredVersionLoss(tc.crd)

@@ -56,11 +56,11 @@ func (f *fakeCluster) DryRunCreateCRD(_ context.Context, crd *apiextensionsv1.Cu
 // decides the verdict, a refused request skips the dry run, other errors
 // stop the check; fix steps carry the connection flags.
 func TestChecker(t *testing.T) {
-	live := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD()
+	live := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD()
 	live.Labels = map[string]string{"team": "a", "release": "1"}
-	next := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
+	next := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
 	next.Labels = map[string]string{"release": "2"}
-	other := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
+	other := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
 	other.Name = "gadgets.example.com"
 	docs := []manifest.CRDDoc{{CRD: next, Source: "r.yaml#1"}, {CRD: other, Source: "r.yaml#2"}}
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, live.Name, field.ErrorList{field.Invalid(field.NewPath("status", "storedVersions"), "v1", "missing from spec.versions")})

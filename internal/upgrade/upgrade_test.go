@@ -23,35 +23,35 @@ func TestCheck(t *testing.T) {
 		removed     []string
 		defaultFrom string
 	}{
-		{"nothing removed", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, false, nil, "v2"},
-		{"trimmed storedVersions: accepted", crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, false, nil, "v2"},
+		{"nothing removed", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, false, nil, "v2"},
+		{"trimmed storedVersions: accepted", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, false, nil, "v2"},
 		{"stored version removed, same storage",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion migrate crontabs.stable.example.com", apply}, false, []string{"v1"}, "v2"},
 		{"storage version removed: the release's storage is served and promoted first",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion serve crontabs.stable.example.com v2", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com", apply},
 			false, []string{"v1"}, "v1"},
 		{"the release adds its storage version",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion add-version crontabs.stable.example.com v2 --from v1", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com", apply},
 			false, []string{"v1"}, "v1"},
 		{"a stored version already missing from spec",
-			crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion add-version crontabs.stable.example.com v1 --from v2 --served=false", "kubectl crdversion migrate crontabs.stable.example.com", apply},
 			false, nil, "v2"},
 		{"conversion None prunes what objects stored at the removed version have",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			nil, true, []string{"v1"}, "v2"},
 		{"the release renames the storage version and drops a field of the stored one: the steps stop before the apply",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion add-version crontabs.stable.example.com v2 --from v1", "kubectl crdversion promote-storage crontabs.stable.example.com v2", "kubectl crdversion migrate crontabs.stable.example.com"},
 			true, []string{"v1"}, "v1"},
 		{"a stored version removed and a field removed from the storage version: the steps stop before the apply",
-			crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
 			[]string{"kubectl crdversion migrate crontabs.stable.example.com"}, true, []string{"v1"}, "v2"},
 		{"a field removed from the storage version's schema: accepted, data lost",
-			crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, true, nil, "v2"},
+			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Accepted, nil, true, nil, "v2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,11 +111,11 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckNotInstalledAndDryRun(t *testing.T) {
-	p := Check(nil, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
+	p := Check(nil, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
 	if p.Installed || p.Apply != Accepted || p.Fix != nil {
 		t.Errorf("new CRD: %+v", p)
 	}
-	bad := Check(nil, crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
+	bad := Check(nil, crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), "release.yaml", ApplyCommand([]string{"release.yaml"}, false))
 	if bad.Apply != Rejected {
 		t.Errorf("two storage versions: %+v", bad)
 	}
@@ -140,8 +140,8 @@ func TestRenderThen(t *testing.T) {
 		live, next *apiextensionsv1.CustomResourceDefinition
 		stops      string
 	}{
-		{crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), StopMigrate},
-		{crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), StopApply},
+		{crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), StopMigrate},
+		{crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image", "x")).Stored("v1").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), StopApply},
 	} {
 		p := Check(next.live, next.next, "release.yaml", release)
 		p.Render(global)

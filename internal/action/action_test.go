@@ -11,11 +11,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -75,25 +75,6 @@ func (f *fake) AddStoredVersions(_ context.Context, _ string, versions []string,
 	return out, nil
 }
 
-func crd(webhookService bool) *apiextensionsv1.CustomResourceDefinition {
-	c := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", ResourceVersion: "1"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-				{Name: "v1", Served: true, Storage: true}, {Name: "v2", Served: true},
-			},
-		},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: []string{"v1"}},
-	}
-	if webhookService {
-		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
-			ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "ns", Name: "conv"}, CABundle: []byte("x")},
-			ConversionReviewVersions: []string{"v1"}}}
-	}
-	return c
-}
-
 func TestPromoteStorageOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -103,9 +84,9 @@ func TestPromoteStorageOrder(t *testing.T) {
 	}{
 		// The objects are read at the new version only when the webhook
 		// that converts them can be called.
-		{"None conversion: permissions, then objects", crd(false), false, "access objects@v1->v2"},
-		{"a Service webhook that fails: no object read", crd(true), false, "service"},
-		{"manifest without a cluster: nothing read", crd(false), true, ""},
+		{"None conversion: permissions, then objects", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), false, "access objects@v1->v2"},
+		{"a Service webhook that fails: no object read", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").WebhookService("ns", "conv", []byte("x")).CRD(), false, "service"},
+		{"manifest without a cluster: nothing read", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fake{objects: &cluster.ObjectsCheck{Listed: 2, Validated: 2}}
@@ -146,7 +127,7 @@ func TestSetServedMeasuresOnlyToUnserve(t *testing.T) {
 		{"unserve, skipped", false, true, usage.InUse, "", edit.Warn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := crd(false)
+			in := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD()
 			if tc.served {
 				in.Spec.Versions[1].Served = false
 			}
@@ -172,7 +153,7 @@ func TestSetServedMeasuresOnlyToUnserve(t *testing.T) {
 }
 
 func TestWrite(t *testing.T) {
-	in := crd(false)
+	in := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD()
 	r := edit.SetServed(in, "v2", false)
 	for _, tc := range []struct {
 		name    string

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // Need is one permission: a verb on a resource (group, resource,
@@ -95,18 +97,29 @@ func CleanManagedFields(crd *apiextensionsv1.CustomResourceDefinition) []Need {
 	}
 }
 
-// MissingError is returned when permissions are missing.
+// MissingError is returned when permissions are missing: a refusal whose
+// error line counts them and whose details list them.
 type MissingError struct {
 	Operation, CRD string
 	Missing        []Need
 }
 
-func (e *MissingError) Error() string {
+func (e *MissingError) Error() string { return e.Refusal().Error() }
+
+// Unwrap returns the refusal (errors.As finds a *lifecycle.RefusalError).
+func (e *MissingError) Unwrap() error { return e.Refusal() }
+
+// Refusal is e as a refusal: the missing permissions are its details.
+func (e *MissingError) Refusal() *lifecycle.RefusalError {
 	parts := make([]string, len(e.Missing))
 	for i, n := range e.Missing {
 		parts[i] = n.String()
 	}
-	return fmt.Sprintf("refusing to %s %s, nothing was changed: missing permission(s): %s", e.Operation, e.CRD, strings.Join(parts, "; "))
+	return &lifecycle.RefusalError{Operation: e.Operation, CRD: e.CRD,
+		Reason:       fmt.Sprintf("missing %d permission(s)", len(e.Missing)),
+		WayOut:       "grant them, or run as a user who has them",
+		DetailsTitle: fmt.Sprintf("Missing permission(s) to %s %s", e.Operation, e.CRD),
+		Details:      parts}
 }
 
 // Dedup drops repeated needs (same verb and target), keeping the first.

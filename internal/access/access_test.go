@@ -30,8 +30,11 @@ func TestNeeds(t *testing.T) {
 		t.Error("migrate without a trim needs the status subresource")
 	}
 	e := &MissingError{Operation: "migrate", CRD: "crontabs.stable.example.com", Missing: Migrate(crd, true)[2:]}
-	if !strings.Contains(e.Error(), "nothing was changed: missing permission(s): update customresourcedefinitions/status") {
-		t.Error(e.Error())
+	if got, want := e.Error(), "refusing to migrate crontabs.stable.example.com, nothing was changed: missing 1 permission(s); grant them, or run as a user who has them"; got != want {
+		t.Errorf("error line:\n%s\nwant:\n%s", got, want)
+	}
+	if got := strings.Join(e.Refusal().DetailLines(), "\n"); !strings.Contains(got, "Missing permission(s) to migrate crontabs.stable.example.com:\n  - update customresourcedefinitions/status") {
+		t.Errorf("details:\n%s", got)
 	}
 }
 

@@ -20,7 +20,8 @@ type runner interface {
 	Run(ctx context.Context) error
 }
 
-// runE is a command's RunE: flags to options, validate, run.
+// runE is a command's RunE: flags to options, validate, run. A refusal's
+// details not yet shown go to stderr above its error line.
 func runE[O runner](toOptions func(cmd *cobra.Command, args []string) (O, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		o, err := toOptions(cmd, args)
@@ -30,7 +31,9 @@ func runE[O runner](toOptions func(cmd *cobra.Command, args []string) (O, error)
 		if err := o.Validate(); err != nil {
 			return err
 		}
-		return o.Run(cmd.Context())
+		err = o.Run(cmd.Context())
+		printRefusal(cmd.ErrOrStderr(), err)
+		return err
 	}
 }
 

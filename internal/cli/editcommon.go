@@ -179,10 +179,12 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 		checksOut = o.ErrOut // stdout carries the -o output
 	}
 	if err := lifecycle.CheckVersionOrder(res.Edited, o.VersionOrder); err != nil {
-		return fmt.Errorf("refusing to %s %s, nothing was changed: %w", o.Operation, res.Edited.Name, err)
+		return &lifecycle.RefusalError{Operation: o.Operation, CRD: res.Edited.Name, Reason: "--version-order does not fit the CRD",
+			WayOut: "list its versions, oldest first", DetailsTitle: "--version-order", Details: []string{err.Error()}, Err: err}
 	}
 	view.Checks(checksOut, res.Checks)
 	if err := res.Refused(o.Operation); err != nil {
+		err.Global = o.conn
 		return err
 	}
 	if res.NoOp {
@@ -245,6 +247,7 @@ func (r *editRun) finishFile(res *edit.Result) error {
 	res.Checks = append(res.Checks, action.LiveChecks(r.target, res.Edited)...)
 	view.Checks(o.ErrOut, res.Checks)
 	if err := res.Refused(o.Operation); err != nil {
+		err.Global = o.conn
 		return err
 	}
 	if !res.NoOp {

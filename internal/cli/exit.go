@@ -4,10 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 
 	"github.com/spf13/cobra"
 )
+
+// detailed is an error with lines to print above its short error line: a
+// *lifecycle.RefusalError whose details were not shown, retire's steps
+// taken before a blocked one.
+type detailed interface {
+	error
+	DetailLines() []string
+}
+
+// printRefusal writes the details of a refusal in err, unless they were
+// already shown (the preflight's FAIL lines, retire's plan), so that they
+// appear once, above the short error line kubectl's error handling prints
+// last.
+func printRefusal(w io.Writer, err error) {
+	var d detailed
+	if !errors.As(err, &d) {
+		return
+	}
+	for _, line := range d.DetailLines() {
+		fmt.Fprintln(w, line)
+	}
+}
 
 // FindingsError is what diff, check-upgrade and doctor return, after
 // printing their report, when it holds an error-level finding. Like

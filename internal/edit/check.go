@@ -62,20 +62,27 @@ func (cs Checks) Failed() Checks {
 	return out
 }
 
-// RefusedError is returned when a preflight check failed: nothing was
-// written. Its message is one line naming every failed check.
-type RefusedError struct {
-	Operation string
-	CRD       string
-	Failed    Checks
-}
-
-func (e *RefusedError) Error() string {
-	var msgs []string
-	for _, c := range e.Failed {
-		msgs = append(msgs, c.withDetails(5))
+// refusal is the refusal of operation on crd by the failed checks, whose
+// FAIL lines the preflight's report has printed: the error line names the
+// checks and the first way out, the lines above say the rest.
+func refusal(operation, crd string, failed Checks) *lifecycle.RefusalError {
+	e := &lifecycle.RefusalError{Operation: operation, CRD: crd, Shown: true}
+	names := make([]string, len(failed))
+	for i, c := range failed {
+		names[i] = c.Name
+		e.Details = append(e.Details, c.withDetails(5))
+		if e.Run == nil && len(c.Run) > 0 {
+			e.Run = &c.Run[0]
+		}
 	}
-	return fmt.Sprintf("refusing to %s on %s, nothing was changed: %s", e.Operation, e.CRD, strings.Join(msgs, "; "))
+	if len(failed) == 1 {
+		e.Reason = fmt.Sprintf("the preflight check %s failed", names[0])
+		e.WayOut = "the FAIL line above says how to proceed"
+	} else {
+		e.Reason = fmt.Sprintf("%d preflight checks failed (%s)", len(failed), strings.Join(names, ", "))
+		e.WayOut = "the FAIL lines above say how to proceed"
+	}
+	return e
 }
 
 // withDetails is the message followed by up to limit details.

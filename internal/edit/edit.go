@@ -45,10 +45,12 @@ func (r *Result) RecordStoredVersions(version, message string) {
 	c.Details = []string{"the API server, listing the objects: " + message}
 }
 
-// Refused returns a *RefusedError when a check failed, else nil.
-func (r *Result) Refused(operation string) error {
+// Refused returns a *lifecycle.RefusalError when a check failed, else nil.
+// Its message names the failed checks; their messages are in the preflight
+// report, printed before (and in its Details).
+func (r *Result) Refused(operation string) *lifecycle.RefusalError {
 	if failed := r.Checks.Failed(); len(failed) > 0 {
-		return &RefusedError{Operation: operation, CRD: r.Edited.Name, Failed: failed}
+		return refusal(operation, r.Edited.Name, failed)
 	}
 	return nil
 }

@@ -239,15 +239,22 @@ func TestSetServedAndDeprecate(t *testing.T) {
 	}
 }
 
-func TestRefusedErrorIsOneLine(t *testing.T) {
+// TestRefusalIsOneShortLine: a refused edit's error line names what was
+// refused and the failed check; the check's message and details are in the
+// preflight report printed before it (Shown), and in Details.
+func TestRefusalIsOneShortLine(t *testing.T) {
 	r := PromoteStorage(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b", "c", "d", "e", "f", "g")).Version("v2", crdtest.Served, crdtest.Fields("z")).Stored("v1").CRD(), "v2", false, nil)
 	err := r.Refused("promote-storage")
 	if err == nil {
 		t.Fatal("no refusal")
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "\n") || !strings.Contains(msg, "nothing was changed") || !strings.Contains(msg, "and 3 more") {
-		t.Errorf("refusal message: %q", msg)
+	want := "refusing to promote-storage widgets.example.com, nothing was changed: the preflight check " + CheckNoneConversionPruning + " failed; the FAIL line above says how to proceed"
+	if msg != want {
+		t.Errorf("refusal message:\n%s\nwant:\n%s", msg, want)
+	}
+	if !err.Shown || len(err.Details) != 1 || !strings.Contains(err.Details[0], "and 3 more") {
+		t.Errorf("details: shown %v, %q", err.Shown, err.Details)
 	}
 }
 

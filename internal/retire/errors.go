@@ -17,7 +17,9 @@ func undo(crd, old string, id StepID) []lifecycle.Command {
 	return nil
 }
 
-// BlockedError is returned when a step of retire is blocked.
+// BlockedError is returned when a step of retire is blocked. The step's
+// message is in the plan printed before (and in the report); the error
+// line names the step and the command that unblocks it.
 type BlockedError struct {
 	CRD, Version string
 	Step         Step
@@ -27,15 +29,52 @@ type BlockedError struct {
 }
 
 func (e *BlockedError) Error() string {
-	changed := "nothing was changed"
+	if len(e.Taken) == 0 {
+		return e.Refusal().Error()
+	}
+	msg := fmt.Sprintf("retire %s of %s stopped at step %d, blocked, after taking the steps listed above", e.Version, e.CRD, e.Step.Number)
+	return lifecycle.WithWayOut(msg, wayOut(e.Step.Command), true)
+}
+
+// Unwrap returns the refusal when the run took no step.
+func (e *BlockedError) Unwrap() error {
 	if len(e.Taken) > 0 {
-		changed = "after this run took " + stepList(e.Taken)
+		return nil
 	}
-	msg := fmt.Sprintf("retire %s of %s stopped at step %d (%s), %s: %s", e.Version, e.CRD, e.Step.Number, e.Step.Title, changed, e.Step.Message)
-	if e.Step.Command != "" {
-		msg += "; run: " + e.Step.Command
+	return e.Refusal()
+}
+
+// DetailLines are the steps this run took, with their undo, printed above
+// the error line; a run that took none has the plan above.
+func (e *BlockedError) DetailLines() []string {
+	if len(e.Taken) == 0 {
+		return nil
 	}
-	return msg + undoClause(e.Taken)
+	lines := []string{"This run took:"}
+	for _, s := range e.Taken {
+		line := fmt.Sprintf("  - step %d (%s)", s.Number, s.Title)
+		if s.UndoCommand != "" {
+			line += "; to undo it: " + s.UndoCommand
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// Refusal is e, for a run that took no step, as a refusal: the step's
+// message is its detail, shown in the plan.
+func (e *BlockedError) Refusal() *lifecycle.RefusalError {
+	return &lifecycle.RefusalError{Operation: "retire " + e.Version + " of", CRD: e.CRD,
+		Reason: fmt.Sprintf("it stopped at step %d, which is blocked", e.Step.Number), WayOut: wayOut(e.Step.Command),
+		Details: []string{e.Step.Message}, Shown: true}
+}
+
+// wayOut is the way out "run: command", or a pointer to the plan.
+func wayOut(command string) string {
+	if command == "" {
+		return "the plan above says why"
+	}
+	return "run: " + command
 }
 
 // StepError is returned when a step failed while it was taken (or while

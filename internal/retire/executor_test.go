@@ -280,8 +280,11 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 			}
 			res, events, err := execute(t, f, all)
 			var blocked *BlockedError
-			if !errors.As(err, &blocked) || blocked.Step.Number != tc.step || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
+			if !errors.As(err, &blocked) || blocked.Step.Number != tc.step || !strings.Contains(blocked.Step.Message, tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
 				t.Fatalf("err = %v, want step %d blocked with %q", err, tc.step, tc.want)
+			}
+			if len(err.Error()) > lifecycle.MaxErrorLine {
+				t.Errorf("error line of %d characters: %s", len(err.Error()), err)
 			}
 			if w := f.writes(); len(w) > 0 || f.live.ResourceVersion != "1" {
 				t.Errorf("a blocked run wrote: %v", w)
@@ -304,7 +307,7 @@ func TestRunPermissionRefusalBeforeAnyWrite(t *testing.T) {
 	f.missing = []access.Need{{Verb: "patch", Group: "stable.example.com", Resource: "crontabs", Why: "to rewrite the objects"}}
 	_, _, err := execute(t, f, all)
 	var missing *access.MissingError
-	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "patch crontabs.stable.example.com") {
+	if !errors.As(err, &missing) || !strings.Contains(strings.Join(missing.Refusal().DetailLines(), "\n"), "patch crontabs.stable.example.com") {
 		t.Fatalf("err = %v, want the missing permission", err)
 	}
 	for _, c := range f.calls {
@@ -385,9 +388,13 @@ func TestRunRemovalRefusedAfterTheMigration(t *testing.T) {
 	if !errors.As(err, &blocked) || blocked.Step.ID != Removed {
 		t.Fatalf("err = %v, want step 6 blocked", err)
 	}
-	for _, want := range []string{"policy: versions are never removed", "after this run took step 2 (v1 unserved) and step 4", "to undo step 2 (v1 unserved): kubectl crdversion --context east serve crontabs.stable.example.com v1"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
+	if !strings.Contains(blocked.Step.Message, "policy: versions are never removed") || !strings.Contains(err.Error(), "stopped at step 6, blocked, after taking the steps listed above") {
+		t.Errorf("error %q, step message %q", err, blocked.Step.Message)
+	}
+	details := strings.Join(blocked.DetailLines(), "\n")
+	for _, want := range []string{"step 2 (v1 unserved); to undo it: kubectl crdversion --context east serve crontabs.stable.example.com v1", "step 4 (objects migrated"} {
+		if !strings.Contains(details, want) {
+			t.Errorf("details %q lack %q", details, want)
 		}
 	}
 	if got := f.writes(); !slices.Equal(got, []string{"update", "migrate"}) {

@@ -99,7 +99,8 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 	res.Trim.After = res.Trim.Before
 	n, err := r.Client.CountObjects(ctx, crd, lifecycle.ListVersion(crd), 500)
 	if err != nil {
-		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: its objects cannot be listed, so the controller could not migrate them either: %w", crd.Name, err)
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "its objects cannot be listed, so the controller could not migrate them either",
+			WayOut: "fix what the API server says above", DetailsTitle: "The API server, listing them", Details: []string{err.Error()}, Err: err}
 	}
 	res.Total = int64(n)
 	finish := func() (*migrate.Result, error) {

@@ -82,7 +82,7 @@ func TestFaultPermissionPreflight(t *testing.T) {
 	name := crd.Name
 	before := objectVersions(t, c, crd, "v2")
 
-	refused(t, c, name, []string{"refusing to deprecate", "missing permission(s): update customresourcedefinitions.apiextensions.k8s.io"}, "deprecate", name, "v1", "--as", "perm-reader")
+	refused(t, c, name, []string{"refusing to deprecate " + name + ", nothing was changed: missing 1 permission(s)", "Missing permission(s) to deprecate " + name + ":\n  - update customresourcedefinitions.apiextensions.k8s.io"}, "deprecate", name, "v1", "--as", "perm-reader")
 	refused(t, c, name, []string{"refusing to migrate", "update customresourcedefinitions/status.apiextensions.k8s.io"}, "migrate", name, "--as", "perm-no-status")
 	if after := objectVersions(t, c, crd, "v2"); !maps.Equal(before, after) {
 		t.Error("migrate rewrote objects before finding that it could not trim storedVersions")

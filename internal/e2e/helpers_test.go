@@ -71,7 +71,9 @@ func plugin(t testing.TB, args ...string) result {
 	cmd := cli.NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	cmd.SetArgs(append(args, "--cache-dir", t.TempDir()))
 	err := cmd.ExecuteContext(context.Background())
-	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+	r := result{stdout: out.String(), stderr: errOut.String(), err: err}
+	checkErrorLines(t, r)
+	return r
 }
 
 // binary runs the built plugin binary with args (no kubeconfig added) and
@@ -119,6 +121,7 @@ func executeWithin(t testing.TB, limit time.Duration, path string, env []string,
 		tick.Stop()
 	}
 	r := result{stdout: out.String(), stderr: errOut.String(), maxRSSKiB: hwm}
+	checkErrorLines(t, r)
 	if ps := cmd.ProcessState; ps != nil {
 		r.cpu = ps.UserTime() + ps.SystemTime()
 	}

@@ -54,7 +54,7 @@ func TestManifestMode(t *testing.T) {
 	before, _ := os.ReadFile(file)
 	bad := plugin(t, "unserve", name, "v1beta1", "-f", file, "--in-place")
 	after, _ := os.ReadFile(file)
-	if bad.err == nil || !strings.Contains(bad.err.Error(), "v1beta1 is the storage version") || string(before) != string(after) {
-		t.Errorf("unserving the storage version in a file: %v", bad.err)
+	if bad.err == nil || !strings.Contains(bad.stderr, "v1beta1 is the storage version") || string(before) != string(after) {
+		t.Errorf("unserving the storage version in a file: %v\n%s", bad.err, bad.stderr)
 	}
 }

@@ -185,11 +185,11 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			before := getCRD(t, c, crd.Name).ResourceVersion
 			r := plugin(t, append(args, "--as", status)...)
 			// Refused up front by the permission preflight, or by the API server.
-			said := r.stdout
+			said := r.stdout + r.stderr
 			if r.err != nil {
 				said += r.err.Error()
 			}
-			if r.err == nil || !(apierrors.IsForbidden(r.err) || strings.Contains(said, "missing permission(s)") || strings.Contains(said, "forbidden")) {
+			if r.err == nil || !(apierrors.IsForbidden(r.err) || strings.Contains(said, "Missing permission(s) to ") || strings.Contains(said, "forbidden")) {
 				t.Errorf("%v as %s: err = %v, want a refusal for the missing update right\n%s", args, status, r.err, r.stdout)
 			}
 			if getCRD(t, c, crd.Name).ResourceVersion != before {

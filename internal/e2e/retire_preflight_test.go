@@ -233,9 +233,14 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 		t.Fatalf("retire succeeded although the removal is refused:\n%s", r.stdout)
 	}
 	undo := "kubectl crdversion serve " + name + " v1"
-	for _, want := range []string{"stopped at step 6", neverRemovedMsg, "after this run took step 2 (v1 unserved) and step 4", "to undo step 2 (v1 unserved): " + undo} {
-		if !strings.Contains(r.err.Error(), want) {
-			t.Errorf("error %q lacks %q", r.err, want)
+	// The error line says where it stopped; the log above it (stderr, as
+	// stdout carries the report) why, and the steps taken with their undo.
+	if !strings.Contains(r.err.Error(), "stopped at step 6, blocked, after taking the steps listed above") {
+		t.Errorf("error %q", r.err)
+	}
+	for _, want := range []string{neverRemovedMsg, "This run took:\n  - step 2 (v1 unserved); to undo it: " + undo + "\n  - step 4 ("} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
 	var rep struct {

@@ -337,7 +337,7 @@ func TestUnservePermissionsFirst(t *testing.T) {
 	bindUser(t, c, "unserve-read-only",
 		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}},
 		rbacv1.PolicyRule{APIGroups: []string{crd.Spec.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list"}})
-	r := refused(t, c, crd.Name, []string{"refusing to unserve " + crd.Name + ", nothing was changed: missing permission(s): update customresourcedefinitions.apiextensions.k8s.io", "get /metrics"},
+	r := refused(t, c, crd.Name, []string{"refusing to unserve " + crd.Name + ", nothing was changed: missing 2 permission(s)", "Missing permission(s) to unserve " + crd.Name + ":\n  - update customresourcedefinitions.apiextensions.k8s.io", "  - get /metrics"},
 		"unserve", crd.Name, "v1", "--as", "unserve-read-only")
 	if strings.Contains(r.stderr, "Measuring the client usage") {
 		t.Errorf("unserve measured (a 15s window) before asking for the permissions:\n%s", r.stderr)

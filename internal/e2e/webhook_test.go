@@ -172,8 +172,8 @@ func TestWebhookConversion(t *testing.T) {
 	// update through it, through the API server, which calls the failing
 	// webhook.
 	r := refused(t, c, name, []string{"2 of 2 object(s) cannot be read at v2", "team-a/crontab-0: ", "Kind=CronTab failed: conversion disabled by the test"}, "promote-storage", name, "v2")
-	if strings.Contains(r.err.Error(), "refused at v2") {
-		t.Errorf("an object that cannot be read at v2 is also reported as refused: %v", r.err)
+	if strings.Contains(r.stdout, "refused at v2") {
+		t.Errorf("an object that cannot be read at v2 is also reported as refused:\n%s", r.stdout)
 	}
 
 	hook.failing.Store(false)

@@ -59,9 +59,14 @@ func TestKubectlConventions(t *testing.T) {
 	}
 }
 
-// checkHelp: a short help without a trailing period; a long description;
-// examples in blocks that each start with a # comment line and run this
-// command as `kubectl crdversion …`.
+// maxLong is the longest long description, about 25 lines as written:
+// what the command does, its guarantees and the docs/ page that says the
+// rest, as kubectl's longest help texts do.
+const maxLong = 1600
+
+// checkHelp: a short help without a trailing period; a long description of
+// at most maxLong characters; examples in blocks that each start with a #
+// comment line and run this command as `kubectl crdversion …`.
 func checkHelp(c *cobra.Command) []error {
 	var errs []error
 	path := c.CommandPath()
@@ -70,6 +75,9 @@ func checkHelp(c *cobra.Command) []error {
 	}
 	if c.Long == "" || c.Example == "" {
 		return append(errs, fmt.Errorf("%s: no long description or no examples", path))
+	}
+	if len(c.Long) > maxLong {
+		errs = append(errs, fmt.Errorf("%s: long description of %d characters (at most %d): keep a paragraph and move the rest to docs/", path, len(c.Long), maxLong))
 	}
 	for _, block := range strings.Split(c.Example, "\n"+templates.Indentation+"\n") {
 		lines := strings.Split(strings.TrimSpace(block), "\n")
@@ -290,6 +298,7 @@ func TestConventionChecksFail(t *testing.T) {
 	}{
 		{"trailing period", func(c *cobra.Command) { c.Short = "Remove a version." }, checkHelp, "ends with a period"},
 		{"no examples", func(c *cobra.Command) { c.Example = "" }, checkHelp, "no long description or no examples"},
+		{"long help", func(c *cobra.Command) { c.Long = strings.Repeat("Remove a version. ", 100) }, checkHelp, "move the rest to docs/"},
 		{"example without comment", func(c *cobra.Command) {
 			c.Example = templates.Examples("kubectl crdversion retire a v1")
 		}, checkHelp, "does not start with a # comment"},

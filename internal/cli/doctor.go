@@ -27,36 +27,15 @@ var doctorLong = templates.LongDesc(`
 	Check the health of CustomResourceDefinitions across the cluster.
 
 	For each CRD (those named, or every CRD with --all): its lifecycle state
-	and the findings of status, and beyond them: every list of its objects
-	that the API server cannot answer, with the objects that break it (for
-	example objects stored at a version no longer in spec.versions, which the
-	API server answers with "request to convert CR from an invalid
-	group/version", or an object that the conversion webhook cannot convert
-	to one served version), a conversion webhook that does not answer (a URL
-	is sent a ConversionReview; a Service must exist, expose the webhook's
-	port with a ready endpoint and, when an endpoint is reachable from this
-	client, serve a certificate the caBundle verifies and convert),
-	status.storedVersions entries ready to trim (no object left that could be
-	stored at them), and, per served version that is deprecated or older
-	than the storage version, whether clients still use it and who: from every API server instance's /metrics (or
-	--prometheus-url / --prometheus-service), the objects' managedFields and
-	--audit-log files, with the sources each verdict rests on.
-
-	Cost: one CRD list, then per CRD a metadata-only object list (pages of
-	--chunk-size); one more per other served version when the first fails,
-	or when it lists objects that a conversion webhook converts; when the API
-	server's answer to a failed list does not name the objects that break
-	it, one list of their names and one read per object (at most 1000); two
-	reads for a Service-referenced webhook; when a CRD has a deprecated or
-	old served version, one list of the identity leases and of the kubernetes
-	Service's EndpointSlices and one read of each instance's /metrics (two,
-	--usage-window apart, for all CRDs at once; or Prometheus queries), and
-	one more metadata-only list of its objects for their managedFields. The
-	output states how many API requests were made. On a terminal, a long
-	list shows its progress on stderr.
+	and the findings of status, and beyond them every list of its objects
+	that the API server cannot answer (with the objects that break it), a
+	conversion webhook that does not answer, status.storedVersions entries
+	ready to trim, and, per deprecated or old served version, whether clients
+	still use it and who. The output states how many API requests were
+	made.
 
 	Exit codes: 0 no error-level finding, 1 error-level findings, 2 the check
-	failed.`)
+	failed. See docs/doctor.md for each check and its cost.`)
 
 var doctorExample = templates.Examples(`
 	# Check every CRD of the cluster

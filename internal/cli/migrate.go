@@ -24,62 +24,23 @@ import (
 
 var migrateLong = templates.LongDesc(`
 	Rewrite every stored object of a CustomResourceDefinition at its storage
-	version, then trim status.storedVersions to that version.
+	version, then trim status.storedVersions to that version, so that an old
+	version can leave spec.versions.
 
-	Changing the storage version rewrites nothing: each object stays encoded
-	at the version it was last written at, and the old version cannot leave
-	spec.versions while status.storedVersions lists it. migrate lists the
-	objects (metadata only, --chunk-size per page) and sends each a no-op
-	merge patch pinned to its uid and resourceVersion, through the storage
-	version: the API server re-encodes the object when it was stored at
-	another version and skips the write when it was not. The patch can never
-	create an object or overwrite another writer's change.
+	Each object is sent a no-op merge patch through the storage version,
+	pinned to its uid and resourceVersion: it never creates an object or
+	overwrites another writer's change. Before writing, migrate measures what
+	the rewrite would lose (every object read at its stored version and
+	dry-run written through the storage version) and refuses, changing
+	nothing, unless --allow-pruning; it also refuses to run before
+	promote-storage. storedVersions is trimmed only after a complete pass in
+	which no object failed; the exit code is 1 when one failed or a trim that
+	was due did not happen. --checkpoint FILE makes a run resumable;
+	--engine=server lets the kube-controller-manager rewrite the objects
+	(a StorageVersionMigration).
 
-	Outcomes per object: rewritten, already current, conflict (written by
-	someone else meanwhile, so current), deleted (never re-created), failed
-	(with the API server's message). storedVersions is trimmed only after a
-	complete pass with no failure, when the storage version is still the one
-	the run started with; the write goes to the status subresource, pinned
-	to the resourceVersion just read, and the answer is checked. Otherwise
-	nothing is trimmed and the output says why. The exit code is 1 when any
-	object failed or a trim that was due did not happen.
-
-	migrate refuses to run while a newer served version waits to become the
-	storage version and storedVersions lists only the current one: such a run
-	rewrites every object at the old version and retires nothing. Run
-	promote-storage first (or pass --no-trim to rewrite anyway).
-
-	Before writing, it measures what the rewrite would lose: every object is
-	read at each served version in status.storedVersions other than the
-	storage version (at the storage version when there is none) and sent the
-	run's own no-op update through the storage version as a server-side dry
-	run; a field present in the first and absent from the second is data the
-	migration would drop (pruning, conversion or UPDATE admission). migrate
-	then refuses, naming the objects and fields, unless --allow-pruning. With
-	a conversion webhook, objects stored at a version that is not served
-	cannot be measured: migrate refuses until it is served. Under conversion
-	None, fields that the schemas predict lost and no read shows (a stored
-	version's schema that lost them after objects were written) are looked
-	for in each object's metadata.managedFields: one that records such a
-	field refuses the migration; when every object was read and none does,
-	it runs. --dry-run=client applies every refusal that needs no write and
-	says the loss was not measured.
-
-	--checkpoint FILE records progress after each page; a re-run with the same
-	file resumes there. Without it, a re-run starts over, and objects already
-	current cost one no-op request each and are not written.
-
-	--engine=server delegates the rewrite to the cluster: migrate creates a
-	StorageVersionMigration (storagemigration.k8s.io) for the CRD's resource
-	and follows its conditions (Running, Succeeded, Failed) with a watch,
-	while the kube-controller-manager's storage version migrator rewrites
-	the objects. The same preflights run first. After it succeeded, the
-	controller trims storedVersions itself (Kubernetes 1.37) when the CRD's
-	spec did not change meanwhile; when it did not trim, migrate trims with
-	the same guard as the client engine. The output says who trimmed. A
-	failed migration trims nothing and exits 1 with the controller's message.
-	The controller reports no per-object outcomes; the total is the number of
-	objects counted before the migration.`)
+	See docs/migrate.md for the outcomes per object, the refusals, the trim
+	guard and the server engine.`)
 
 var migrateExample = templates.Examples(`
 	# Migrate every CronTab to the storage version and trim storedVersions

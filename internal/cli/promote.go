@@ -24,26 +24,15 @@ var promoteLong = templates.LongDesc(`
 	run kubectl crdversion migrate next.
 
 	Preflight: the version exists and is served; every existing object can be
-	read at it (the API server converts each one, so a failing conversion
-	webhook is caught) and at the current storage version, and no field read at
-	the current version is missing at the new one (the API server prunes on
-	read: the objects and paths that would lose data are named; --allow-pruning
-	accepts the loss); every object (or --sample of them) is sent the no-op
-	update that migrate will send through the new version, as a server-side
-	dry run, so that its schema, CEL transition rules and UPDATE admission
-	answer, and is then dry-run created at the new version under a generated
-	name (the whole schema, without the ratcheting an update gets). With a
-	conversion webhook, the round trip is checked too: the dry-run update is
-	stored at the current version and read back, and every field of the
-	object read at the new version must come back; with
-	conversion strategy None, the schemas do not prune each other's fields.
-	The objects are checked 16 at a time, with a progress bar on a terminal.
-	Missing permissions (list, get, patch and create on the objects) are
-	refused as such. With a
-	conversion webhook behind a Service, first the checks of add-version: the
-	caBundle, the Service and its port, a ready endpoint, and (when reachable
-	from this client) the serving certificate and a sample conversion. Failures
-	name the objects and quote the API server.`)
+	read at it and keeps every field there (the objects and paths that would
+	lose data are named; --allow-pruning accepts the loss); every object (or
+	--sample of them) passes, as server-side dry runs, the no-op update that
+	migrate will send through the new version and a create at it; a conversion
+	webhook's round trip brings every field back, and one behind a Service
+	passes the checks of add-version. Nothing is written when a check fails.
+
+	See docs/lifecycle.md for each check of the preflight, and
+	docs/troubleshooting.md for what a refusal means.`)
 
 var promoteExample = templates.Examples(`
 	# Make v2 the storage version

@@ -27,44 +27,24 @@ import (
 var retireLong = templates.LongDesc(`
 	Retire an old version of a CustomResourceDefinition: take, in order, the
 	steps of the Kubernetes task page "Versions in CustomResourceDefinitions"
-	for removing it, each after its preflight:
+	for removing it, each after its preflight: 1. clients moved off the
+	version (no request, watch or write seen during --usage-window); 2. the
+	version unserved; 3. another version the storage version; 4. every object
+	rewritten at the storage version and status.storedVersions trimmed
+	(--migrate); 5. no managedFields entry naming the version
+	(--clean-managed-fields); 6. the version removed from spec.versions;
+	7. what the conversion can drop now.
 
-	1. clients moved off the version: no request to it during --usage-window
-	   and no watch open on it, counted on every API server instance (each
-	   one's /metrics, read twice --usage-window apart, or the history of
-	   --prometheus-url / --prometheus-service), no write through it in the
-	   objects' managedFields and, with --audit-log, no client of it in the
-	   audit logs; an instance or a source that could not be read makes the
-	   verdict unknown, which blocks (the tool sends no request to the
-	   version itself);
-	2. the version is unserved;
-	3. another version is the storage version;
-	4. every object was rewritten at the storage version and
-	   status.storedVersions no longer lists the version (--migrate runs the
-	   migration and its guarded trim);
-	5. no object's managedFields names the version (--clean-managed-fields
-	   rewrites such entries; otherwise server-side apply on those objects
-	   fails once the version is gone);
-	6. the version is removed from spec.versions;
-	7. what the conversion webhook and strategy can drop now.
+	retire plans every step, measures client usage, checks its permissions
+	and asks the API server, with server-side dry runs, whether it accepts
+	each write. When a step is blocked it prints the plan and the command that
+	unblocks it and changes nothing; otherwise it takes the steps in order,
+	planning again after each. Every step is idempotent: a re-run resumes at
+	the first step not done. --dry-run=client prints the plan; --dry-run=server
+	also shows the API server's answers.
 
-	retire first plans every step from the CRD alone; then it measures what
-	the other steps need (client usage, the objects' managedFields), checks
-	its permissions, and asks the API server with server-side dry runs
-	whether it accepts each write of the plan: the unserve, the removal and,
-	with --migrate, the migration's rewrite of every object. When a step is
-	blocked it prints the plan and the command that unblocks it and changes
-	nothing. Otherwise it takes the steps in order, planning again (and
-	asking again) after each. While objects are still stored at the version,
-	the API server answers for the removal in full only once the migration
-	has trimmed status.storedVersions; retire asks again then. A run that
-	stops after taking steps names them and the command that undoes them.
-	Every step is idempotent: after an interruption, a re-run resumes at the
-	first step not done. --dry-run=client prints the plan;
-	--dry-run=server also sends the dry runs and shows the answers.
-
-	Metrics are per API server instance: with several instances, requests
-	served by the others are not seen, and the output says so.`)
+	See docs/retire.md for each step, and docs/usage.md for the client-usage
+	check and its sources.`)
 
 var retireExample = templates.Examples(`
 	# See the plan: each step done, to do or blocked, and why

@@ -368,7 +368,7 @@ func TestInterrupted(t *testing.T) {
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
 	urlErr := &url.Error{Op: "Get", URL: "https://example", Err: context.Canceled}
-	if got := Interrupted(canceled, urlErr); got == nil || !strings.HasPrefix(got.Error(), "interrupted: ") {
+	if got := Interrupted(canceled, urlErr); got == nil || !strings.HasPrefix(got.Error(), "interrupted: ") || len("error: "+got.Error()) > 200 {
 		t.Errorf("cancelled: %v", got)
 	}
 	if got := Interrupted(context.Background(), urlErr); got != urlErr {

@@ -85,7 +85,7 @@ func Interrupted(ctx context.Context, err error) error {
 	}
 	var urlErr *url.Error
 	if err == context.Canceled || errors.As(err, &urlErr) && urlErr.Err == context.Canceled {
-		return fmt.Errorf("interrupted: the command stopped before it finished; nothing is written before a preflight passes, so an interrupted preflight changed nothing (what a migration wrote is in its report above); re-run it to finish")
+		return fmt.Errorf("interrupted: an interrupted preflight changed nothing (what a migration wrote is in its report above); re-run the command to finish")
 	}
 	// An error that says more (the steps retire took, say) keeps it.
 	return fmt.Errorf("interrupted: %w", err)

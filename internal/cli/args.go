@@ -32,7 +32,7 @@ func checkVersionNames(what string, names ...string) error {
 		if what != "" {
 			what += " "
 		}
-		return fmt.Errorf("%s%q is not a valid version name: Kubernetes requires a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit, at most 63 characters; e.g. v1, v2beta1)", what, name)
+		return fmt.Errorf("%s%q is not a valid version name: a DNS-1035 label is lower-case letters, digits and '-', starts with a letter, ends with one or a digit (v1, v2beta1)", what, name)
 	}
 	return nil
 }

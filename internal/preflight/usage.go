@@ -53,7 +53,7 @@ func (u UsageConfig) Validate() error {
 	case u.Window < 0:
 		return fmt.Errorf("--usage-window must not be negative, got %s", u.Window)
 	case !u.Skip && u.Window > MaxMetricsWindow && u.PrometheusURL == "" && u.PrometheusService == "":
-		return fmt.Errorf("--usage-window %s without --prometheus-url or --prometheus-service would wait %s between two reads of every API server's /metrics; give a Prometheus source for windows over %s, or a shorter window", u.Window, u.Window, MaxMetricsWindow)
+		return fmt.Errorf("--usage-window %s would wait that long between two reads of each API server's /metrics; over %s, give --prometheus-url or --prometheus-service", u.Window, MaxMetricsWindow)
 	case u.PrometheusURL != "" && u.PrometheusService != "":
 		return errors.New("give --prometheus-url or --prometheus-service, not both")
 	}

@@ -80,7 +80,7 @@ func TestUsageConfigValidate(t *testing.T) {
 		{UsageConfig{Window: -time.Second}, "--usage-window must not be negative, got -1s"},
 		// Without Prometheus a window is waited out: a week would hang the
 		// command for a week (found by trying --usage-window 7d).
-		{UsageConfig{Window: 7 * 24 * time.Hour}, "--usage-window 168h0m0s without --prometheus-url or --prometheus-service would wait 168h0m0s"},
+		{UsageConfig{Window: 7 * 24 * time.Hour}, "--usage-window 168h0m0s would wait that long between two reads of each API server's /metrics; over 30m0s, give --prometheus-url or --prometheus-service"},
 		{UsageConfig{Window: MaxMetricsWindow}, ""},
 		{UsageConfig{Window: 7 * 24 * time.Hour, Skip: true}, ""},
 		{UsageConfig{Window: 7 * 24 * time.Hour, PrometheusURL: "http://prometheus:9090"}, ""},

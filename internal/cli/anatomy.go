@@ -49,11 +49,22 @@ func printerFunc(pf *genericclioptions.PrintFlags, command string, human printer
 	case "name":
 		return nil, fmt.Errorf("-o name is not supported by %s: it prints a report, not objects; use -o json, -o yaml or -o jsonpath", command)
 	}
-	p, err := pf.ToPrinter()
+	p, err := toPrinter(pf)
 	if err != nil {
 		return nil, err
 	}
 	return p.PrintObj, nil
+}
+
+// toPrinter is pf.ToPrinter with a short error for an unknown format:
+// cli-runtime's lists all eleven formats in one line of 230 characters; the
+// -o flag's help lists them too.
+func toPrinter(pf *genericclioptions.PrintFlags) (printers.ResourcePrinter, error) {
+	p, err := pf.ToPrinter()
+	if genericclioptions.IsNoCompatiblePrinterError(err) {
+		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q: use json, yaml, jsonpath or go-template (all formats: -o in --help)", *pf.OutputFormat)
+	}
+	return p, err
 }
 
 // humanPrinter wraps a human view of the report type T as a printer

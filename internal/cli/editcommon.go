@@ -110,7 +110,7 @@ func (fl *EditFlags) toOptions(f cmdutil.Factory, cmd *cobra.Command, args []str
 	}
 	cmdutil.PrintFlagsWithDryRunStrategy(fl.PrintFlags, o.DryRun)
 	if o.OutputSet {
-		if o.printer, err = fl.PrintFlags.ToPrinter(); err != nil {
+		if o.printer, err = toPrinter(fl.PrintFlags); err != nil {
 			return nil, err
 		}
 	}

@@ -103,7 +103,7 @@ func runHelp(cmd *cobra.Command, _ []string) { _ = cmd.Help() }
 // ignored. The kubeconfig's namespace is no flag and is not refused.
 func noNamespace(cmd *cobra.Command) error {
 	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
-		return usageErrorf(cmd, "-n/--namespace does not apply: a CustomResourceDefinition is cluster-scoped and %s covers its objects in every namespace", cmd.CommandPath())
+		return usageErrorf(cmd, "-n/--namespace does not apply: a CRD is cluster-scoped, and %s covers its objects in every namespace", cmd.CommandPath())
 	}
 	return nil
 }

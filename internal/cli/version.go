@@ -32,7 +32,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 				_, err := fmt.Fprintf(streams.Out, "kubectl-crdversion %s (commit %s, %s, %s)\n", info.Version, info.Commit, info.GoVersion, info.Platform)
 				return err
 			}
-			p, err := printFlags.ToPrinter()
+			p, err := toPrinter(printFlags)
 			if err != nil {
 				return err
 			}

@@ -125,7 +125,11 @@ func (f *File) FindCRD(name string) (int, *apiextensionsv1.CustomResourceDefinit
 	case len(matches) > 1:
 		var where []string
 		for _, m := range matches {
-			where = append(where, fmt.Sprintf("%s in document %d", all[m].Name, index[m]+1))
+			if all[m].Name == name {
+				where = append(where, fmt.Sprintf("document %d", index[m]+1))
+			} else {
+				where = append(where, fmt.Sprintf("%s in document %d", all[m].Name, index[m]+1))
+			}
 		}
 		return -1, nil, fmt.Errorf("%s matches more than one document (%s); when applied, the last would win", name, strings.Join(where, ", "))
 	}

@@ -57,6 +57,9 @@ func ReadCRDsOf(paths []string, recursive bool) ([]CRDDoc, error) {
 			for _, d := range docs {
 				d.Source = f + d.Source
 				if prev, ok := seen[d.CRD.Name]; ok {
+					if doc, same := strings.CutPrefix(prev, f+"#"); same {
+						prev = "document " + doc // of the same file
+					}
 					return nil, fmt.Errorf("%s: CustomResourceDefinition %s is also in %s; when applied, the last would win", d.Source, d.CRD.Name, prev)
 				}
 				seen[d.CRD.Name] = d.Source

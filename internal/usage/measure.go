@@ -92,7 +92,11 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 	var logs []*auditlog.Summary
 	for _, path := range src.AuditLogs {
 		s, err := auditlog.ReadFile(path, targets, IsSelfUserAgent)
-		if err != nil {
+		var notLog *auditlog.NotAuditLogError
+		switch {
+		case errors.As(err, &notLog):
+			return nil, fmt.Errorf("--audit-log %w", err) // it names the file and says what it is not
+		case err != nil:
 			return nil, fmt.Errorf("reading the audit log: %w", err)
 		}
 		logs = append(logs, s)

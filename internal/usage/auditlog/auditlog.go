@@ -91,7 +91,11 @@ type NotAuditLogError struct {
 }
 
 func (e *NotAuditLogError) Error() string {
-	return fmt.Sprintf("%s is not an audit log (JSON lines of audit.k8s.io/v1 Events): line %d: %q", e.Name, e.Line, e.Sample)
+	sample := e.Sample
+	if len(sample) > 32 {
+		sample = sample[:32] + "…"
+	}
+	return fmt.Sprintf("%s is not an audit log (JSON lines, audit.k8s.io/v1): line %d: %q", e.Name, e.Line, sample)
 }
 
 // IsSelf tells this tool's own requests by user agent; they are counted in

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -242,6 +243,11 @@ func (r *run) measure(ctx context.Context) error {
 	}
 	if v != nil && !v.Storage && r.facts.StaleManagedFields == nil {
 		stale, err := r.e.Cluster.StaleManagedFields(ctx, r.crd, r.old)
+		if apierrors.IsForbidden(err) {
+			return &lifecycle.RefusalError{Operation: "retire " + r.old + " of", CRD: r.crd.Name,
+				Reason: "listing its objects to check their managedFields is forbidden", WayOut: "grant list on " + r.crd.Spec.Names.Plural + "." + r.crd.Spec.Group,
+				DetailsTitle: "The API server", Details: []string{err.Error()}, Err: err}
+		}
 		if err != nil {
 			return fmt.Errorf("listing %s to check their managedFields: %w", r.crd.Spec.Names.Plural, err)
 		}

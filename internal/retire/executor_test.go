@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
@@ -26,6 +28,8 @@ type fakeCluster struct {
 
 	usage *usage.Assessment
 	stale []ObjectRef
+	// staleErr answers the list of the objects' managedFields.
+	staleErr error
 	// missing are the permissions the user lacks.
 	missing []access.Need
 	// refuse, when set, answers a CRD write (dry run or not) with an error.
@@ -107,7 +111,7 @@ func (f *fakeCluster) ClientUsage(context.Context, *apiextensionsv1.CustomResour
 
 func (f *fakeCluster) StaleManagedFields(context.Context, *apiextensionsv1.CustomResourceDefinition, string) ([]ObjectRef, error) {
 	f.log("list managedFields")
-	return slices.Clone(f.stale), nil
+	return slices.Clone(f.stale), f.staleErr
 }
 
 func (f *fakeCluster) CleanManagedFields(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, objs []ObjectRef) (*ManagedFieldsCleanup, error) {
@@ -299,6 +303,25 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 				t.Errorf("the plan was not reported last: %v", events[len(events)-1].Kind)
 			}
 		})
+	}
+}
+
+// TestRunForbiddenListIsARefusal: a managedFields list the API server
+// forbids refuses the run before any write, with a short error line and the
+// API server's answer as its detail.
+func TestRunForbiddenListIsARefusal(t *testing.T) {
+	f := newFake(s2())
+	f.staleErr = apierrors.NewForbidden(schema.GroupResource{Group: "stable.example.com", Resource: "crontabs"}, "", errors.New(`User "bob" cannot list resource "crontabs"`))
+	_, _, err := execute(t, f, all)
+	var refused *lifecycle.RefusalError
+	if !errors.As(err, &refused) || !apierrors.IsForbidden(err) || !strings.Contains(strings.Join(refused.DetailLines(), "\n"), `User "bob" cannot list`) {
+		t.Fatalf("err = %v, want a refusal with the API server's answer", err)
+	}
+	if want := "refusing to retire v1 of crontabs.stable.example.com, nothing was changed: listing its objects to check their managedFields is forbidden; grant list on crontabs.stable.example.com"; err.Error() != want {
+		t.Errorf("error line:\n%s\nwant:\n%s", err, want)
+	}
+	if w := f.writes(); len(w) > 0 {
+		t.Errorf("wrote: %v", w)
 	}
 }
 

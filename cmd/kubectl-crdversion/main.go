@@ -17,6 +17,7 @@ import (
 )
 
 func main() {
+	cli.QuietClientLogs()
 	cmd := cli.NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	// SIGINT/SIGTERM cancel the context: a migration stops after the writes
 	// in flight and keeps its checkpoint.

@@ -73,7 +73,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	configFlags.AddFlags(cmd.PersistentFlags())
 	klogFlags := addKlogVerbosity(cmd)
 	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		quietClientLogs(cmd, klogFlags)
+		showClientLogsWithV(cmd, klogFlags)
 		return noNamespace(cmd)
 	}
 
@@ -108,17 +108,26 @@ func noNamespace(cmd *cobra.Command) error {
 	return nil
 }
 
-// quietClientLogs keeps client-go's own log lines (discovery retries and the
-// like) off stderr unless -v was given, so that a failure is reported as the
-// one error line the command returns.
-func quietClientLogs(cmd *cobra.Command, klogFlags *goflag.FlagSet) {
-	if f := cmd.Flags().Lookup("v"); f != nil && f.Changed {
-		return
-	}
+// QuietClientLogs keeps client-go's own log lines (discovery retries and
+// the like) off stderr, so that a failure is reported as the one error line
+// the command returns. klog's state is global to the process: call it once,
+// before running a command tree (main does), not per command tree; -v turns
+// the lines back on for the run that gives it.
+func QuietClientLogs() {
+	fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(fs)
 	// Errors would still reach stderr through klog's stderr threshold.
-	_ = klogFlags.Set("logtostderr", "false")
-	_ = klogFlags.Set("stderrthreshold", "FATAL")
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
+}
+
+// showClientLogsWithV sends klog's lines to stderr again, as klog does by
+// default, when -v was given; otherwise it changes nothing.
+func showClientLogsWithV(cmd *cobra.Command, klogFlags *goflag.FlagSet) {
+	if f := cmd.Flags().Lookup("v"); f != nil && f.Changed {
+		_ = klogFlags.Set("logtostderr", "true")
+	}
 }
 
 // addKlogVerbosity exposes klog's -v (log level) and nothing else of klog.

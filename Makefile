@@ -52,9 +52,12 @@ unit:
 	go vet ./...
 	go test -count=1 ./...
 
-## integration: go vet and the integration tests of internal/e2e (a real kube-apiserver in-process); vets the sandbox
+## integration: go vet and the integration tests of internal/e2e (a real kube-apiserver in-process); vets the sandbox;
+## prints the 20 slowest tests at the end (.ci/slowest.go; the whole go test -json stream is in bin/e2e.json)
 integration:
-	cd internal/e2e && go vet ./... && go test -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./...
+	@mkdir -p $(BIN)
+	cd internal/e2e && go vet ./... && set -o pipefail && go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./... \
+		| tee $(BIN)/e2e.json | go run $(CURDIR)/.ci/slowest.go
 	cd cmd/crdversion-sandbox && go vet ./...
 
 ## docs: regenerate the command reference in docs/commands from the command tree

@@ -171,28 +171,35 @@ func TestUsageAuditLogNamedByCommands(t *testing.T) {
 	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Update(context.Background(), crd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// A minute's history from Prometheus (no waiting) and the audit logs,
-	// which span it; the client stopped before the commands run.
-	window := time.Minute
-	waitAuditCovers(t, window)
-	waitPrometheusCovers(t, window)
+	// History from Prometheus (no waiting) and the audit logs, which span
+	// a minute before the client's LIST; the client stopped before the
+	// commands run.
+	waitAuditCovers(t, time.Minute)
+	waitPrometheusCovers(t, time.Minute)
+	listed := time.Now()
 	listAs(t, h, h.Instances[1], gvr, 3)
 	saw := serverSawAs(t, h, "alice", aliceAgent, "list", gvr, 3)
 	logs := auditLogs(h)
-	audit := []string{"--audit-log", logs[0], "--audit-log", logs[1], "--usage-window=1m", "--prometheus-url", usageFx.prom.URL}
+	// Each run's window reaches back to a minute before the LIST, on the
+	// LIST's clock: the runs follow one another, and on a loaded machine a
+	// fixed window counted from a late run's own start no longer holds it.
+	audit := func() []string {
+		window := time.Minute + time.Since(listed).Round(time.Second)
+		return []string{"--audit-log", logs[0], "--audit-log", logs[1], "--usage-window=" + window.String(), "--prometheus-url", usageFx.prom.URL}
+	}
 	named := fmt.Sprintf(`user alice, agent "nightly-backup/1.0": LIST %d, last `, saw)
 
 	refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"clients still use audit-cmd.usage.example.com/v1beta1 crontabs", "audit log", named},
-		append([]string{"unserve", name, "v1beta1"}, audit...)...)
+		append([]string{"unserve", name, "v1beta1"}, audit()...)...)
 
-	table := crdversionAt(t, h.Kubeconfig, append([]string{"doctor", name}, audit...)...)
+	table := crdversionAt(t, h.Kubeconfig, append([]string{"doctor", name}, audit()...)...)
 	if table.code != 0 {
 		t.Fatalf("doctor: exit %d\n%s%s", table.code, table.stdout, table.stderr)
 	}
 	mustContain(t, "doctor's table", table.stdout, "WARNING: deprecated version v1beta1: clients still use audit-cmd.usage.example.com/v1beta1 crontabs",
 		"client usage of its deprecated and old versions", "INUSE: clients still use audit-cmd.usage.example.com/v1beta1 crontabs", "client: "+named)
 
-	js := crdversionAt(t, h.Kubeconfig, append([]string{"doctor", name, "-o", "json"}, audit...)...)
+	js := crdversionAt(t, h.Kubeconfig, append([]string{"doctor", name, "-o", "json"}, audit()...)...)
 	var d report.Doctor
 	if err := json.Unmarshal([]byte(js.stdout), &d); err != nil {
 		t.Fatalf("doctor -o json: %v\n%s", err, js.stdout)

@@ -166,37 +166,54 @@ func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
 	}
 }
 
-// TestStatusResolvesNamesLikeKubectl names one CRD every way kubectl accepts.
+// TestStatusResolvesNamesLikeKubectl names one CRD every way kubectl
+// accepts. Its plural, singular, kind and short name are its own (no other
+// test's CRD has them), so every form must resolve to it.
 func TestStatusResolvesNamesLikeKubectl(t *testing.T) {
 	c := newClients(t)
-	crd := advance(t, c, "names.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS1)
+	crd := crontab("names.example.com", apiextensionsv1.NamespaceScoped)
+	crd.Name = "sundials.names.example.com"
+	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "sundials", Singular: "sundial", Kind: "Sundial", ListKind: "SundialList", ShortNames: []string{"sdl"}}
+	crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+	crd = createCRD(t, c, crd)
 	for _, arg := range []string{
-		"crontabs.names.example.com", // CRD name
-		"crontabs",                   // resource
-		"ct",                         // short name
-		"CronTab",                    // kind
-		"crontab",                    // singular
-		"crontab.names.example.com",  // singular.group
-		"CronTab.names.example.com",  // Kind.group
-		"crontabs.v2.names.example.com",
-		"crd/crontabs.names.example.com", // kubectl's TYPE/NAME
-		"customresourcedefinitions.apiextensions.k8s.io/crontabs.names.example.com",
+		"sundials.names.example.com", // CRD name
+		"sundials",                   // resource
+		"sdl",                        // short name
+		"Sundial",                    // kind
+		"sundial",                    // singular
+		"sundial.names.example.com",  // singular.group
+		"Sundial.names.example.com",  // Kind.group
+		"sundials.v2.names.example.com",
+		"crd/sundials.names.example.com", // kubectl's TYPE/NAME
+		"customresourcedefinitions.apiextensions.k8s.io/sundials.names.example.com",
 	} {
 		t.Run(strings.ReplaceAll(arg, "/", "_"), func(t *testing.T) {
-			// Other tests create crontabs in other groups at the same time;
-			// an ambiguous name must be an error, never another CRD.
 			r := plugin(t, "status", arg, "-o", "jsonpath={.crd.name}", "--count=false")
 			if r.err != nil {
-				if strings.Contains(arg, ".") {
-					t.Fatalf("status %s: %v", arg, r.err)
-				}
-				t.Logf("status %s: %v (another test's CRD shares the name)", arg, r.err)
-				return
+				t.Fatalf("status %s: %v", arg, r.err)
 			}
 			if r.stdout != crd.Name {
 				t.Errorf("status %s resolved to %q, want %s", arg, r.stdout, crd.Name)
 			}
 		})
+	}
+
+	// A second CRD with the same names in another group: a name without
+	// the group is ambiguous, an error naming both, never a pick.
+	twin := crontab("names-twin.example.com", apiextensionsv1.NamespaceScoped)
+	twin.Name = "sundials.names-twin.example.com"
+	twin.Spec.Names = crd.Spec.Names
+	createCRD(t, c, twin)
+	for _, arg := range []string{"sundials", "sdl", "Sundial", "sundial"} {
+		r := plugin(t, "status", arg, "--count=false")
+		if r.err == nil || !strings.Contains(r.err.Error(), "matches 2 CustomResourceDefinitions") ||
+			!strings.Contains(r.err.Error(), crd.Name) || !strings.Contains(r.err.Error(), twin.Name) {
+			t.Errorf("status %s with two CRDs of that name: err = %v, want the ambiguity named\n%s", arg, r.err, r.stdout)
+		}
+	}
+	if r := plugin(t, "status", "sundials.v2.names.example.com", "-o", "jsonpath={.crd.name}", "--count=false"); r.err != nil || r.stdout != crd.Name {
+		t.Errorf("status sundials.v2.names.example.com beside its twin: %q, %v", r.stdout, r.err)
 	}
 }
 

@@ -343,6 +343,14 @@ func resourceVersions(t *testing.T, c clients, names []string) map[string]string
 	return out
 }
 
+// fingerprint is resourceVersions of one CRD: equal before and after a
+// command that wrote nothing, whatever the API server's controllers did to
+// the CRD's status conditions in between.
+func fingerprint(t *testing.T, c clients, name string) string {
+	t.Helper()
+	return resourceVersions(t, c, []string{name})[name]
+}
+
 // contents are the objects of crd read at version: "namespace/name" to the
 // object without apiVersion and metadata, but with its labels and
 // annotations when it has any. Right after a change of the CRD, the list is retried while

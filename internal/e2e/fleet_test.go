@@ -195,8 +195,8 @@ func TestFleet(t *testing.T) {
 	// retire: the migrated cluster advances to S6, the pending one is
 	// refused at step 4 (no --migrate) and left untouched, the unreachable
 	// one is reported.
-	rvPending := getCRD(t, pendingC, name).ResourceVersion
-	r = run("retire", name, "v1", "--all-contexts", "--usage-window=1s", "--clean-managed-fields")
+	fpPending := fingerprint(t, pendingC, name)
+	r = run("retire", name, "v1", "--all-contexts", "--skip-usage-check", "--clean-managed-fields")
 	if r.code == 0 {
 		t.Fatalf("fleet retire succeeded with a blocked and an unreachable cluster:\n%s", r.stdout)
 	}
@@ -208,16 +208,16 @@ func TestFleet(t *testing.T) {
 	if s := statusAt(t, migratedC, name); s.State != lifecycle.StateS6 {
 		t.Errorf("migrated cluster after fleet retire: %s", s.State)
 	}
-	if rv := getCRD(t, pendingC, name).ResourceVersion; rv != rvPending {
-		t.Errorf("the blocked cluster's CRD was written (%s -> %s)", rvPending, rv)
+	if fp := fingerprint(t, pendingC, name); fp != fpPending {
+		t.Errorf("the blocked cluster's CRD was written (%s -> %s)", fpPending, fp)
 	}
 
 	// A dry run prints the combined plan and changes nothing.
-	plan := run("retire", name, "v1", "--contexts", "pending", "--usage-window=1s", "--clean-managed-fields", "--migrate", "--dry-run")
+	plan := run("retire", name, "v1", "--contexts", "pending", "--skip-usage-check", "--clean-managed-fields", "--migrate", "--dry-run")
 	if plan.code != 0 || !strings.Contains(plan.stdout, "=== pending") || !strings.Contains(plan.stdout, "4. TO DO") || !strings.Contains(plan.stdout, "Planned") {
 		t.Errorf("fleet dry run: exit %d\n%s\n%s", plan.code, plan.stdout, plan.stderr)
 	}
-	if rv := getCRD(t, pendingC, name).ResourceVersion; rv != rvPending {
+	if fingerprint(t, pendingC, name) != fpPending {
 		t.Error("the dry run wrote the CRD")
 	}
 

@@ -182,7 +182,7 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			{"promote-storage", crd.Name, "v2"},
 			{"unserve", crd.Name, "v2", "--skip-usage-check"},
 		} {
-			before := getCRD(t, c, crd.Name).ResourceVersion
+			before := fingerprint(t, c, crd.Name)
 			r := plugin(t, append(args, "--as", status)...)
 			// Refused up front by the permission preflight, or by the API server.
 			said := r.stdout + r.stderr
@@ -192,7 +192,7 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 			if r.err == nil || !(apierrors.IsForbidden(r.err) || strings.Contains(said, "Missing permission(s) to ") || strings.Contains(said, "forbidden")) {
 				t.Errorf("%v as %s: err = %v, want a refusal for the missing update right\n%s", args, status, r.err, r.stdout)
 			}
-			if getCRD(t, c, crd.Name).ResourceVersion != before {
+			if fingerprint(t, c, crd.Name) != before {
 				t.Errorf("%v as %s changed the CRD", args, status)
 			}
 		}

@@ -110,11 +110,10 @@ func unserveVersion(v string) func(*apiextensionsv1.CustomResourceDefinition) {
 // --dry-run=client does not ask.
 func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 	c := newClients(t)
-	args := []string{"--usage-window=1s", "--clean-managed-fields"}
+	args := []string{"--skip-usage-check", "--clean-managed-fields"}
 
 	t.Run("removal refused", func(t *testing.T) {
 		crd := advance(t, c, "asks-remove.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
-		writesSettled(t, c, crd, time.Second) // the setup's writes through v1 are no client of it
 		name := crd.Name
 		allow := denyCRDEdit(t, c, name, neverRemoved, neverRemovedMsg, removeVersion("v1"))
 
@@ -149,7 +148,6 @@ func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 
 	t.Run("unserve refused", func(t *testing.T) {
 		crd := advance(t, c, "asks-unserve.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
-		writesSettled(t, c, crd, time.Second) // the setup's writes through v1 are no client of it
 		name := crd.Name
 		denyCRDEdit(t, c, name, staysServed, staysServedMsg, unserveVersion("v1"))
 		refused(t, c, name, []string{"stopped at step 2", "nothing was changed", "the API server refuses to unserve v1", staysServedMsg},
@@ -225,10 +223,9 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 	name := crd.Name
 	// Enforced while v2 is not stored yet, so that its removal can probe it.
 	denyCRDEdit(t, c, name, neverRemoved, neverRemovedMsg, removeVersion("v2"))
-	setStorage(t, c, name, "v2")          // S2: objects at v1, storedVersions [v1, v2]
-	writesSettled(t, c, crd, time.Second) // the setup's writes at v1 are no client of the usage check
+	setStorage(t, c, name, "v2") // S2: objects at v1, storedVersions [v1, v2]
 
-	r := plugin(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "-o", "json")
+	r := plugin(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check", "-o", "json")
 	if r.err == nil {
 		t.Fatalf("retire succeeded although the removal is refused:\n%s", r.stdout)
 	}
@@ -384,9 +381,8 @@ func TestRetireDryRunsTheTrim(t *testing.T) {
 	name := crd.Name
 	const never = "storedVersions of this CRD are never trimmed"
 	denyStatusEdit(t, c, name, "object.status.storedVersions.size() >= oldObject.status.storedVersions.size()", never)
-	writesSettled(t, c, crd, time.Second)
 
-	r := refused(t, c, name, []string{"stopped at step 4", "nothing was changed", never}, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s")
+	r := refused(t, c, name, []string{"stopped at step 4", "nothing was changed", never}, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check")
 	if !strings.Contains(r.stdout, "4. BLOCKED") {
 		t.Errorf("plan:\n%s", r.stdout)
 	}

@@ -5,7 +5,9 @@
 //
 //	go test -json ./... | go run .ci/slowest.go [-n 20] [-list]
 //
-// -list prints only the slowest tests (of a saved -json file, say). It exits
+// A test's time is from its start (or its continuing after t.Parallel) to
+// its end, its parallel subtests included. -list prints only the slowest
+// tests (of a saved -json file, say). It exits
 // 0: the exit status to keep is go test's (set -o pipefail).
 package main
 
@@ -18,10 +20,12 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // event is one line of `go test -json` (go doc cmd/test2json).
 type event struct {
+	Time       time.Time
 	Action     string
 	Package    string
 	ImportPath string // build-output
@@ -61,6 +65,10 @@ func main() {
 func read(in io.Reader, out *bufio.Writer, echo bool) (tests, pkgs []timing) {
 	// Output of a test is held until it ends: shown when it failed.
 	held := map[string][]string{}
+	// When each top-level test started or last continued (after
+	// t.Parallel): a test whose subtests run in parallel reports as its
+	// Elapsed only its own function's time, not theirs.
+	began := map[string]time.Time{}
 	var order []string // tests in the order they started, for output never ended
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
@@ -106,7 +114,12 @@ func read(in io.Reader, out *bufio.Writer, echo bool) (tests, pkgs []timing) {
 			if !strings.HasPrefix(e.Output, "=== ") {
 				held[key] = append(held[key], e.Output)
 			}
+		case e.Test != "" && e.Test == top && (e.Action == "run" || e.Action == "cont"):
+			began[key] = e.Time
 		case e.Test != "" && e.Test == top && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
+			if b, ok := began[key]; ok && !e.Time.IsZero() {
+				e.Elapsed = max(e.Elapsed, e.Time.Sub(b).Seconds())
+			}
 			if echo && e.Action == "fail" {
 				out.WriteString(strings.Join(held[key], ""))
 				out.Flush()

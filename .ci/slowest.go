@@ -7,8 +7,8 @@
 //
 // A test's time is from its start (or its continuing after t.Parallel) to
 // its end, its parallel subtests included. -list prints only the slowest
-// tests (of a saved -json file, say). It exits
-// 0: the exit status to keep is go test's (set -o pipefail).
+// tests (of a saved -json file, say). It exits 0: the exit status to keep
+// is go test's (set -o pipefail).
 package main
 
 import (

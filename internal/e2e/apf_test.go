@@ -113,6 +113,7 @@ func rejectedByAPF(t *testing.T, c clients, pl string) int64 {
 // the API server's own rejected-requests count for that priority level —
 // and no object fails.
 func TestMigrateRetries429sFromAPF(t *testing.T) {
+	slowTier(t, "a measurement of 429s under API Priority and Fairness")
 	c := newClients(t)
 	ctx := context.Background()
 	crd := advance(t, c, "apf-429.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)

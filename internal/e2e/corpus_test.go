@@ -36,6 +36,7 @@ func corpusDir() string {
 // CRDs of different names run in parallel; the releases of one CRD run in
 // order, each removed before the next is installed.
 func TestCorpusInstallAndStatus(t *testing.T) {
+	slowTier(t, "every CRD of the corpus")
 	dir := corpusDir()
 	if _, err := os.Stat(dir); err != nil {
 		missingPrerequisite(t, "no CRD corpus at %s (a checkout without ../shared); set CRDVERSION_CORPUS to run this test", dir)

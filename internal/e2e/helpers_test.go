@@ -62,6 +62,15 @@ type result struct {
 	cpu            time.Duration // binary: user + system CPU time of the process
 }
 
+// slowTier marks t as one of the slow tier: skipped under -short (make
+// test-short, the inner loop); make test and CI run it.
+func slowTier(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("the slow tier (%s), skipped under -short; make test runs it", why)
+	}
+}
+
 // plugin runs the command tree in-process against the test server, whose
 // kubeconfig is $KUBECONFIG (see setup), so that the commands the plugin
 // prints carry no --kubeconfig.

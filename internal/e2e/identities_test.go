@@ -123,6 +123,7 @@ func whereLands(t testing.TB, c clients, id apiserver.Identity) landing {
 // benchmarks assume: admin (system:masters) exempt, the plain users in
 // global-default, the ServiceAccount in service-accounts / workload-low.
 func TestIdentitiesLandWhereExpected(t *testing.T) {
+	slowTier(t, "the benchmarks' identities")
 	c := newClients(t)
 	want := map[string]landing{
 		apiserver.Admin.Key:          {"exempt", "exempt"},

@@ -58,6 +58,7 @@ import (
 // many for generated schemas; the first holds every declared field), for a bigger run on demand;
 // CRDVERSION_PRUNE_ONLY keeps the subjects whose name contains it.
 func TestPruningPredictionMatchesAPIServer(t *testing.T) {
+	slowTier(t, "one CRD per corpus subject and storage version")
 	seed := pruneEnvInt(t, "CRDVERSION_PRUNE_SEED", 1)
 	perCRD := pruneEnvInt(t, "CRDVERSION_PRUNE_OBJECTS", 4)
 	subjects := append(corpusSubjects(t), generatedSubjects(t)...)

@@ -157,6 +157,7 @@ func TestUsageHACommandsNoClient(t *testing.T) {
 // unserve's refusal and in doctor's report of the deprecated version
 // (table and JSON).
 func TestUsageAuditLogNamedByCommands(t *testing.T) {
+	slowTier(t, "a window reaching a minute before the LIST")
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "audit-cmd.usage.example.com")
 	name := gvr.Resource + "." + gvr.Group

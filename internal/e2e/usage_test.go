@@ -406,6 +406,7 @@ func promSource(t *testing.T, p *apiserver.Prometheus, c *cluster.Client) usage.
 // /metrics taken now cannot see; a single request that created its series
 // inside the window (a GET answered 404) counts too.
 func TestUsagePrometheusCatchesStoppedClient(t *testing.T) {
+	slowTier(t, "a window of ten usage scales, a minute by default")
 	h := haControlPlane(t)
 	scale := usageScale(t)
 	window, stopped := 10*scale, 2*scale
@@ -552,6 +553,7 @@ func waitAuditCovers(t *testing.T, window time.Duration) {
 // attributed to both instances by their identity lease renewals; this
 // tool's own requests are left out.
 func TestUsageAuditLogNamesClient(t *testing.T) {
+	slowTier(t, "a 30 s window")
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "audit-names.usage.example.com")
 	// The window ends when measure starts, after the audit logs were read

@@ -11,6 +11,11 @@ LDFLAGS  := -X $(MODULE)/internal/version.version=$(VERSION) -X $(MODULE)/intern
 DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 60m
+# Extra go test flags for the e2e tests (test-short sets -short).
+E2E_FLAGS ?=
+# Unit tests are pure and deterministic: locally Go's test cache may answer
+# for them; CI (CI=true) runs them afresh.
+UNIT_COUNT := $(if $(filter true,$(CI)),-count=1)
 # Parallel e2e tests at once: they mostly wait (usage windows, the API
 # server catching up), so more than the two cores' default.
 E2E_PARALLEL ?= 4
@@ -18,7 +23,7 @@ E2E_PARALLEL ?= 4
 MODULES  := . internal/e2e cmd/crdversion-sandbox
 GOLANGCI_LINT := $(BIN)/golangci-lint
 
-.PHONY: help faults all build sandbox demo test unit integration check lint race race-unit race-faults fmt tidy clean \
+.PHONY: help faults all build sandbox demo test test-short unit integration check lint race race-unit race-faults fmt tidy clean \
 	bench krew-manifest krew-check docs
 
 all: build
@@ -44,21 +49,27 @@ demo: build sandbox
 		-- sh cmd/crdversion-sandbox/demo.sh | tee $(DEMO_DIR)/transcript.txt; test $${PIPESTATUS[0]} -eq 0
 	.ci/readme-check README.md $(DEMO_DIR)/transcript.txt
 
-## test: every test — unit tests, then integration tests on a real kube-apiserver
+## test: every test — unit tests, then integration tests on a real kube-apiserver. go vet runs once, in make check
+## (golangci-lint's govet on the three modules; go test runs vet's quick subset too); the sandbox is vetted there and
+## built by make sandbox and make demo
 test: unit integration
 
-## unit: go vet and the unit tests of the root module
-unit:
-	go vet ./...
-	go test -count=1 ./...
+## test-short: the inner loop: unit and integration tests under -short, which skips the slow tier (the corpus sweep, the
+## pruning differential test, the usage tests with windows of 30 s or more, the APF and identity measurements)
+test-short:
+	go test -short $(UNIT_COUNT) ./...
+	@$(MAKE) --no-print-directory integration E2E_FLAGS=-short
 
-## integration: go vet and the integration tests of internal/e2e (a real kube-apiserver in-process); vets the sandbox;
-## prints the 20 slowest tests at the end (.ci/slowest.go; the whole go test -json stream is in bin/e2e.json)
+## unit: the unit tests of the root module (-count=1 only with CI=true)
+unit:
+	go test $(UNIT_COUNT) ./...
+
+## integration: the integration tests of internal/e2e (a real kube-apiserver in-process), then the 20 slowest tests
+## (.ci/slowest.go; the whole go test -json stream is in bin/e2e.json)
 integration:
 	@mkdir -p $(BIN)
-	cd internal/e2e && go vet ./... && set -o pipefail && go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./... \
+	cd internal/e2e && set -o pipefail && go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) ./... \
 		| tee $(BIN)/e2e.json | go run $(CURDIR)/.ci/slowest.go
-	cd cmd/crdversion-sandbox && go vet ./...
 
 ## docs: regenerate the command reference in docs/commands from the command tree
 docs:

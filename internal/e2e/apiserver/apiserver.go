@@ -300,15 +300,22 @@ func WriteKubeconfig(path string, cfg *rest.Config) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
+// klogRouted makes routeKlog act once per process.
+var klogRouted sync.Once
+
 // routeKlog sends klog's output (kube-apiserver logs through klog's global
-// logger) to w only, errors included.
+// logger) to w only, errors included. klog's state is global to the
+// process and tests may run in parallel: the first Start or StartHA routes
+// it, later calls change nothing.
 func routeKlog(w io.Writer) {
-	fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("alsologtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(w)
+	klogRouted.Do(func() {
+		fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("logtostderr", "false")
+		_ = fs.Set("alsologtostderr", "false")
+		_ = fs.Set("stderrthreshold", "FATAL")
+		klog.SetOutput(w)
+	})
 }
 
 func randomHex(n int) string {

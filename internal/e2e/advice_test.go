@@ -46,6 +46,7 @@ import (
 // It follows the chain until status says there is nothing left to do, or
 // fails after a bound of steps.
 func TestAdviceWalk(t *testing.T) {
+	t.Parallel()
 	kubectl := kubectlPath()
 	if kubectl == "" {
 		t.Fatal("the advice walk runs the printed commands through the real kubectl; none on this machine")

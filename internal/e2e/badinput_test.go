@@ -205,6 +205,7 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 // docs/exit-codes.md, stay within a time and memory bound, and leave the
 // cluster unchanged: no CRD written, no object written.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "badinput.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
 	only := advance(t, c, "badinput-s0.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS0)

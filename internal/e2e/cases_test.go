@@ -65,6 +65,7 @@ func checkUpgradeRefuses(t *testing.T, c clients, fx *caseFixture, file string, 
 // server refuses it; status names the stale storedVersions entry; migrate
 // rewrites the objects and trims it; the release then applies.
 func TestCase01SkippedReleaseDropsStoredVersion(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "certrequests.certs.example.com"
 	fx, crd, before := buildCase(t, c, "01-clusterctl-certmanager-skipped-release", name)
@@ -102,6 +103,7 @@ func TestCase01SkippedReleaseDropsStoredVersion(t *testing.T) {
 // reads storedVersions from the live CRD, and after migrate this cluster is
 // the young one.
 func TestCase02OldClusterHistory(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "locks.pkg.example.com"
 	fx, crd, before := buildCase(t, c, "02-crossplane-locks-old-cluster-history", name)
@@ -146,6 +148,7 @@ func TestCase02OldClusterHistory(t *testing.T) {
 // each mistake; migrate repairs both: a complete, clean pass proves where
 // the objects are and writes [storage] through /status, verifying it.
 func TestCase04StoredVersionsEditIgnored(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "dashboards.kb.example.com"
 	_, _, before := buildCase(t, c, "04-storedversions-edit-silently-ignored", name)
@@ -197,6 +200,7 @@ func TestCase04StoredVersionsEditIgnored(t *testing.T) {
 // but storedVersions still lists v1alpha2. migrate still rewrites (a no-op
 // write per object is the only proof) and trims; the chart then applies.
 func TestCase06MigratedButNotTrimmed(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "clusterpolicies.policies.example.com"
 	fx, crd, before := buildCase(t, c, "06-migrated-but-storedversions-not-pruned", name)
@@ -216,6 +220,7 @@ func TestCase06MigratedButNotTrimmed(t *testing.T) {
 // (A, B) and keeps a third (C). Both are refused with the v1.33+ message;
 // status flags A and B and not C; migrating A and B lets the release apply.
 func TestCase07ManyCRDsOneRelease(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	fx := loadCase(t, "07-new-message-format-multi-crd")
 	crds := fx.build(t, c)
@@ -260,6 +265,7 @@ func TestCase07ManyCRDsOneRelease(t *testing.T) {
 // retire it. migrate refuses it, naming promote-storage; after the flip,
 // status points at migrate, which makes the release apply.
 func TestCase09MigrationBeforeTheFlip(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "triggers.eventing.example.com"
 	fx, crd, before := buildCase(t, c, "09-knative-migration-job-misordered", name)
@@ -292,6 +298,7 @@ func TestCase09MigrationBeforeTheFlip(t *testing.T) {
 // manifest (exactly one storage version, the old one flipped in the same
 // write), and the repaired manifest applies.
 func TestCase15StorageVersionCount(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "paramsets.net.example.com"
 	fx, _, before := buildCase(t, c, "15-two-or-zero-storage-versions", name)
@@ -361,6 +368,7 @@ func preserveUnknownFieldsOff(t *testing.T, c clients, name string) {
 // API server does; after the flag is cleared the release applies and the
 // objects keep their fields.
 func TestCase11PreserveUnknownFieldsBlocksDefaults(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "rollouts.deploy.example.com"
 	fx, _, before := buildCase(t, c, "11-preserveunknownfields-blocks-defaults", name)
@@ -386,6 +394,7 @@ func TestCase11PreserveUnknownFieldsBlocksDefaults(t *testing.T) {
 // server; add-version --conversion Webhook refuses first, naming the flag;
 // with the flag cleared the webhook is added and migrate finishes the move.
 func TestCase12PreserveUnknownFieldsBlocksWebhook(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "revisions.serving.example.com"
 	_, _, before := buildCase(t, c, "12-preserveunknownfields-blocks-webhook", name)
@@ -419,6 +428,7 @@ func TestCase12PreserveUnknownFieldsBlocksWebhook(t *testing.T) {
 // the objects; once the webhook answers again migrate moves every object to
 // v1beta1, after which reads at v1beta1 no longer need the webhook at all.
 func TestCase16ConversionWebhookDown(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "kafkasources.sources.example.com"
 	_, crd, before := buildCase(t, c, "16-conversion-webhook-down", name)
@@ -473,6 +483,7 @@ func TestCase16ConversionWebhookDown(t *testing.T) {
 // since every version has the same schema, prints the switch to None; after
 // it the object is intact and can be deleted.
 func TestCase17ConversionWebhookGone(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "meshconfigs.config.example.com"
 	_, crd, before := buildCase(t, c, "17-conversion-webhook-gone-deletion", name)
@@ -515,6 +526,7 @@ func TestCase17ConversionWebhookGone(t *testing.T) {
 // loss permanent. Restoring the schemas with both fields brings the data
 // back, and the migration then keeps it.
 func TestCase18SchemaChangePrunes(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "standalones.ent.example.com"
 	fx, crd, _ := buildCase(t, c, "18-schema-change-prunes", name)
@@ -585,6 +597,7 @@ func TestCase18SchemaChangePrunes(t *testing.T) {
 // fails at once with a one-line error (no retry, nothing written); the
 // installed one migrates.
 func TestCase19MigrationOfMissingCRD(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "brokers.eventing.example.com"
 	_, _, before := buildCase(t, c, "19-migration-crd-not-installed", name)
@@ -603,6 +616,7 @@ func TestCase19MigrationOfMissingCRD(t *testing.T) {
 // resourceVersion) fails nothing, loses no update, re-creates nothing, and
 // trims. The measured rate is logged.
 func TestCase20MigrationAtScale(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "apps.platform.example.com"
 	_, crd, _ := buildCase(t, c, "20-migration-at-scale", name)
@@ -628,6 +642,7 @@ func TestCase20MigrationAtScale(t *testing.T) {
 // and why. Defaulting the new field (the fix the reports settled on) lets
 // the promotion and the migration through, the object in deletion included.
 func TestCase21ObjectsInvalidAtNewVersion(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "addons.tools.example.com"
 	fx, crd, _ := buildCase(t, c, "21-objects-fail-new-validation", name)
@@ -729,6 +744,7 @@ func waitWarnings(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, v
 // with the API server's default text — gives clients a warning that names
 // the API and where to go.
 func TestCase23DeprecationWarningNoise(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "controllerconfigs.pkg.example.com"
 	_, crd, before := buildCase(t, c, "23-deprecation-warning-noise", name)
@@ -766,6 +782,7 @@ func TestCase23DeprecationWarningNoise(t *testing.T) {
 // move the consumers, unserve — the CRD ends healthy; retire (issue 4) then
 // removes v1alpha2.
 func TestCase24UnservedVersionBreaksClients(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "certificates.certs.example.com"
 	fx, crd, before := buildCase(t, c, "24-served-false-breaks-clients", name)
@@ -813,6 +830,7 @@ func TestCase24UnservedVersionBreaksClients(t *testing.T) {
 // clients can use it; the templates then apply, and the usual promotion and
 // migration follow.
 func TestCase26ReleaseUsesMissingVersion(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	const name = "stores.config.example.com"
 	fx, crd, before := buildCase(t, c, "26-release-uses-missing-version", name)

@@ -128,6 +128,7 @@ func applyRelease(ctx context.Context, c clients, crd *apiextensionsv1.CustomRes
 // predicts a rejection, the apply is indeed rejected, and its commands,
 // run in order, make the apply succeed.
 func TestCheckUpgradePairs(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	pairs := releasePairs(t)
 	byName := map[string][]releasePair{}
@@ -365,6 +366,7 @@ func TestFaultDryRunOnAStaleRead(t *testing.T) {
 // them all (issue 17, B5: a repeated -f kept only the last file, so a
 // release that the API server rejects passed when another file followed).
 func TestCheckUpgradeEveryFile(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	// parts: storedVersions [v1 v2]; its next release drops v1, which the
 	// API server rejects.
@@ -455,6 +457,7 @@ func crdManifest(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) st
 // the user's choice, makes the API server drop replicas from what it
 // returns, as predicted.
 func TestCheckUpgradeRenamedStorageVersion(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	ctx := context.Background()
 	live := createCRD(t, c, crontab("renamed-storage.upgrade.example.com", apiextensionsv1.NamespaceScoped))
@@ -534,6 +537,7 @@ func TestCheckUpgradeRenamedStorageVersion(t *testing.T) {
 // --allow-pruning. Every printed step now runs, in order, through the
 // plugin, the release applies, and the object keeps its fields.
 func TestCheckUpgradeSkippedReleasePlanRuns(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	ctx := context.Background()
 	old := readOneCRD(t, filepath.Join(repoRoot, "testdata", "crds", "flux-source-controller", "v0.36.1", "crds", "gitrepositories.nodesc.yaml"))

@@ -16,6 +16,7 @@ import (
 // then asks the real kubectl, which finds the shipped
 // kubectl_complete-crdversion script on PATH and relays its answer.
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "completion.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS1)
 	env := []string{"KUBECONFIG=" + srv.Kubeconfig}

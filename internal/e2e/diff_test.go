@@ -11,6 +11,7 @@ import (
 // binary: exit code 0 without error-level findings, 1 with them, 2 when
 // the comparison fails (kubectl diff's codes).
 func TestDiffLive(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := crontab("diff.example.com", apiextensionsv1.NamespaceScoped)
 	v2 := crontabVersion("v2", true, false)

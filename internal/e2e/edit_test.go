@@ -61,6 +61,7 @@ func refused(t *testing.T, c clients, name string, want []string, args ...string
 // commands and checks each state, idempotency and the API server's
 // storedVersions bookkeeping.
 func TestEditsThroughTheLifecycle(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "edits.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS0)
 	name := crd.Name
@@ -125,6 +126,7 @@ func TestEditsThroughTheLifecycle(t *testing.T) {
 }
 
 func TestEditRefusals(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "refusals.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS1)
 	name := crd.Name
@@ -175,6 +177,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func TestDryRunAndOutput(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "dryrun.example.com", apiextensionsv1.ClusterScoped, 1, lifecycle.StateS0)
 	name := crd.Name
@@ -218,6 +221,7 @@ func TestDryRunAndOutput(t *testing.T) {
 // TestPromoteStorageChecksObjects promotes to a version whose schema
 // requires a field and has a CEL rule that existing objects break.
 func TestPromoteStorageChecksObjects(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "promote.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	name := crd.Name

@@ -73,6 +73,7 @@ func blackHole(t *testing.T) string {
 // package's API server with a migration pending (S2), a second in-process
 // API server where the CRD is migrated (S3), and a server that never answers.
 func TestFleet(t *testing.T) {
+	t.Parallel()
 	second, err := apiserver.Start(apiserver.Options{})
 	if err != nil {
 		t.Fatal(err)

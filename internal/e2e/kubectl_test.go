@@ -27,6 +27,7 @@ func kubectlPath() string {
 // TestThroughKubectl runs `kubectl crdversion status` through the real
 // kubectl's plugin discovery, with the plugin binary on PATH.
 func TestThroughKubectl(t *testing.T) {
+	t.Parallel()
 	kubectl := kubectlPath()
 	if kubectl == "" {
 		missingPrerequisite(t, "no kubectl binary on this machine; the plugin binary is tested directly elsewhere")

@@ -2,6 +2,17 @@
 // starts one real kube-apiserver (with embedded etcd) for the package and
 // builds the plugin binary; each test works on CRDs of its own API group, so
 // tests never see each other's objects.
+//
+// A test that owns its API group calls t.Parallel(): the tests mostly wait
+// (the API server catching up, usage windows), so several run at once
+// (make test's -parallel). These stay serial, and so run first, alone:
+// the TestFault… tests (a restarted API server, etcd compaction, webhooks
+// on every CRD write), the API Priority and Fairness and identity
+// measurements, the sweeps that see every CRD (doctor --all, the corpus,
+// the pruning differential test), the tests that install real CRDs under
+// their own names (Gateway API, Flux), and the tests that run the storage
+// version migrator and garbage collector controllers, which act on the
+// whole API server.
 package e2e
 
 import (
@@ -86,6 +97,9 @@ func setup() func() {
 		// not land inside one phase and not another.
 		opts.ExtraFlags = append(opts.ExtraFlags, "--etcd-compaction-interval=0")
 	}
+	// Start also routes klog, once for the process, to the servers' log:
+	// the command trees that tests run in process leave it alone (the
+	// binary's main quiets it once, cli.QuietClientLogs).
 	s, err := apiserver.Start(opts)
 	if err != nil {
 		setupErr = fmt.Errorf("starting the API server: %w", err)

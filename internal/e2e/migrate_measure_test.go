@@ -92,6 +92,7 @@ func stripOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceD
 // in storedVersions (the measurement reads at v1) and without one (a
 // re-run in S3 reads at v2 itself).
 func TestMigrateMeasuresMutatingAdmission(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := createCRD(t, c, crontab("strip-update.example.com", apiextensionsv1.NamespaceScoped))
 	createCronTabs(t, c, crd, "v1", 3)
@@ -135,6 +136,7 @@ func TestMigrateMeasuresMutatingAdmission(t *testing.T) {
 // the API server's watch cache keeps what a conversion gave, so a test
 // cannot make the webhook lossy for a while and then whole again.)
 func TestMigrateWebhookUnservedStoredVersionIsUnknown(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	hook := newConversionWebhook(t)
 	crd := createCRD(t, c, crontab("unserved-webhook.example.com", apiextensionsv1.NamespaceScoped))
@@ -185,6 +187,7 @@ func wantContents(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDe
 // it, rather than after the measurement's reads are answered 404 for the
 // ~30 s a version just edited may take to be served.
 func TestMigrateStorageNotServedRefusedFirst(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "storage-unserved-migrate.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
 	crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
@@ -207,6 +210,7 @@ func TestMigrateStorageNotServedRefusedFirst(t *testing.T) {
 // none records the field, migrate runs without --allow-pruning and keeps
 // every field. (Objects whose managedFields record the field: case 18.)
 func TestMigrateLooksForPredictedLossInObjects(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	ctx := context.Background()
 	crd := createCRD(t, c, crontab("added-field.example.com", apiextensionsv1.NamespaceScoped))
@@ -253,6 +257,7 @@ func TestMigrateLooksForPredictedLossInObjects(t *testing.T) {
 // there, is what migrate measures; it must not take the record for data
 // that no read shows (which would refuse this migration for good).
 func TestMigrateFieldPrunedAsWrittenIsNotHidden(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	ctx := context.Background()
 	crd := createCRD(t, c, crontab("pruned-as-written.example.com", apiextensionsv1.NamespaceScoped))

@@ -116,6 +116,7 @@ func migrationJSON(t *testing.T, args ...string) (report.Migration, result) {
 // flipped to v2. One run rewrites each object once and trims
 // storedVersions; a second run writes nothing.
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "migrate.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	createManyCronTabs(t, c, crd, "v1", 3000, namespaces("mig", 30))
@@ -158,6 +159,7 @@ func advance2(t testing.TB, c clients, name string) *apiextensionsv1.CustomResou
 }
 
 func TestMigrateClusterScopedAndTextOutput(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "migrate-cluster.example.com", apiextensionsv1.ClusterScoped, 0, lifecycle.StateS0)
 	createManyCronTabs(t, c, crd, "v1", 300, []string{"unused"})
@@ -525,6 +527,7 @@ func TestFaultMigrateResumesFromCheckpoint(t *testing.T) {
 // carry a field v1's schema lacks; migrate refuses and names it, unless
 // --allow-pruning.
 func TestMigrateRefusesToPrune(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := crontab("migrate-prune.example.com", apiextensionsv1.NamespaceScoped)
 	crd.Spec.Versions[0].Name = "v1alpha1"

@@ -65,6 +65,7 @@ func specAt(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefiniti
 // versions and refuse, naming the object and the paths; with
 // --allow-pruning they proceed.
 func TestObjectCheckMeasuresLoss(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	yes := true
 	crd := crontab("loss.example.com", apiextensionsv1.NamespaceScoped)
@@ -117,6 +118,7 @@ func TestObjectCheckMeasuresLoss(t *testing.T) {
 // ValidatingAdmissionPolicy that checks only UPDATE refuse it, naming the
 // object; a create would have passed both.
 func TestPromoteStorageChecksMigratesUpdate(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	t.Run("transition rule", func(t *testing.T) {
 		spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"sealed": {Type: "boolean"}, "data": {Type: "string"}}}
@@ -155,6 +157,7 @@ func TestPromoteStorageChecksMigratesUpdate(t *testing.T) {
 // is refused up front naming the missing permission, not told that every
 // object is invalid.
 func TestPromoteStoragePermissionPreflight(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := crontab("perm-promote.example.com", apiextensionsv1.NamespaceScoped)
 	crd = createCRD(t, c, crd)
@@ -196,6 +199,7 @@ func TestPromoteStoragePermissionPreflight(t *testing.T) {
 // come back whole: promote-storage refuses, naming the objects and the
 // field, unless --allow-pruning.
 func TestPromoteStorageWebhookRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	hook := newConversionWebhook(t)
 	crd := createCRD(t, c, crontab("roundtrip.example.com", apiextensionsv1.NamespaceScoped))
@@ -231,6 +235,7 @@ func TestPromoteStorageWebhookRoundTrip(t *testing.T) {
 // The object is now reported as not checked as a new object (a warning),
 // and the promotion goes ahead.
 func TestPromoteStorageNamespaceBeingDeleted(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	ctx := context.Background()
 	crd := createCRD(t, c, crontab("doomed-ns.example.com", apiextensionsv1.NamespaceScoped))

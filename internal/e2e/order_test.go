@@ -39,6 +39,7 @@ func commandsOf(s report.Status) []string {
 // correct CRD. Now status says the order is unknown and advises no step
 // that depends on it, migrate runs, and --version-order sets the order.
 func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	t.Run("date-stamped, the newer one storage", func(t *testing.T) {
 		crd := unorderedCRD(t, c, "order-dated.example.com", []string{"v1api20210501", "v1api20230101"}, "v1api20230101", nil)
@@ -133,6 +134,7 @@ func codes(fs []lifecycle.Finding) string {
 // refuses) and deprecating the other version. Now it advises undoing the
 // deprecation, and that command works.
 func TestDeprecatedStorageVersionAdvice(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "b6-deprecated.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS3)
 	out := mustRun(t, "deprecate", crd.Name, "v2")
@@ -161,6 +163,7 @@ func TestDeprecatedStorageVersionAdvice(t *testing.T) {
 // 120 objects) and to say it resumed. Now each object counts once and the
 // headline says it restarted.
 func TestExpiredCheckpointCountsEachObjectOnce(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "b8-gone.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
 	createManyCronTabs(t, c, crd, "v1", 120, []string{"gone"})
@@ -210,6 +213,7 @@ func TestExpiredCheckpointCountsEachObjectOnce(t *testing.T) {
 // TestMigrateHeadlineWhenNotDone (Build 8): a run in which an object
 // failed says "Failed", not "Migrated".
 func TestMigrateHeadlineWhenNotDone(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := crontab("headline-failed.example.com", apiextensionsv1.NamespaceScoped)
 	crd = createCRD(t, c, crd)

@@ -23,6 +23,7 @@ import (
 // --allow-pruning accepts losing it. The user then takes the losing steps
 // by their own choice; until the migration, .spec.image stays in storage.
 func TestAdviceAfterAcceptedPruning(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := createCRD(t, c, crontab("accepted-pruning.example.com", apiextensionsv1.NamespaceScoped))
 	ensureNamespace(t, c, "pruned")

@@ -20,6 +20,7 @@ import (
 // image, extra and labels.env from etcd. Now every command names .spec.*
 // and .spec.labels.*, and refuses without --allow-pruning.
 func TestPreserveUnknownFieldsPruningRefused(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal([]byte(`

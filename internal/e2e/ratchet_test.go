@@ -26,6 +26,7 @@ import (
 // next write", at error severity, on a maximum that the stored objects keep
 // through any write that leaves the value alone.
 func TestValidationFindingsMatchTheAPIServer(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
 	integer := apiextensionsv1.JSONSchemaProps{Type: "integer"}

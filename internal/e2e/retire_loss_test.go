@@ -18,6 +18,7 @@ import (
 // and refuses, naming the object and the paths; nothing is changed. With
 // --allow-pruning it retires v1.
 func TestRetireMigrateRefusesToLoseData(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	yes := true
 	crd := crontab("retire-loss.example.com", apiextensionsv1.NamespaceScoped)

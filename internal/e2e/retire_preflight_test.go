@@ -109,6 +109,7 @@ func unserveVersion(v string) func(*apiextensionsv1.CustomResourceDefinition) {
 // --dry-run=server sends the same dry runs and shows the answers;
 // --dry-run=client does not ask.
 func TestRetireAsksTheAPIServerFirst(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	args := []string{"--skip-usage-check", "--clean-managed-fields"}
 
@@ -162,6 +163,7 @@ func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 // so. The migration's server-side dry run now blocks step 4 before
 // anything changes.
 func TestRetireChecksTheMigrationFirst(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	_, name := sealedCRD(t, c, "seals-retire.example.com")
 	args := []string{"retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check"}
@@ -218,6 +220,7 @@ func sealedCRD(t *testing.T, c clients, group string) (*apiextensionsv1.CustomRe
 // at step 6 saying exactly which steps it took, with the command that
 // undoes the unserve; that command, pasted, serves v1 again.
 func TestRetireSaysWhichStepsItTook(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "says-taken.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS1)
 	name := crd.Name
@@ -263,6 +266,7 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 // report): the RetirePlan of a run records, per step, what it checked and
 // what it did — not only the end state's messages.
 func TestRetireReportRecordsEachStep(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "records.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS3)
 	name := crd.Name
@@ -305,6 +309,7 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 // report): retiring the storage version is refused from the CRD alone —
 // step 2 — without waiting for the metrics window first.
 func TestRetireStorageVersionRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "at-once.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS1)
 	name := crd.Name
@@ -376,6 +381,7 @@ func denyStatusEdit(t *testing.T, c clients, name, expression, message string) {
 // pass: retire refuses before it changes anything, with the policy's
 // answer, and migrate --dry-run=server says the same.
 func TestRetireDryRunsTheTrim(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "trim-denied.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
 	name := crd.Name

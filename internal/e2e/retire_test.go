@@ -106,6 +106,7 @@ func healthy(t *testing.T, name string, want lifecycle.State) report.Status {
 // managedFields name the old versions; every object's content at the new
 // version is the same before and after.
 func TestRetireLifecycle(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	retireArgs := []string{"--migrate", "--clean-managed-fields", "--skip-usage-check"}
 
@@ -232,6 +233,7 @@ func healthyOrDeprecated(t *testing.T, name string, want lifecycle.State) {
 // blocks unserve and retire, and the output names the verbs and counts; an
 // open watch blocks them too; once the clients are gone, retire runs.
 func TestRetireClientUsage(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "usage.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS4)
 	name := crd.Name
@@ -292,6 +294,7 @@ func TestRetireClientUsage(t *testing.T) {
 // still name it fails — and shows retire refusing to remove the version
 // until the entries are rewritten, and apply working after it did.
 func TestRetireManagedFields(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	// s5 builds a CRD whose objects were applied at v1, then migrated to v2,
 	// with v1 unserved.
@@ -366,6 +369,7 @@ func TestRetireManagedFields(t *testing.T) {
 // interrupted in and checks that it finishes, that a second run changes
 // nothing, and that each refusal leaves the CRD unchanged.
 func TestRetireResume(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	args := []string{"--migrate", "--clean-managed-fields", "--skip-usage-check"}
 	for _, state := range []lifecycle.State{lifecycle.StateS2, lifecycle.StateS3, lifecycle.StateS4, lifecycle.StateS5, lifecycle.StateS6} {

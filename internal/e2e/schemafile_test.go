@@ -22,6 +22,7 @@ import (
 // version, or from --from), the API server serves /scale at it, and diff
 // reports a version that lacks them.
 func TestAddVersionSchemaFileKeepsSubresources(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	schema := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
 		"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}},

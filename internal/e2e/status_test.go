@@ -32,6 +32,7 @@ func statusJSON(t *testing.T, arg string, extra ...string) report.Status {
 // the API server's own operations and checks what status reports in each,
 // against golden files for the table and the JSON.
 func TestStatusStates(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	cases := []struct {
 		state    lifecycle.State
@@ -84,6 +85,7 @@ func TestStatusStates(t *testing.T) {
 
 // TestStatusClusterScoped checks a cluster-scoped CRD mid-migration.
 func TestStatusClusterScoped(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "cluster.example.com", apiextensionsv1.ClusterScoped, 3, lifecycle.StateS2)
 	s := statusJSON(t, crd.Name)
@@ -102,6 +104,7 @@ func TestStatusClusterScoped(t *testing.T) {
 // spec.versions but still in status.storedVersions. The API server refuses
 // to create this state, so the test edits the stored CRD in etcd.
 func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "orphan.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS2)
 	editStoredCRD(t, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
@@ -170,6 +173,7 @@ func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
 // accepts. Its plural, singular, kind and short name are its own (no other
 // test's CRD has them), so every form must resolve to it.
 func TestStatusResolvesNamesLikeKubectl(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := crontab("names.example.com", apiextensionsv1.NamespaceScoped)
 	crd.Name = "sundials.names.example.com"

@@ -16,6 +16,7 @@ import (
 // and migrate's before it writes) waits for. updateCRD waits through
 // WaitServed, so a wrong hash would time out there.
 func TestStorageVersionHashOfDiscovery(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := createCRD(t, c, crontab("storagehash.example.com", apiextensionsv1.NamespaceScoped))
 	want := func(storage string, versions ...string) {

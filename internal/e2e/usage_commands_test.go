@@ -90,6 +90,7 @@ func keepListing(t *testing.T, h *apiserver.HA, in *apiserver.Instance, gvr sche
 // second instance; unserve and retire, run through the first, refuse
 // (exit 1, the CRD unchanged) with the evidence of both instances.
 func TestUsageHACommandsClientOfSecondInstance(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "cmd-second.usage.example.com")
 	name := gvr.Resource + "." + gvr.Group
@@ -117,11 +118,12 @@ func TestUsageHACommandsClientOfSecondInstance(t *testing.T) {
 // refuse, nothing changes, and the output names the instance not seen and
 // the ways out.
 func TestUsageHACommandsSecondInstanceUnreadable(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "cmd-unread.usage.example.com")
 	name := gvr.Resource + "." + gvr.Group
 	c := haClients(h)
-	kc, err := h.KubeconfigFor("kubeconfig-first-only", h.Instances[0].ServerName)
+	kc, err := h.KubeconfigFor("kubeconfig-first-only-commands", h.Instances[0].ServerName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +142,7 @@ func TestUsageHACommandsSecondInstanceUnreadable(t *testing.T) {
 // (a client of v1 only): unserve passes, resting on both instances, and
 // unserves the version.
 func TestUsageHACommandsNoClient(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "cmd-none.usage.example.com")
 	name := gvr.Resource + "." + gvr.Group
@@ -158,6 +161,7 @@ func TestUsageHACommandsNoClient(t *testing.T) {
 // (table and JSON).
 func TestUsageAuditLogNamedByCommands(t *testing.T) {
 	slowTier(t, "a window reaching a minute before the LIST")
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "audit-cmd.usage.example.com")
 	name := gvr.Resource + "." + gvr.Group
@@ -258,6 +262,7 @@ func writesSettled(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceD
 // EndpointSlice and pod written by hand: no controller runs here), and
 // unserve refuses on the requests it counted through the second instance.
 func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "prom-proxy.usage.example.com")
 	name := gvr.Resource + "." + gvr.Group
@@ -340,6 +345,7 @@ func promHasRequests(t *testing.T, gvr schema.GroupVersionResource) bool {
 // unserve now asks first for everything it will need — the write and what
 // its usage sources read — and refuses at once naming all of it.
 func TestUnservePermissionsFirst(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "unserve-perms.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS3)
 	bindUser(t, c, "unserve-read-only",

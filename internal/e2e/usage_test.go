@@ -271,6 +271,7 @@ func mustContain(t *testing.T, what string, text string, wants ...string) {
 // through the first: the layer reads both instances and sees the client
 // (the commands' side is TestUsageHACommandsClientOfSecondInstance).
 func TestUsageHAClientOfSecondInstance(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "ha-second.usage.example.com")
 	c := usageClient(t, h.Kubeconfig)
@@ -307,6 +308,7 @@ func TestUsageHAClientOfSecondInstance(t *testing.T) {
 // TestUsageHABothInstancesNoClient: no client of v1beta1 anywhere, both
 // instances read: NotInUse, resting on both.
 func TestUsageHABothInstancesNoClient(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "ha-none.usage.example.com")
 	listAs(t, h, h.Instances[1], gvr.GroupResource().WithVersion("v1"), 3) // another version's client
@@ -326,6 +328,7 @@ func TestUsageHABothInstancesNoClient(t *testing.T) {
 // naming it and the ways out, never NotInUse; and a plain-TCP endpoint
 // that refuses TLS is an unread instance too.
 func TestUsageHASecondInstanceUnreadable(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "ha-unread.usage.example.com")
 	kc, err := h.KubeconfigFor("kubeconfig-first-only", h.Instances[0].ServerName)
@@ -407,6 +410,7 @@ func promSource(t *testing.T, p *apiserver.Prometheus, c *cluster.Client) usage.
 // inside the window (a GET answered 404) counts too.
 func TestUsagePrometheusCatchesStoppedClient(t *testing.T) {
 	slowTier(t, "a window of ten usage scales, a minute by default")
+	t.Parallel()
 	h := haControlPlane(t)
 	scale := usageScale(t)
 	window, stopped := 10*scale, 2*scale
@@ -461,6 +465,7 @@ func TestUsagePrometheusCatchesStoppedClient(t *testing.T) {
 // TestUsagePrometheusInstanceMissing: a Prometheus that scrapes only the
 // first instance cannot see the second one's clients: Unknown, naming it.
 func TestUsagePrometheusInstanceMissing(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "prom-missing.usage.example.com")
 	window := 10 * time.Second
@@ -484,6 +489,7 @@ func TestUsagePrometheusInstanceMissing(t *testing.T) {
 // explicit Unknown with a one-line reason, or a one-line error for a
 // malformed flag value.
 func TestUsagePrometheusBadInput(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "prom-bad.usage.example.com")
 	waitPrometheusCovers(t, 10*time.Second)
@@ -554,6 +560,7 @@ func waitAuditCovers(t *testing.T, window time.Duration) {
 // tool's own requests are left out.
 func TestUsageAuditLogNamesClient(t *testing.T) {
 	slowTier(t, "a 30 s window")
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "audit-names.usage.example.com")
 	// The window ends when measure starts, after the audit logs were read
@@ -593,6 +600,7 @@ func TestUsageAuditLogNamesClient(t *testing.T) {
 // line counted (Unknown), a gzip copy reads alike, a file that is not an
 // audit log is a one-line error, and a log of another cluster is Unknown.
 func TestUsageAuditLogBadInput(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "audit-bad.usage.example.com")
 	window := 3 * time.Second
@@ -664,6 +672,7 @@ func TestUsageAuditLogBadInput(t *testing.T) {
 // also lists the objects retire's managedFields step rewrites; and a user
 // who may not list the objects gets Unknown, not NotInUse.
 func TestUsageManagedFieldsWriter(t *testing.T) {
+	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "mf-writer.usage.example.com")
 	ctx := context.Background()

@@ -138,6 +138,7 @@ func (w *conversionWebhook) caFile(t *testing.T) string {
 }
 
 func TestWebhookConversion(t *testing.T) {
+	t.Parallel()
 	c := newClients(t)
 	hook := newConversionWebhook(t)
 	crd := advance(t, c, "webhook.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS0)

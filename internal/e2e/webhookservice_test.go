@@ -168,6 +168,7 @@ func writePEM(t *testing.T, data []byte) string {
 // webhook's port, and a caBundle that does not verify the serving
 // certificate, each naming the problem, with nothing written.
 func TestServiceWebhookPreflight(t *testing.T) {
+	t.Parallel()
 	c, kc := routingServer(t)
 	ctx := context.Background()
 	hook := newServiceWebhook(t, "svc-webhook", "conversion")
@@ -287,6 +288,7 @@ func TestServiceWebhookPreflight(t *testing.T) {
 // TestServiceWebhookNotReachable: an endpoint this client cannot connect to
 // leaves the serving certificate unverified — a warning, not a refusal.
 func TestServiceWebhookNotReachable(t *testing.T) {
+	t.Parallel()
 	c, kc := routingServer(t)
 	hook := newServiceWebhook(t, "svc-webhook-unreached", "conversion")
 	hook.Close() // nothing listens on the endpoint's port any more

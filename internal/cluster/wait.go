@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -175,13 +176,62 @@ func (c *Client) WaitStorageVersion(ctx context.Context, name string, timeout ti
 }
 
 // WaitServed waits until the CRD's served versions are in discovery; see
-// the package function.
+// the package function. When objects may be stored at a version that
+// discovery cannot show — in spec.versions and status.storedVersions but
+// not served, as after add-version restores it — it then also waits,
+// within timeout, until the API server reads the objects (WaitStoredRead):
+// discovery does not change when such a version comes back, so it cannot
+// tell when the handler of the objects has it.
 func (c *Client) WaitServed(ctx context.Context, name string, timeout time.Duration) error {
 	disc, err := discovery.NewDiscoveryClientForConfig(c.config)
 	if err != nil {
 		return err
 	}
-	return WaitServed(ctx, c.CRDs, disc, name, timeout)
+	start := time.Now()
+	if err := WaitServed(ctx, c.CRDs, disc, name, timeout); err != nil {
+		return err
+	}
+	return c.WaitStoredRead(ctx, name, timeout-time.Since(start))
+}
+
+// WaitStoredRead waits, for up to timeout, until a list of the objects of
+// the CRD named name is no longer answered as by an API server that lacks
+// a version the CRD has in spec.versions ("invalid group/version", see
+// StaleVersion), when objects may be stored at a version that is not
+// served (in spec.versions and status.storedVersions): right after a
+// write that restores such a version, the handler that decodes the
+// objects may still be the one built without it, and a migrate sent then
+// would fail. Other CRDs cost nothing; any other answer of the list (a
+// forbidden one, say) says nothing about it and is not an error.
+func (c *Client) WaitStoredRead(ctx context.Context, name string, timeout time.Duration) error {
+	crd, err := c.CRDs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	version := lifecycle.ListVersion(crd)
+	if version == "" || !storedUnserved(crd) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
+	defer cancel()
+	err = WhenServedBy(ctx, crd, func() error {
+		return c.EachObject(ctx, crd, version, 500, func(string, string) error { return nil })
+	})
+	if StaleVersion(crd, err) {
+		return fmt.Errorf("the API server does not read the objects of CustomResourceDefinition %s stored at every version it has yet: %w", name, err)
+	}
+	return nil
+}
+
+// storedUnserved tells whether crd has a version in spec.versions and
+// status.storedVersions that it does not serve.
+func storedUnserved(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, v := range crd.Spec.Versions {
+		if !v.Served && slices.Contains(crd.Status.StoredVersions, v.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // ServedVersions returns the versions of the API group that the cluster

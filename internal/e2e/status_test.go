@@ -160,8 +160,14 @@ func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
 	out = regexp.MustCompile(`revision=\d+`).ReplaceAllString(out, "revision=<n>")
 	golden(t, "status/storedversion-not-in-spec.txt", out)
 
-	// The repair the finding names, then migrate: healthy again.
+	// The repair the finding names, then migrate: healthy again. The
+	// repair returns once the API server reads the objects stored at v1
+	// (discovery does not change when an unserved version comes back): a
+	// list sent right after it succeeds, as the migrate that follows does.
 	mustRun(t, strings.Fields(strings.TrimPrefix(s.Next.Command, "kubectl crdversion "))...)
+	if _, err := c.dyn.Resource(gvr(crd, "v2")).List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Errorf("a list right after the repair: %v", err)
+	}
 	mustRun(t, "migrate", crd.Name)
 	healed := statusJSON(t, crd.Name)
 	if healed.State != lifecycle.StateS5 || len(healed.Findings) != 0 || healed.Objects.Count != 2 || strings.Join(healed.StoredVersions, ",") != "v2" {

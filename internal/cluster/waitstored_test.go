@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 // TestWaitStoredRead: after a write that restores a version objects are
@@ -29,17 +31,12 @@ import (
 // server.
 func TestWaitStoredRead(t *testing.T) {
 	crd := func(v1Served bool) *apiextensionsv1.CustomResourceDefinition {
-		return &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "stable.example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-					{Name: "v1", Served: v1Served},
-					{Name: "v2", Served: true, Storage: true},
-				},
-			},
-			Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: []string{"v1", "v2"}},
+		v1 := []crdtest.VersionOption{}
+		if v1Served {
+			v1 = append(v1, crdtest.Served)
 		}
+		return crdtest.New("crontabs.stable.example.com").Version("v1", v1...).
+			Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
 	}
 	stale := apierrors.NewInternalError(fmt.Errorf("request to convert CR from an invalid group/version: stable.example.com/v1"))
 	for _, tc := range []struct {

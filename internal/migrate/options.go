@@ -10,16 +10,26 @@ import (
 // The values of a run live in package result, where report and view can
 // name them without importing the engine; these are their names here.
 type (
-	Outcome             = result.Outcome
-	Progress            = result.Progress
-	Failure             = result.Failure
-	Counts              = result.Counts
-	Trim                = result.Trim
-	ServerMigration     = result.ServerMigration
-	Result              = result.Result
-	Measurement         = result.Measurement
+	// Outcome is result.Outcome.
+	Outcome = result.Outcome
+	// Progress is result.Progress.
+	Progress = result.Progress
+	// Failure is result.Failure.
+	Failure = result.Failure
+	// Counts is result.Counts.
+	Counts = result.Counts
+	// Trim is result.Trim.
+	Trim = result.Trim
+	// ServerMigration is result.ServerMigration.
+	ServerMigration = result.ServerMigration
+	// Result is result.Result.
+	Result = result.Result
+	// Measurement is result.Measurement.
+	Measurement = result.Measurement
+	// PriorityAndFairness is result.PriorityAndFairness.
 	PriorityAndFairness = result.PriorityAndFairness
-	Concurrency         = result.Concurrency
+	// Concurrency is result.Concurrency.
+	Concurrency = result.Concurrency
 )
 
 // The outcomes of one object (see result.Outcome).

@@ -16,9 +16,10 @@ E2E_FLAGS ?=
 # Unit tests are pure and deterministic: locally Go's test cache may answer
 # for them; CI (CI=true) runs them afresh.
 UNIT_COUNT := $(if $(filter true,$(CI)),-count=1)
-# Parallel e2e tests at once: they mostly wait (usage windows, the API
-# server catching up), so more than the two cores' default.
-E2E_PARALLEL ?= 4
+# Parallel e2e tests at once (parallel subtests count too): they mostly
+# wait (usage windows, the API server catching up), so far more than the
+# two cores' default.
+E2E_PARALLEL ?= 8
 # The three Go modules; tools/ is a fourth that only pins golangci-lint.
 MODULES  := . internal/e2e cmd/crdversion-sandbox
 GOLANGCI_LINT := $(BIN)/golangci-lint

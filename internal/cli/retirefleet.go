@@ -43,6 +43,9 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 			res.Outcome = res.Report.Outcome
 			return err
 		}()
+		// A refusal's details not shown yet (missing permissions) go to the
+		// cluster's log: its error is one short line.
+		printRefusal(&log, err)
 		res.Seconds = time.Since(t0).Seconds()
 		res.End(err, cluster.ReachOf(err))
 		return res

@@ -176,13 +176,20 @@ func TestPromoteStoragePermissionPreflight(t *testing.T) {
 	bindUser(t, c, "promote-read-only",
 		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}},
 		rbacv1.PolicyRule{APIGroups: []string{crd.Spec.Group}, Resources: []string{"*"}, Verbs: []string{"list"}})
-	for _, tc := range []struct{ user, missing string }{
-		{"promote-read-only", "missing permission(s): get crontabs.perm-promote.example.com (to read objects at the new version); patch crontabs.perm-promote.example.com (to dry-run migrate's no-op update of each object through the new version); create crontabs.perm-promote.example.com (to dry-run each object as a new object at the new version); update customresourcedefinitions.apiextensions.k8s.io (to write the CRD)"},
-		{"promote-list-only", "missing permission(s): get crontabs.perm-promote.example.com (to read objects at the new version); patch crontabs.perm-promote.example.com"},
-		{"promote-no-patch", "missing permission(s): patch crontabs.perm-promote.example.com"},
+	// The error line counts them; the lines above it name each, in order.
+	for _, tc := range []struct {
+		user    string
+		count   int
+		missing string
+	}{
+		{"promote-read-only", 4, "  - get crontabs.perm-promote.example.com (to read objects at the new version)\n  - patch crontabs.perm-promote.example.com (to dry-run migrate's no-op update of each object through the new version)\n  - create crontabs.perm-promote.example.com (to dry-run each object as a new object at the new version)\n  - update customresourcedefinitions.apiextensions.k8s.io (to write the CRD)\n"},
+		{"promote-list-only", 3, "  - get crontabs.perm-promote.example.com (to read objects at the new version)\n  - patch crontabs.perm-promote.example.com"},
+		{"promote-no-patch", 1, "  - patch crontabs.perm-promote.example.com"},
 	} {
 		user, missing := tc.user, tc.missing
-		r := refuses(t, c, []string{crd.Name}, []string{"refusing to promote-storage " + crd.Name + ", nothing was changed: " + missing},
+		r := refuses(t, c, []string{crd.Name}, []string{
+			"refusing to promote-storage " + crd.Name + ", nothing was changed: missing " + strconv.Itoa(tc.count) + " permission(s)",
+			"Missing permission(s) to promote-storage " + crd.Name + ":\n" + missing},
 			"promote-storage", crd.Name, "v2", "--as", user)
 		if out := r.stdout + r.stderr; strings.Contains(out, "invalid") || strings.Contains(out, "refused at v2") {
 			t.Errorf("%s: a missing permission is reported as invalid objects:\n%s", user, out)

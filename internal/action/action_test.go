@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/action/actiontest"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
@@ -193,3 +194,5 @@ func TestWrite(t *testing.T) {
 		})
 	}
 }
+
+var _ Cluster = (*actiontest.Fake)(nil)

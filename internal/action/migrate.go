@@ -238,12 +238,6 @@ func waitStorageServed(ctx context.Context, c *cluster.Client, crd *apiextension
 	return nil
 }
 
-// LossChecker reads objects at two versions and compares them (see
-// cluster.Client.CheckObjects).
-type LossChecker interface {
-	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
-}
-
 // MeasureMigrationLoss asks the API server what migrating crd would lose,
 // on the path migrate's writes take: every object is read at a version it
 // may be stored at and sent migrate's own no-op update through the storage

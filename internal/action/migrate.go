@@ -139,7 +139,7 @@ func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o Migrat
 // loss measured on the objects (MeasureMigrationLoss), then
 // MigrationRefusal. Per-object failures are in the result; see Outcome for
 // whether the run did what it should.
-func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*Migration, error) {
+func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*Migration, error) {
 	if err := orderRefusal(crd, o); err != nil {
 		return nil, err
 	}
@@ -151,10 +151,9 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	measure := !o.AllowPruning && !o.Client.CountOnly
 	server := o.Engine == migrate.EngineServer
 	out := &Migration{}
-	runner := &svm.Runner{Client: c}
 	if server {
 		var err error
-		if out.SVMVersion, err = runner.Version(); err != nil {
+		if out.SVMVersion, err = c.ServerEngineVersion(); err != nil {
 			return nil, err
 		}
 	}
@@ -171,10 +170,7 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	}
 	// The run's 429 answers count from here: the measurement's requests
 	// are the run's too.
-	var tooManyAtStart int64
-	if c.FlowControl != nil {
-		tooManyAtStart = c.FlowControl.TooManyRequests()
-	}
+	tooManyAtStart, observed := c.TooManyRequests()
 	// nil when not measured: the schemas' prediction then stands as it is.
 	var measured *LossMeasurement
 	if measure {
@@ -191,7 +187,7 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 	}
 	var err error
 	if server {
-		out.Result, err = runner.Run(ctx, crd, out.SVMVersion, svm.Options{
+		out.Result, err = c.RunServerEngine(ctx, crd, out.SVMVersion, svm.Options{
 			FieldManager: o.Client.FieldManager,
 			DryRunClient: o.Client.CountOnly,
 			DryRunServer: o.Client.DryRun,
@@ -200,7 +196,7 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 			Progress:     o.ServerProgress,
 		})
 	} else {
-		out.Result, err = engineOf(c).Run(ctx, crd.Name, o.Client)
+		out.Result, err = c.RunClientEngine(ctx, crd.Name, o.Client)
 	}
 	if err != nil {
 		return nil, err
@@ -214,8 +210,8 @@ func Migrate(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.Custom
 		warnings = []string{NotMeasuredWarning}
 	}
 	out.Result.Warnings = append(warnings, out.Result.Warnings...)
-	if c.FlowControl != nil && !server {
-		out.Result.TooManyRequests = c.FlowControl.TooManyRequests() - tooManyAtStart
+	if tooMany, _ := c.TooManyRequests(); observed && !server {
+		out.Result.TooManyRequests = tooMany - tooManyAtStart
 	}
 	return out, nil
 }
@@ -231,7 +227,7 @@ const NotMeasuredWarning = "what the rewrite would lose was not measured (a clie
 // is stored at the previous storage version, or, unchanged, not written at
 // all and counted as current — after which storedVersions would be trimmed
 // of a version that objects are still stored at.
-func waitStorageServed(ctx context.Context, c *cluster.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
+func waitStorageServed(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if err := c.WaitStorageVersion(ctx, crd.Name, ServedWait); err != nil {
 		return fmt.Errorf("refusing to migrate %s, nothing was changed: the API server has not yet taken in the change of its storage version to %s, so objects written now could stay at the previous storage version; re-run in a minute: %w", crd.Name, lifecycle.StorageVersion(crd), err)
 	}
@@ -470,14 +466,4 @@ func Outcome(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result,
 		return fmt.Errorf("every object of %s is at %s, but status.storedVersions was not trimmed: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
 	}
 	return nil
-}
-
-// engineOf is the client migrate engine over c, told where API Priority
-// and Fairness puts c's requests when c observes it.
-func engineOf(c *cluster.Client) *migrate.Engine {
-	e := &migrate.Engine{CRDs: c.CRDs, Metadata: c.Metadata}
-	if c.FlowControl != nil {
-		e.FlowControl = c.FlowControl
-	}
-	return e
 }

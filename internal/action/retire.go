@@ -17,13 +17,14 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
-// Retire is retire.Cluster over a cluster.Client: the CRD's reads and writes
+// Retire is retire.Cluster over a RetireCluster (Live: a cluster.Client):
+// the CRD's reads and writes
 // (pinned to the resourceVersion read; server-side dry runs on the same
 // path), client usage from every source of Usage, the managedFields
 // listing (shared with Usage's managedFields source) and clean-up,
 // SelfSubjectAccessReviews, and the client migrate engine.
 type Retire struct {
-	Client *cluster.Client
+	Cluster RetireCluster
 	// Usage measures client usage (preflight.Usage); ManagedFields is its
 	// managedFields source, whose scan StaleManagedFields reuses.
 	Usage         UsageMeasurer
@@ -50,13 +51,13 @@ var _ retire.Cluster = (*Retire)(nil)
 
 // GetCRD reads the CRD named name.
 func (r *Retire) GetCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	return r.Client.CRDs.Get(ctx, name, metav1.GetOptions{})
+	return r.Cluster.GetCRD(ctx, name)
 }
 
-// UpdateCRD writes crd with Client.UpdateCRD (a server-side dry run when
+// UpdateCRD writes crd with Cluster.UpdateCRD (a server-side dry run when
 // dryRun); a refusal by the API server is a *retire.WriteRefusedError.
 func (r *Retire) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error) {
-	out, err := r.Client.UpdateCRD(ctx, crd, cluster.WriteOptions{DryRun: dryRun, FieldManager: r.Engine.FieldManager})
+	out, err := r.Cluster.UpdateCRD(ctx, crd, cluster.WriteOptions{DryRun: dryRun, FieldManager: r.Engine.FieldManager})
 	return out, refusal(err)
 }
 
@@ -88,7 +89,7 @@ func refusal(err error) error {
 // WaitServed waits up to 30 s until the CRD's served versions are in
 // discovery.
 func (r *Retire) WaitServed(ctx context.Context, name string) error {
-	return r.Client.WaitServed(ctx, name, 30*time.Second)
+	return r.Cluster.WaitServed(ctx, name, 30*time.Second)
 }
 
 // ClientUsage assesses the use of version of crd from every source of
@@ -116,18 +117,18 @@ func (r *Retire) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.Cu
 			}
 		}
 	}
-	return r.Client.StaleManagedFields(ctx, crd, version, r.Engine.ChunkSize)
+	return r.Cluster.StaleManagedFields(ctx, crd, version, r.Engine.ChunkSize)
 }
 
 // CleanManagedFields rewrites the stale entries of objs, Engine.Concurrency
 // writes in flight.
 func (r *Retire) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []retire.ObjectRef) (*retire.ManagedFieldsCleanup, error) {
-	return r.Client.CleanManagedFields(ctx, crd, version, objs, r.Engine.Concurrency, r.Engine.FieldManager)
+	return r.Cluster.CleanManagedFields(ctx, crd, version, objs, r.Engine.Concurrency, r.Engine.FieldManager)
 }
 
 // Missing asks the API server which of needs the user lacks.
 func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need {
-	missing, _ := r.Client.Missing(ctx, needs)
+	missing, _ := r.Cluster.Missing(ctx, needs)
 	return missing
 }
 
@@ -146,7 +147,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		var m *LossMeasurement
 		if dryRun || len(lifecycle.MigrationLosses(crd)) > 0 {
 			var err error
-			if m, err = MeasureMigrationLoss(ctx, r.Client, crd, MigrateOptions{Client: r.Engine}); err != nil {
+			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine}); err != nil {
 				return nil, err
 			}
 		}
@@ -154,7 +155,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 			return nil, err
 		}
 	}
-	if err := waitStorageServed(ctx, r.Client, crd); err != nil {
+	if err := waitStorageServed(ctx, r.Cluster, crd); err != nil {
 		return nil, err
 	}
 	opts := r.Engine
@@ -164,7 +165,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		opts.Progress, stop = r.Progress(crd.Name)
 		defer stop()
 	}
-	res, err := engineOf(r.Client).Run(ctx, crd.Name, opts)
+	res, err := r.Cluster.RunClientEngine(ctx, crd.Name, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -257,7 +257,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 			return view.LabelledProgressBar(o.ErrOut, "measuring what migrating "+crd.Name+" loses, read at "+from)
 		}
 	}
-	m, err := action.Migrate(ctx, o.client, crd, opts)
+	m, err := action.Migrate(ctx, action.Live{Client: o.client}, crd, opts)
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	if err != nil {
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
-	rc := &action.Retire{Client: c, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning}
+	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning}
 	if progress {
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }
 	}

@@ -44,20 +44,15 @@ type Migration struct {
 	SVMVersion string
 }
 
-// MigrationRefusal refuses, before anything is written, a migration that
+// migrationRefusal refuses, before anything is written, a migration that
 // would retire nothing (a newer version waits to become the storage
 // version: the "completed but useless" migration run before the storage
 // flip) or drop fields (conversion None between schemas that differ); with
 // the server engine also one whose controller would write through a
 // version that prunes fields. It returns nil when the migration may run.
 // A client dry run (CountOnly) is refused alike: it must not say a run
-// would go through that the real run refuses.
-func MigrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
-	return migrationRefusal(crd, o, nil)
-}
-
-// migrationRefusal is MigrationRefusal after the measurement m (nil when
-// none ran): the schemas' prediction of loss stands unless m cleared it.
+// would go through that the real run refuses. The schemas' prediction of
+// loss stands unless the measurement m (nil when none ran) cleared it.
 func migrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions, m *LossMeasurement) error {
 	if err := orderRefusal(crd, o); err != nil {
 		return err
@@ -83,7 +78,7 @@ func measuredPredictionRefusal(crd *apiextensionsv1.CustomResourceDefinition, m 
 	return predictedLossRefusal(crd, m.unrecordedText)
 }
 
-// orderRefusal is MigrationRefusal's "a newer version waits" refusal.
+// orderRefusal is migrationRefusal's "a newer version waits" refusal.
 func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
 	storage := lifecycle.StorageVersion(crd)
 	if err := lifecycle.CheckVersionOrder(crd, o.VersionOrder); err != nil {
@@ -96,7 +91,7 @@ func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOption
 	return nil
 }
 
-// predictedLossRefusal is MigrationRefusal's refusal of the losses the
+// predictedLossRefusal is migrationRefusal's refusal of the losses the
 // schemas predict (lifecycle.MigrationLosses): what stands when the loss
 // could not be measured; why not, when known, is appended.
 func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why string) error {
@@ -115,7 +110,7 @@ func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why str
 	return nil
 }
 
-// serverEngineRefusal is MigrationRefusal's refusal of a server engine
+// serverEngineRefusal is migrationRefusal's refusal of a server engine
 // whose controller writes through a version that prunes fields.
 func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) error {
 	if o.Engine != migrate.EngineServer {
@@ -137,7 +132,7 @@ func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o Migrat
 // handler that encodes the objects may still be the old one), after the
 // permission check of what it will write and its preflight: the
 // loss measured on the objects (MeasureMigrationLoss), then
-// MigrationRefusal. Per-object failures are in the result; see Outcome for
+// migrationRefusal. Per-object failures are in the result; see Outcome for
 // whether the run did what it should.
 func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*Migration, error) {
 	if err := orderRefusal(crd, o); err != nil {
@@ -249,7 +244,7 @@ func waitStorageServed(ctx context.Context, c MigrateCluster, crd *apiextensions
 // A stored version that is not served cannot be read. Under conversion
 // strategy None nothing is lost unseen there: the read at S gives what the
 // rewrite keeps up to S's pruning, which the static check of
-// MigrationRefusal compares with the old schema. Under Webhook conversion
+// migrationRefusal compares with the old schema. Under Webhook conversion
 // the webhook's conversion of those objects to S cannot be compared with
 // anything, so the migration is refused as unknown (serve the version for
 // the measurement, or pass --allow-pruning) — unless the CRD has no object

@@ -36,7 +36,7 @@ type Retire struct {
 	Engine migrate.Options
 	// AllowPruning lets the migration rewrite objects whose fields the
 	// storage version drops; without it the migration is refused, as
-	// migrate refuses it (MigrationRefusal, MeasureMigrationLoss).
+	// migrate refuses it (MeasureMigrationLoss, measuredPredictionRefusal).
 	AllowPruning bool
 	// Progress, when set, starts a progress display for the migration of
 	// the CRD named crd: the function the engine reports to, and the one

@@ -1,0 +1,103 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/action/actiontest"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+)
+
+// TestRetireMigrate is the retire adapter's migration: without
+// --allow-pruning it measures what the rewrite loses, as migrate does, when
+// the run is a dry run (the old versions are still served then) or the
+// schemas predict a loss, and refuses what migrate refuses; with it, it
+// only runs the engine.
+func TestRetireMigrate(t *testing.T) {
+	const (
+		objects = actiontest.Objects + "@v1->v2"
+		wait    = actiontest.WaitStorage
+		engine  = actiontest.ClientEngine
+		dryRun  = actiontest.ClientEngine + actiontest.DryRunSuffix
+	)
+	withUnrecorded := clean("v1")
+	withUnrecorded.Unrecorded = []string{"default/w2"}
+	for _, tc := range []struct {
+		name         string
+		in           *apiextensionsv1.CustomResourceDefinition
+		allowPruning bool
+		dryRun       bool
+		checks       map[string]*cluster.ObjectsCheck
+		notServed    error
+		calls        []string
+		err          []string
+	}{
+		{name: "dry run: measured, then the engine's dry run", in: settled(), dryRun: true,
+			checks: map[string]*cluster.ObjectsCheck{"v1": clean("v1")}, calls: []string{objects, wait, dryRun}},
+		{name: "dry run, a loss measured: refused, nothing sent", in: settled(), dryRun: true,
+			checks: map[string]*cluster.ObjectsCheck{"v1": lost("v1")}, calls: []string{objects},
+			err: []string{"refusing to migrate widgets.example.com, nothing was changed: rewriting the objects at v2 loses data", "default/w1: .spec.colour"}},
+		{name: "the run, nothing predicted: not measured again", in: settled(), calls: []string{wait, engine}},
+		{name: "the run, a loss predicted and cleared", in: pruning(),
+			checks: map[string]*cluster.ObjectsCheck{"v1": clean("v1")}, calls: []string{objects, wait, engine}},
+		{name: "the run, a loss predicted and not cleared: refused", in: pruning(),
+			checks: map[string]*cluster.ObjectsCheck{"v1": withUnrecorded}, calls: []string{objects},
+			err: []string{"conversion strategy None and the schemas differ", "1 object(s) have no managedFields"}},
+		{name: "--allow-pruning: not measured", in: pruning(), allowPruning: true, calls: []string{wait, engine}},
+		{name: "--allow-pruning, dry run: not measured", in: pruning(), allowPruning: true, dryRun: true, calls: []string{wait, dryRun}},
+		{name: "the storage version not served yet: refused", in: settled(), notServed: errors.New("discovery still says v1"),
+			calls: []string{wait}, err: []string{"has not yet taken in the change of its storage version to v2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := actiontest.New(tc.in)
+			f.Checks, f.StorageNotServed = tc.checks, tc.notServed
+			r := &Retire{Cluster: f, AllowPruning: tc.allowPruning, Engine: migrate.Options{FieldManager: "m"}}
+			m, err := r.Migrate(context.Background(), tc.in, tc.dryRun)
+			wantErr(t, err, tc.err...)
+			if got, want := strings.Join(f.Calls, ", "), strings.Join(tc.calls, ", "); got != want {
+				t.Errorf("calls\n%s\nwant\n%s", got, want)
+			}
+			if err != nil {
+				if w := f.Writes(); len(w) > 0 {
+					t.Errorf("refused, and wrote %q", w)
+				}
+				return
+			}
+			if m.StorageVersion != "v2" || !m.Complete || m.Report == nil {
+				t.Errorf("Migration %+v", m)
+			}
+			if trimmed := !tc.dryRun; m.Trimmed != trimmed || !slices.Equal(m.StoredAfter, map[bool][]string{true: {"v2"}, false: {"v1", "v2"}}[trimmed]) {
+				t.Errorf("Trimmed %v, storedVersions %v → %v", m.Trimmed, m.StoredBefore, m.StoredAfter)
+			}
+		})
+	}
+}
+
+// The engine's outcome is retire's Migration: failures named, a trim the
+// API server refuses in a dry run said so.
+func TestRetireMigrateReportsTheEngine(t *testing.T) {
+	f := actiontest.New(settled())
+	f.Engine = func(_ bool, o migrate.Options) (*migrate.Result, error) {
+		if !o.DryRun || o.FieldManager != "m" {
+			t.Errorf("engine options %+v, want a dry run as m", o)
+		}
+		res := &migrate.Result{StorageVersion: "v2", Counts: migrate.Counts{Total: 3, Rewritten: 2, Failed: 1},
+			Failures: []migrate.Failure{{Object: "default/w3", Message: "sealed"}}}
+		res.Trim.Failed, res.Trim.Reason = true, "the trim was refused"
+		return res, nil
+	}
+	r := &Retire{Cluster: f, AllowPruning: true, Engine: migrate.Options{FieldManager: "m"}}
+	m, err := r.Migrate(context.Background(), settled(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Total != 3 || m.Rewritten != 2 || m.Failed != 1 || len(m.Failures) != 1 || m.Failures[0].Object != "default/w3" || m.TrimRefused != "the trim was refused" {
+		t.Errorf("Migration %+v", m)
+	}
+}

@@ -4,23 +4,28 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 )
 
 // installTestdata creates the CRDs and objects of the given paths under
-// testdata/ and deletes the CRDs when the test ends.
+// testdata/ and deletes the CRDs when the test ends, waiting until they
+// are gone.
 func installTestdata(t *testing.T, c clients, paths ...string) *fixture.Result {
 	t.Helper()
 	res, err := fixture.Apply(context.Background(), srv.Config, readTestdata(t, paths...))
 	if res != nil {
 		for _, crd := range res.CRDs {
 			name := crd.Name
+			// These CRDs have their real names, which the next test
+			// to install them needs free: wait until they are gone.
 			t.Cleanup(func() {
-				_ = c.ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), name, metav1.DeleteOptions{})
+				if conditions, err := deleteCRDAndWait(context.Background(), c, name, 2*time.Minute); err != nil {
+					t.Errorf("deleting CRD %s: %v (conditions %+v)", name, err, conditions)
+				}
 			})
 		}
 	}

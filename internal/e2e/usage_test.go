@@ -415,6 +415,7 @@ func TestUsagePrometheusCatchesStoppedClient(t *testing.T) {
 	scale := usageScale(t)
 	window, stopped := 10*scale, 2*scale
 	gvr := usageCRD(t, h, "prom-stopped.usage.example.com")
+	listedAt := time.Now()
 	listAs(t, h, h.Instances[1], gvr, 5)
 	saw := serverSawAs(t, h, "alice", aliceAgent, "list", gvr, 5)
 	alpha := gvr.GroupResource().WithVersion("v1alpha1")
@@ -444,13 +445,16 @@ func TestUsagePrometheusCatchesStoppedClient(t *testing.T) {
 	}
 
 	// The same through the commands: unserve and retire refuse, the CRD
-	// unchanged.
+	// unchanged. Their window is counted from the client's LISTs, which it
+	// must cover however long the steps above took on a loaded machine.
 	name := gvr.Resource + "." + gvr.Group
 	hc := haClients(h)
+	cmdWindow := (time.Since(listedAt) + window).Round(time.Second)
+	waitPrometheusCovers(t, cmdWindow)
 	refusesAt(t, hc, h.Kubeconfig, []string{name}, []string{"clients still use prom-stopped.usage.example.com/v1beta1 crontabs (seen by: Prometheus " + usageFx.prom.URL, fmt.Sprintf("LIST %d", saw)},
-		"unserve", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", window.String())
+		"unserve", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", cmdWindow.String())
 	refusesAt(t, hc, h.Kubeconfig, []string{name}, []string{"stopped at step 1", "clients still use prom-stopped.usage.example.com/v1beta1 crontabs"},
-		"retire", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", window.String(), "--migrate", "--clean-managed-fields")
+		"retire", name, "v1beta1", "--prometheus-url", usageFx.prom.URL, "--usage-window", cmdWindow.String(), "--migrate", "--clean-managed-fields")
 	if !servedOn(t, hc, name, "v1beta1") {
 		t.Fatal("v1beta1 is no longer served")
 	}

@@ -12,7 +12,8 @@
 // the pruning differential test), the tests that install real CRDs under
 // their own names (Gateway API, Flux), and the tests that run the storage
 // version migrator and garbage collector controllers, which act on the
-// whole API server.
+// whole API server. Run as shards (shards_test.go, .ci/e2e-shards), those
+// groups get API servers of their own and run beside the parallel tests.
 package e2e
 
 import (
@@ -34,6 +35,10 @@ var (
 	pluginDir   string // holds the built kubectl-crdversion binary
 	repoRoot, _ = filepath.Abs("../..")
 )
+
+// pluginEnv names a directory holding a kubectl-crdversion binary built
+// from this tree, used instead of building one.
+const pluginEnv = "CRDVERSION_E2E_PLUGIN"
 
 // setupErr is why the API server or the plugin binary is missing; every
 // test then fails with it (see newClients).
@@ -76,6 +81,9 @@ func TestMain(m *testing.M) {
 		return
 	}
 	flag.Parse()
+	if run, code := applyShard(); !run {
+		os.Exit(code)
+	}
 	stop := setup()
 	defer stop()
 	defer stopUsageFixtures()
@@ -111,6 +119,11 @@ func setup() func() {
 	// kubeconfig selects it.
 	if err := os.Setenv("KUBECONFIG", s.Kubeconfig); err != nil {
 		setupErr = err
+		return s.Stop
+	}
+	if dir := os.Getenv(pluginEnv); dir != "" {
+		// Built once for every shard (.ci/e2e-shards).
+		pluginDir = dir
 		return s.Stop
 	}
 	dir, err := os.MkdirTemp("", "crdversion-plugin-")

@@ -39,8 +39,8 @@ var soloShards = []struct {
 	name  string
 	tests []string
 }{
-	// An API server restart, and etcd compaction under paging: every
-	// other client of the server would see them. Also: after a restart
+	// An API server restart, etcd compaction under paging, concurrent
+	// CRD edits: every other client of the server would see them. Also: after a restart
 	// the API server's /metrics takes tens of seconds to come back, which
 	// the RBAC and usage tests read.
 	{"solo-restart", []string{
@@ -51,6 +51,10 @@ var soloShards = []struct {
 		"TestFaultMigrateCRDChangedMidRun",
 		"TestFaultConcurrentCRDEdit",
 		"TestFaultPromoteStorageRace",
+		// Conversion webhooks that are slow or down (here for balance:
+		// the migrator controller's shard is the longer one).
+		"TestFaultMigrateSlowConversionWebhook",
+		"TestFaultMigrateConversionWebhookDown",
 	}},
 	// Permissions and API Priority and Fairness: RBAC objects, identities
 	// and flow-control measurements of the whole server.
@@ -61,14 +65,11 @@ var soloShards = []struct {
 		"TestMigrateRetries429sFromAPF",
 		"TestMigrateReportsWhereItLands",
 	}},
-	// The storage version migrator controller, and conversion webhooks
-	// that are slow or down.
+	// The storage version migrator controller.
 	{"solo-svm", []string{
 		"TestMigrateServerEngine",
 		"TestMigrateServerEngineFailed",
 		"TestMigrateServerEngineRefusalsAndTimeout",
-		"TestFaultMigrateSlowConversionWebhook",
-		"TestFaultMigrateConversionWebhookDown",
 		"TestFaultDryRunOnAStaleRead",
 	}},
 	// Sweeps that see every CRD of the server, and real CRDs installed

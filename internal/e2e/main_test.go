@@ -81,8 +81,12 @@ func TestMain(m *testing.M) {
 		return
 	}
 	flag.Parse()
-	if run, code := applyShard(); !run {
-		os.Exit(code)
+	run, err := applyShard()
+	if err != nil {
+		panic(err)
+	}
+	if !run {
+		return
 	}
 	stop := setup()
 	defer stop()

@@ -164,28 +164,27 @@ func selectShard(shard string) (bool, error) {
 
 // applyShard is TestMain's part of sharding: it prints the shard names
 // for "list" and narrows the tests otherwise. It returns whether the
-// process should go on to start the API server and run tests, and the exit
-// code when it should not.
-func applyShard() (run bool, code int) {
+// process should go on to start the API server and run tests, or the
+// error of a shard that does not exist.
+func applyShard() (bool, error) {
 	shard, ok := os.LookupEnv(shardEnv)
 	if !ok || shard == "" {
-		return true, 0
+		return true, nil
 	}
 	if shard == "list" {
 		for _, n := range shardNames() {
 			fmt.Println(n)
 		}
-		return false, 0
+		return false, nil
 	}
 	run, err := selectShard(shard)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return false, 2
+		return false, err
 	}
 	if !run {
 		fmt.Printf("e2e: shard %s: no test matches -test.run; no API server started\n", shard)
 	}
-	return run, 0
+	return run, nil
 }
 
 // TestShardsNameRealTests checks the solo shards' lists: a name that is

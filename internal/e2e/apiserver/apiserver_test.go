@@ -21,11 +21,7 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubeconfigClient(t, s.Kubeconfig)
 	if _, err := client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
 		t.Fatalf("reading through the kubeconfig: %v", err)
 	}
@@ -69,11 +65,7 @@ func TestRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubeconfigClient(t, s.Kubeconfig)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "before-restart"}}
 	created, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
@@ -101,4 +93,15 @@ func TestRestart(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Get(ctx, "before-restart", metav1.GetOptions{}); err != nil {
 		t.Fatalf("reading after Restart: %v", err)
 	}
+}
+
+// kubeconfigClient is a client built from the kubeconfig file at path, as a
+// user's would be.
+func kubeconfigClient(t *testing.T, path string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
 }

@@ -66,14 +66,7 @@ func sameObjects(t testing.TB, before, after map[string]types.UID) {
 // stored at the new version, none lost or re-created, storedVersions
 // trimmed once the pass was complete.
 func TestFaultMigrateSurvivesAPIServerRestart(t *testing.T) {
-	if setupErr != nil {
-		t.Fatal(setupErr)
-	}
-	s, err := apiserver.Start(apiserver.Options{Restartable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := ownServer(t, apiserver.Options{Restartable: true})
 	c := clientsFor(s.Config)
 	const n = 1500
 	crd := advance(t, c, "restart.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)

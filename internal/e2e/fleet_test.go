@@ -70,15 +70,12 @@ func blackHole(t *testing.T) string {
 }
 
 // TestFleet runs status and retire against three clusters at once: the test
-// package's API server with a migration pending (S2), a second in-process
-// API server where the CRD is migrated (S3), and a server that never answers.
+// package's API server with a migration pending (S2), a second API server
+// (in a process of its own) where the CRD is migrated (S3), and a server
+// that never answers.
 func TestFleet(t *testing.T) {
 	t.Parallel()
-	second, err := apiserver.Start(apiserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(second.Stop)
+	second := ownServer(t, apiserver.Options{})
 
 	pendingC, migratedC := newClients(t), clientsFor(second.Config)
 	const group = "fleet.example.com"

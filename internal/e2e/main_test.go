@@ -52,6 +52,13 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
+	if apiserver.IsServerProcess() {
+		// A test's own API server (ownServer).
+		if err := apiserver.RunServerProcess(); err != nil {
+			panic(err)
+		}
+		return
+	}
 	if spec := os.Getenv("CRDVERSION_BENCH_LOOP"); spec != "" {
 		// BenchmarkMigrate's sequential loop, run as a process of its own.
 		if err := sequentialLoop(spec); err != nil {

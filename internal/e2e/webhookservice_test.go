@@ -36,14 +36,7 @@ import (
 // instances: storage is (re)initializing" (twice; never without it).
 func routingServer(t *testing.T) (clients, string) {
 	t.Helper()
-	if setupErr != nil {
-		t.Fatal(setupErr)
-	}
-	s, err := apiserver.Start(apiserver.Options{ExtraFlags: []string{"--enable-aggregator-routing=true"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := ownServer(t, apiserver.Options{ExtraFlags: []string{"--enable-aggregator-routing=true"}})
 	return clientsFor(s.Config), s.Kubeconfig
 }
 

@@ -40,9 +40,7 @@ var soloShards = []struct {
 	tests []string
 }{
 	// An API server restart, etcd compaction under paging, concurrent
-	// CRD edits: every other client of the server would see them. Also: after a restart
-	// the API server's /metrics takes tens of seconds to come back, which
-	// the RBAC and usage tests read.
+	// CRD edits: every other client of the server would see them.
 	{"solo-restart", []string{
 		"TestFaultMigrateSurvivesAPIServerRestart",
 		"TestFaultMigrateEtcdCompactionDuringPaging",

@@ -133,6 +133,9 @@ func Start(opts Options) (s *Server, err error) {
 			return nil, err
 		}
 	}
+	if err := s.monitorStorage(*storage); err != nil {
+		return nil, err
+	}
 	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := WriteKubeconfig(s.Kubeconfig, s.Config); err != nil {
 		return nil, err
@@ -252,6 +255,7 @@ func (s *Server) stopKubeAPIServer() {
 	s.mu.Unlock()
 	if teardown != nil {
 		teardown()
+		pointStorageMonitor()
 	}
 }
 

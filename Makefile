@@ -11,18 +11,25 @@ LDFLAGS  := -X $(MODULE)/internal/version.version=$(VERSION) -X $(MODULE)/intern
 DEMO_DIR ?= $(CURDIR)/bin/demo
 # Integration tests share one in-process kube-apiserver per package.
 E2E_TIMEOUT ?= 60m
-# Extra go test flags for the e2e tests (test-short sets -short).
+# Extra flags of the e2e test binary (test-short sets -test.short).
 E2E_FLAGS ?=
 # Unit tests are pure and deterministic: locally Go's test cache may answer
 # for them; CI (CI=true) runs them afresh.
 UNIT_COUNT := $(if $(filter true,$(CI)),-count=1)
-# Parallel e2e tests at once (parallel subtests count too): they mostly
-# wait (usage windows, the API server catching up), so far more than the
-# two cores' default.
+# Parallel e2e tests at once in each shard (parallel subtests count too):
+# they mostly wait (usage windows, the API server catching up), so far more
+# than the two cores' default.
 E2E_PARALLEL ?= 8
+# E2E shards running at a time (.ci/e2e-shards): the parallel shard beside
+# the solo shards one after another. More saturates two cores.
+E2E_SHARDS_AT_ONCE ?= 2
+export E2E_PARALLEL E2E_TIMEOUT E2E_SHARDS_AT_ONCE
 # The three Go modules; tools/ is a fourth that only pins golangci-lint.
 MODULES  := . internal/e2e cmd/crdversion-sandbox
 GOLANGCI_LINT := $(BIN)/golangci-lint
+# gotestsum (pinned in tools/go.mod) runs the e2e shards and lists the slowest tests.
+GOTESTSUM := $(BIN)/gotestsum
+export GOTESTSUM
 
 .PHONY: help faults all build sandbox demo test test-short unit integration check lint race race-unit race-faults fmt tidy clean \
 	bench krew-manifest krew-check docs
@@ -59,18 +66,17 @@ test: unit integration
 ## pruning differential test, the usage tests with windows of 30 s or more, the APF and identity measurements)
 test-short:
 	go test -short $(UNIT_COUNT) ./...
-	@$(MAKE) --no-print-directory integration E2E_FLAGS=-short
+	@$(MAKE) --no-print-directory integration E2E_FLAGS=-test.short
 
 ## unit: the unit tests of the root module (-count=1 only with CI=true)
 unit:
 	go test $(UNIT_COUNT) ./...
 
-## integration: the integration tests of internal/e2e (a real kube-apiserver in-process), then the 20 slowest tests
-## (.ci/slowest.go; the whole go test -json stream is in bin/e2e.json)
-integration:
-	@mkdir -p $(BIN)
-	cd internal/e2e && set -o pipefail && go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) ./... \
-		| tee $(BIN)/e2e.json | go run $(CURDIR)/.ci/slowest.go
+## integration: the integration tests of internal/e2e (a real kube-apiserver in-process) as shards side by side, each
+## with its own API server (.ci/e2e-shards; each shard's go test -json stream and log are in bin/e2e/), then the 20
+## slowest tests
+integration: $(GOTESTSUM)
+	.ci/e2e-shards $(E2E_FLAGS)
 
 ## docs: regenerate the command reference in docs/commands from the command tree
 docs:
@@ -95,6 +101,9 @@ lint: $(GOLANGCI_LINT)
 		echo "golangci-lint run: $$m"; (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; \
 	done
 
+$(GOTESTSUM): tools/go.mod tools/go.sum
+	cd tools && go build -o $(GOTESTSUM) gotest.tools/gotestsum
+
 $(GOLANGCI_LINT): tools/go.mod tools/go.sum
 	cd tools && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
@@ -104,8 +113,8 @@ race: race-unit race-faults
 race-unit:
 	go test -race -count=1 ./...
 
-race-faults:
-	cd internal/e2e && go test -race -count=1 -timeout $(E2E_TIMEOUT) -run '^TestFault' .
+race-faults: $(GOTESTSUM)
+	RACE=1 .ci/e2e-shards -test.run '^TestFault'
 
 ## fmt: gofmt -w
 fmt:

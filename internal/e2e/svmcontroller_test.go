@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -20,6 +24,8 @@ import (
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	svmcontroller "k8s.io/kubernetes/pkg/controller/storageversionmigrator"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // startSVMController runs the kube-controller-manager's storage version
@@ -90,4 +96,35 @@ func startSVMController(t *testing.T) {
 		typed.Shutdown()
 		meta.Shutdown()
 	})
+}
+
+// nudgeGCInformer writes one object of crd (an annotation, through the
+// storage version) every half second until the returned stop is called.
+// The SVMController starts a migration only once the garbage collector's
+// informer for the resource has seen the migration's resourceVersion, and
+// the informer of a resource nobody writes gets there only at the watch
+// cache's next bookmark, up to a minute later; each write is an event that
+// takes it there at once. For tests whose subject is not that wait: the
+// object stays at the storage version, so a migration leaves it as it is.
+func nudgeGCInformer(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition) (stop func()) {
+	t.Helper()
+	res := c.dyn.Resource(gvr(crd, lifecycle.StorageVersion(crd)))
+	list, err := res.List(context.Background(), metav1.ListOptions{Limit: 1})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("no object of %s to write (%v)", crd.Name, err)
+	}
+	obj := list.Items[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.crdversion.test/nudge":"%d"}}}`, i)
+			_, _ = res.Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
 }

@@ -67,6 +67,9 @@ func TestMigrateServerEngine(t *testing.T) {
 	}
 
 	startSVMController(t)
+	// The subject is the engine, not the controller's wait for its
+	// informer (nudgeGCInformer).
+	stopNudging := nudgeGCInformer(t, c, crd)
 	m, r := migrationJSON(t, crd.Name, "--engine=server", "--timeout=3m", "--field-manager=svm-test")
 	if r.err != nil {
 		t.Fatalf("migrate --engine=server: %v\n%s", r.err, r.stderr)
@@ -102,6 +105,8 @@ func TestMigrateServerEngine(t *testing.T) {
 			t.Errorf("second run output lacks %q:\n%s", want, again.stdout)
 		}
 	}
+
+	stopNudging()
 
 	// The client engine on as many objects, for the measurement.
 	other := advance(t, c, "svm-client.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)

@@ -215,7 +215,7 @@ func (c *Client) WaitStoredRead(ctx context.Context, name string, timeout time.D
 	ctx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
 	defer cancel()
 	err = WhenServedBy(ctx, crd, func() error {
-		return c.EachObject(ctx, crd, version, 500, func(string, string) error { return nil })
+		return c.EachObject(ctx, crd, version, ChunkSize, func(string, string) error { return nil })
 	})
 	if StaleVersion(crd, err) {
 		return fmt.Errorf("the API server does not read the objects of CustomResourceDefinition %s stored at every version it has yet: %w", name, err)

@@ -178,7 +178,7 @@ func TestObjects(t *testing.T) {
 			lists: map[string]int{"v1": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &Doctor{Reader: tc.r, ChunkSize: 500}
+			d := &Doctor{Reader: tc.r, ChunkSize: cluster.ChunkSize}
 			c, err := d.Check(context.Background(), tc.crd)
 			if err != nil {
 				t.Fatal(err)
@@ -230,7 +230,7 @@ func deref(p *int) any {
 // that doctor has (no status flag).
 func TestForbiddenList(t *testing.T) {
 	r := &fakeReader{listErr: map[string]error{"v1": apierrors.NewForbidden(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "", errors.New("no"))}}
-	c, err := (&Doctor{Reader: r, ChunkSize: 500}).Check(context.Background(), widgets(false, "v1"))
+	c, err := (&Doctor{Reader: r, ChunkSize: cluster.ChunkSize}).Check(context.Background(), widgets(false, "v1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestForbiddenList(t *testing.T) {
 func TestConnectionError(t *testing.T) {
 	down := errors.New("dial tcp 127.0.0.1:6443: connection refused")
 	r := &fakeReader{listErr: map[string]error{"v1": down}}
-	if _, err := (&Doctor{Reader: r, ChunkSize: 500}).Check(context.Background(), widgets(false, "v1")); !errors.Is(err, down) {
+	if _, err := (&Doctor{Reader: r, ChunkSize: cluster.ChunkSize}).Check(context.Background(), widgets(false, "v1")); !errors.Is(err, down) {
 		t.Errorf("err %v, want %v", err, down)
 	}
 }
@@ -253,7 +253,7 @@ func TestConnectionError(t *testing.T) {
 // TestProgress: a list reports every progressEvery objects and at its end.
 func TestProgress(t *testing.T) {
 	var events []Event
-	d := &Doctor{Reader: &fakeReader{objects: objectNames(2*progressEvery + 1)}, ChunkSize: 500, Progress: func(e Event) { events = append(events, e) }}
+	d := &Doctor{Reader: &fakeReader{objects: objectNames(2*progressEvery + 1)}, ChunkSize: cluster.ChunkSize, Progress: func(e Event) { events = append(events, e) }}
 	if _, err := d.Check(context.Background(), widgets(false, "v1")); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestRun(t *testing.T) {
 	ok, broken := *widgets(false, "v1"), *widgets(false, "v2")
 	broken.Name, broken.Spec.Group = "widgets.broken.example.com", "broken.example.com"
 	r := &fakeReader{crds: []apiextensionsv1.CustomResourceDefinition{ok, broken}, objects: objectNames(1), listErr: map[string]error{"v2": webhookFailed}}
-	d := &Doctor{Reader: r, ChunkSize: 500, Requests: func() int64 { return 7 }}
+	d := &Doctor{Reader: r, ChunkSize: cluster.ChunkSize, Requests: func() int64 { return 7 }}
 	got, err := d.Run(context.Background(), nil, true)
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ type Usage struct {
 // managedFields step); nil makes one of its own. It contacts nothing.
 func NewUsage(c *cluster.Client, cfg UsageConfig, mf *cluster.ManagedFieldsSource) (*Usage, error) {
 	if mf == nil {
-		mf = c.ManagedFieldsSource(500, nil)
+		mf = c.ManagedFieldsSource(cluster.ChunkSize, nil)
 	}
 	src := usage.Sources{Cluster: c, ManagedFields: mf, AuditLogs: cfg.AuditLogs}
 	var p *cluster.Prometheus

@@ -97,7 +97,7 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 	}
 	res.Trim.Before = append([]string{}, crd.Status.StoredVersions...)
 	res.Trim.After = res.Trim.Before
-	n, err := r.Client.CountObjects(ctx, crd, lifecycle.ListVersion(crd), 500)
+	n, err := r.Client.CountObjects(ctx, crd, lifecycle.ListVersion(crd), cluster.ChunkSize)
 	if err != nil {
 		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "its objects cannot be listed, so the controller could not migrate them either",
 			WayOut: "fix what the API server says above", DetailsTitle: "The API server, listing them", Details: []string{err.Error()}, Err: err}

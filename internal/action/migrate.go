@@ -361,7 +361,7 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 		out.PredictionCleared = true
 	case len(unrecorded) > 0:
 		names := slices.Sorted(maps.Keys(unrecorded))
-		out.unrecordedText = fmt.Sprintf("%d object(s) have no managedFields, so what they were written with is not known: %s", len(names), strings.Join(firstN(names, 10), ", "))
+		out.unrecordedText = fmt.Sprintf("%d object(s) have no managedFields, so what they were written with is not known: %s", len(names), lifecycle.Shorten(names, 10, ", ", ", … %d more"))
 	}
 	if len(unknown) > 0 {
 		cmds := make([]lifecycle.Command, 0, len(unknown)+1)
@@ -407,13 +407,6 @@ func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]
 	}
 	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them (a field pruned as it was written stays absent, and nothing is lost)",
 		len(found.Lost), storage, found.Describe(10), strings.Join(why, "; "), strings.Join(stored, " or "))
-}
-
-func firstN(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return append(slices.Clone(s[:n]), fmt.Sprintf("… %d more", len(s)-n))
 }
 
 // Outcome is the error a finished migration of crd stands for, nil when it

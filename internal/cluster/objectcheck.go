@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // ObjectProblem is an object that a check at some version failed for.
@@ -510,13 +511,9 @@ func apiMessage(err error) string {
 // Describe is a one-line account of the objects that lose fields, the
 // first limit of them named.
 func (c *ObjectsCheck) Describe(limit int) string {
-	var parts []string
+	parts := make([]string, len(c.Lost))
 	for i, l := range c.Lost {
-		if i == limit {
-			parts = append(parts, fmt.Sprintf("and %d more", len(c.Lost)-limit))
-			break
-		}
-		parts = append(parts, l.String())
+		parts[i] = l.String()
 	}
-	return strings.Join(parts, "; ")
+	return lifecycle.Shorten(parts, limit, "; ", "; and %d more")
 }

@@ -379,7 +379,7 @@ func unreadableText(l listing) string {
 	named := lifecycle.Some(l.unreadable, maxNamed)
 	switch {
 	case len(l.unreadable) > maxNamed && l.more:
-		named = fmt.Sprintf("%s and at least %d more", strings.Join(l.unreadable[:maxNamed], ", "), len(l.unreadable)-maxNamed)
+		named = lifecycle.Shorten(l.unreadable, maxNamed, ", ", " and at least %d more")
 	case len(l.unreadable) > maxNamed:
 		named += " (-o json lists them)"
 	case l.more:

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"k8s.io/cli-runtime/pkg/printers"
 )
@@ -73,13 +74,11 @@ func Migration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy) {
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
+	failed := make([]string, len(r.Failures))
 	for i, f := range r.Failures {
-		if i == 20 {
-			fmt.Fprintf(w, "  … and %d more failures (-o json lists all)\n", len(r.Failures)-20)
-			break
-		}
-		fmt.Fprintf(w, "  FAILED %s: %s\n", f.Object, f.Message)
+		failed[i] = fmt.Sprintf("  FAILED %s: %s\n", f.Object, f.Message)
 	}
+	fmt.Fprint(w, lifecycle.Shorten(failed, 20, "", "  … and %d more failures (-o json lists all)\n"))
 	before, after := "["+strings.Join(r.Trim.Before, ", ")+"]", "["+strings.Join(r.Trim.After, ", ")+"]"
 	if r.Trim.Trimmed {
 		fmt.Fprintf(w, "status.storedVersions: %s -> %s\n", before, after)

@@ -52,10 +52,14 @@ type Cluster interface {
 	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*Migration, error)
 }
 
-// WriteRefusedError is a write the API server refused (edit.RefusedError
-// is this tool's own refusal, before any write): Message is its message,
-// Fields the field paths of its causes (metav1.StatusDetails.Causes), Err
-// the error as the cluster returned it.
+// WriteRefusedError is a write the API server refused: its validation,
+// admission or authorization answered about the write itself. It is the
+// API server's answer, which the executor reads (a dry run's write check,
+// a removal deferred until the trim), not a refusal of this tool: those
+// are all *lifecycle.RefusalError, decided before any write, with a short
+// error line and their details above it. Message is the API server's
+// message, Fields the field paths of its causes
+// (metav1.StatusDetails.Causes), Err the error as the cluster returned it.
 type WriteRefusedError struct {
 	Message string
 	Fields  []string

@@ -15,35 +15,29 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
-// widgets is a CRD of group example.com with the given versions (the
-// first is the storage version), namespaced unless cluster is set, and a
-// conversion webhook when webhook is set.
-func widgets(webhook bool, versions ...string) *apiextensionsv1.CustomResourceDefinition {
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-		},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: versions[:1]},
+// widgets builds a namespaced CRD of group example.com with the given
+// versions, all served, each schema keeping unknown fields; the first is
+// the storage version and the one stored.
+func widgets(versions ...string) *crdtest.Builder {
+	keep := true
+	b := crdtest.New("widgets.example.com").EachVersion(crdtest.Served,
+		crdtest.Schema(&apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &keep}))
+	b.Version(versions[0], crdtest.Storage)
+	for _, v := range versions[1:] {
+		b.Version(v)
 	}
-	for i, v := range versions {
-		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: i == 0,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTrue()}}})
-	}
-	if webhook {
-		url := "https://127.0.0.1:1/convert"
-		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: []byte("x")}, ConversionReviewVersions: []string{"v1"}}}
-	}
-	return crd
+	return b.Stored(versions[0])
 }
 
-func ptrTrue() *bool { b := true; return &b }
+// webhookWidgets is widgets with a conversion webhook.
+func webhookWidgets(versions ...string) *crdtest.Builder {
+	return widgets(versions...).WebhookURL("https://127.0.0.1:1/convert", []byte("x"))
+}
 
 // fakeReader serves objects (namespace/name) at every version; listErr
 // fails the list at a version, readErr the read of one object at a
@@ -135,45 +129,45 @@ func TestObjects(t *testing.T) {
 		more    bool
 		message []string // more substrings of its message
 	}{
-		{name: "conversion None: one list", crd: widgets(false, "v1", "v2"), r: &fakeReader{objects: objectNames(3)},
+		{name: "conversion None: one list", crd: widgets("v1", "v2").CRD(), r: &fakeReader{objects: objectNames(3)},
 			lists: map[string]int{"v1": 1}, objects: ptr(3)},
-		{name: "webhook without objects: one list", crd: widgets(true, "v1", "v2"), r: &fakeReader{},
+		{name: "webhook without objects: one list", crd: webhookWidgets("v1", "v2").CRD(), r: &fakeReader{},
 			lists: map[string]int{"v1": 1}, objects: ptr(0)},
-		{name: "webhook with objects: every served version", crd: widgets(true, "v1", "v2", "v3"), r: &fakeReader{objects: objectNames(3)},
+		{name: "webhook with objects: every served version", crd: webhookWidgets("v1", "v2", "v3").CRD(), r: &fakeReader{objects: objectNames(3)},
 			lists: map[string]int{"v1": 1, "v2": 1, "v3": 1}, objects: ptr(3)},
-		{name: "the default version fails, the API server names the objects", crd: widgets(true, "v1", "v2"),
+		{name: "the default version fails, the API server names the objects", crd: webhookWidgets("v1", "v2").CRD(),
 			r:     &fakeReader{objects: objectNames(3), listErr: map[string]error{"v2": storeReadError("team-a/w0001")}},
 			lists: map[string]int{"v1": 1, "v2": 1}, objects: ptr(3), code: lifecycle.CodeObjectsUnreadable, version: "v2", named: []string{"team-a/w0001"},
 			message: []string{"listing objects at v2 failed", "(they can be listed at v1)", "objects the API server cannot read at v2: team-a/w0001"}},
-		{name: "the API server does not name them: read one by one", crd: widgets(true, "v1", "v2"),
+		{name: "the API server does not name them: read one by one", crd: webhookWidgets("v1", "v2").CRD(),
 			r: &fakeReader{objects: objectNames(4), listErr: map[string]error{"v2": webhookFailed},
 				readErr: map[string]map[string]error{"v2": {"team-a/w0002": webhookFailed}}},
 			lists: map[string]int{"v1": 2, "v2": 1}, reads: map[string]int{"v2": 4}, objects: ptr(4),
 			code: lifecycle.CodeObjectsUnreadable, version: "v2", named: []string{"team-a/w0002"}},
-		{name: "every read succeeds: the list itself fails", crd: widgets(true, "v1", "v2"),
+		{name: "every read succeeds: the list itself fails", crd: webhookWidgets("v1", "v2").CRD(),
 			r:     &fakeReader{objects: objectNames(2), listErr: map[string]error{"v2": webhookFailed}},
 			lists: map[string]int{"v1": 2, "v2": 1}, reads: map[string]int{"v2": 2}, objects: ptr(2),
 			code: lifecycle.CodeObjectsUnreadable, version: "v2", message: []string{"each object, read on its own at v2, was readable"}},
-		{name: "reads bounded", crd: widgets(true, "v1", "v2"),
+		{name: "reads bounded", crd: webhookWidgets("v1", "v2").CRD(),
 			r: &fakeReader{objects: objectNames(maxObjectReads + 5), listErr: map[string]error{"v2": webhookFailed},
 				readErr: map[string]map[string]error{"v2": {"team-a/w0000": webhookFailed}}},
 			lists: map[string]int{"v1": 2, "v2": 1}, reads: map[string]int{"v2": maxObjectReads}, objects: ptr(maxObjectReads + 5),
 			code: lifecycle.CodeObjectsUnreadable, version: "v2", named: []string{"team-a/w0000"}, more: true, message: []string{"team-a/w0000 and possibly more"}},
-		{name: "reads forbidden", crd: widgets(true, "v1", "v2"),
+		{name: "reads forbidden", crd: webhookWidgets("v1", "v2").CRD(),
 			r: &fakeReader{objects: objectNames(2), listErr: map[string]error{"v2": webhookFailed},
 				readErr: map[string]map[string]error{"v2": {"team-a/w0000": apierrors.NewForbidden(schema.GroupResource{}, "w0000", errors.New("no"))}}},
 			lists: map[string]int{"v1": 2, "v2": 1}, reads: map[string]int{"v2": 1}, objects: ptr(2),
 			code: lifecycle.CodeObjectsUnreadable, version: "v2", more: true, message: []string{"reading them one by one was refused"}},
-		{name: "no version lists: one error, the objects from the API server", crd: widgets(false, "v2", "v3"),
+		{name: "no version lists: one error, the objects from the API server", crd: widgets("v2", "v3").CRD(),
 			r: &fakeReader{objects: objectNames(2), listErr: map[string]error{
 				"v2": storeReadError("team-a/w0000", "team-a/w0001"), "v3": storeReadError("team-a/w0000", "team-a/w0001")}},
 			lists: map[string]int{"v2": 1, "v3": 1}, code: lifecycle.CodeObjectsUnlistable, version: "v2", named: []string{"team-a/w0000", "team-a/w0001"},
 			message: []string{"objects cannot be listed at any served version (v2, v3)"}},
-		{name: "no version lists, nothing named", crd: widgets(false, "v2"),
+		{name: "no version lists, nothing named", crd: widgets("v2").CRD(),
 			r:     &fakeReader{objects: objectNames(2), listErr: map[string]error{"v2": webhookFailed}},
 			lists: map[string]int{"v2": 1}, code: lifecycle.CodeObjectsUnlistable, version: "v2", more: true,
 			message: []string{"no served version lists them"}},
-		{name: "forbidden: not counted, no other list", crd: widgets(true, "v1", "v2"),
+		{name: "forbidden: not counted, no other list", crd: webhookWidgets("v1", "v2").CRD(),
 			r:     &fakeReader{listErr: map[string]error{"v1": apierrors.NewForbidden(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "", errors.New("no"))}},
 			lists: map[string]int{"v1": 1}},
 	} {
@@ -230,7 +224,7 @@ func deref(p *int) any {
 // that doctor has (no status flag).
 func TestForbiddenList(t *testing.T) {
 	r := &fakeReader{listErr: map[string]error{"v1": apierrors.NewForbidden(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "", errors.New("no"))}}
-	c, err := (&Doctor{Reader: r, ChunkSize: cluster.ChunkSize}).Check(context.Background(), widgets(false, "v1"))
+	c, err := (&Doctor{Reader: r, ChunkSize: cluster.ChunkSize}).Check(context.Background(), widgets("v1").CRD())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +239,7 @@ func TestForbiddenList(t *testing.T) {
 func TestConnectionError(t *testing.T) {
 	down := errors.New("dial tcp 127.0.0.1:6443: connection refused")
 	r := &fakeReader{listErr: map[string]error{"v1": down}}
-	if _, err := (&Doctor{Reader: r, ChunkSize: cluster.ChunkSize}).Check(context.Background(), widgets(false, "v1")); !errors.Is(err, down) {
+	if _, err := (&Doctor{Reader: r, ChunkSize: cluster.ChunkSize}).Check(context.Background(), widgets("v1").CRD()); !errors.Is(err, down) {
 		t.Errorf("err %v, want %v", err, down)
 	}
 }
@@ -254,7 +248,7 @@ func TestConnectionError(t *testing.T) {
 func TestProgress(t *testing.T) {
 	var events []Event
 	d := &Doctor{Reader: &fakeReader{objects: objectNames(2*progressEvery + 1)}, ChunkSize: cluster.ChunkSize, Progress: func(e Event) { events = append(events, e) }}
-	if _, err := d.Check(context.Background(), widgets(false, "v1")); err != nil {
+	if _, err := d.Check(context.Background(), widgets("v1").CRD()); err != nil {
 		t.Fatal(err)
 	}
 	want := []Event{
@@ -269,9 +263,8 @@ func TestProgress(t *testing.T) {
 
 // TestUnreadableFromError: the objects that the API server's answer names.
 func TestUnreadableFromError(t *testing.T) {
-	ns := widgets(false, "v1")
-	cl := widgets(false, "v1")
-	cl.Spec.Scope = apiextensionsv1.ClusterScoped
+	ns := widgets("v1").CRD()
+	cl := widgets("v1").ClusterScoped().CRD()
 	tooMany := storeReadError("team-a/w1").(*apierrors.StatusError)
 	tooMany.ErrStatus.Details.Causes = append(tooMany.ErrStatus.Details.Causes, metav1.StatusCause{Type: metav1.CauseTypeTooMany, Message: "too many errors, the list is truncated"})
 	for _, tc := range []struct {
@@ -314,7 +307,7 @@ func TestUnreadableText(t *testing.T) {
 // TestSelect: names match a CRD by name, resource, short name or kind;
 // --all takes every CRD; each CRD once, in name order.
 func TestSelect(t *testing.T) {
-	a, b := *widgets(false, "v1"), *widgets(false, "v1")
+	a, b := *widgets("v1").CRD(), *widgets("v1").CRD()
 	b.Name, b.Spec.Group, b.Spec.Names.ShortNames = "widgets.other.example.com", "other.example.com", []string{"wo"}
 	list := []apiextensionsv1.CustomResourceDefinition{b, a}
 	names := func(crds []*apiextensionsv1.CustomResourceDefinition) []string {
@@ -352,7 +345,7 @@ func TestSelect(t *testing.T) {
 // TestRun: the report holds every selected CRD in name order, counts its
 // findings and states the requests made.
 func TestRun(t *testing.T) {
-	ok, broken := *widgets(false, "v1"), *widgets(false, "v2")
+	ok, broken := *widgets("v1").CRD(), *widgets("v2").CRD()
 	broken.Name, broken.Spec.Group = "widgets.broken.example.com", "broken.example.com"
 	r := &fakeReader{crds: []apiextensionsv1.CustomResourceDefinition{ok, broken}, objects: objectNames(1), listErr: map[string]error{"v2": webhookFailed}}
 	d := &Doctor{Reader: r, ChunkSize: cluster.ChunkSize, Requests: func() int64 { return 7 }}

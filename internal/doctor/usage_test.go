@@ -30,17 +30,6 @@ func (f *fakeMeasurer) Measure(_ context.Context, targets ...schema.GroupVersion
 	return out, nil
 }
 
-func deprecate(crd *apiextensionsv1.CustomResourceDefinition, versions ...string) *apiextensionsv1.CustomResourceDefinition {
-	for i := range crd.Spec.Versions {
-		for _, v := range versions {
-			if crd.Spec.Versions[i].Name == v {
-				crd.Spec.Versions[i].Deprecated = true
-			}
-		}
-	}
-	return crd
-}
-
 // byVersion: v1 is watched (metrics) and written by my-operator
 // (managedFields); v3 has a metrics source that could not read an
 // instance; v4 has no client.
@@ -70,8 +59,8 @@ func TestClientUsage(t *testing.T) {
 	m := &fakeMeasurer{assess: byVersion}
 	u := ClientUsage(m)
 	ctx := context.Background()
-	plain := widgets(false, "v2", "v1", "v3", "next")
-	crd := deprecate(widgets(false, "v2", "v1", "v3", "v4"), "v1", "v3", "v4")
+	plain := widgets("v2", "v1", "v3", "next").CRD()
+	crd := widgets("v2", "v1", "v3", "v4").Deprecate("v1", "v3", "v4").CRD()
 	if err := u.Prepare(ctx, []*apiextensionsv1.CustomResourceDefinition{plain, crd}); err != nil {
 		t.Fatal(err)
 	}

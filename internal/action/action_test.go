@@ -18,6 +18,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -158,22 +159,22 @@ func TestWrite(t *testing.T) {
 	r := edit.SetServed(in, "v2", false)
 	for _, tc := range []struct {
 		name    string
-		dryRun  DryRun
+		dryRun  lifecycle.DryRun
 		missing []access.Need
 		noop    bool
 		stored  []string
 		want    string
 		err     bool
 	}{
-		{"real write waits for discovery", DryRunNone, nil, false, nil, "access update wait", false},
-		{"server dry run", DryRunServer, nil, false, nil, "access update(dry run)", false},
-		{"client dry run sends nothing", DryRunClient, nil, false, nil, "", false},
-		{"no-op sends nothing", DryRunNone, nil, true, nil, "", false},
-		{"a missing permission writes nothing", DryRunNone, []access.Need{{Verb: "update", Resource: "customresourcedefinitions"}}, false, nil, "access", true},
+		{"real write waits for discovery", lifecycle.DryRunNone, nil, false, nil, "access update wait", false},
+		{"server dry run", lifecycle.DryRunServer, nil, false, nil, "access update(dry run)", false},
+		{"client dry run sends nothing", lifecycle.DryRunClient, nil, false, nil, "", false},
+		{"no-op sends nothing", lifecycle.DryRunNone, nil, true, nil, "", false},
+		{"a missing permission writes nothing", lifecycle.DryRunNone, []access.Need{{Verb: "update", Resource: "customresourcedefinitions"}}, false, nil, "access", true},
 		// A restored version objects are stored at: storedVersions lists it
 		// again right after the spec write, before anything waits.
-		{"a restore records storedVersions", DryRunNone, nil, false, []string{"v0"}, "access update stored+v0 wait", false},
-		{"a restore in a server dry run records nothing", DryRunServer, nil, false, []string{"v0"}, "access update(dry run)", false},
+		{"a restore records storedVersions", lifecycle.DryRunNone, nil, false, []string{"v0"}, "access update stored+v0 wait", false},
+		{"a restore in a server dry run records nothing", lifecycle.DryRunServer, nil, false, []string{"v0"}, "access update(dry run)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fake{missing: tc.missing}

@@ -11,6 +11,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // Writer writes CRDs.
@@ -27,23 +28,11 @@ type Writer interface {
 	AddStoredVersions(ctx context.Context, name string, versions []string, fieldManager string) (*apiextensionsv1.CustomResourceDefinition, error)
 }
 
-// DryRun is how a step writes: for real, not at all (client), or as a
-// server-side dry run.
-type DryRun int
-
-const (
-	// DryRunNone writes.
-	DryRunNone DryRun = iota
-	// DryRunClient writes nothing and sends nothing.
-	DryRunClient
-	// DryRunServer sends the write with dryRun=All: the API server
-	// validates and admits it and persists nothing.
-	DryRunServer
-)
-
 // WriteOptions are how Write writes.
 type WriteOptions struct {
-	DryRun DryRun
+	// DryRun is how the step writes: for real, not at all (client), or
+	// as a server-side dry run.
+	DryRun lifecycle.DryRun
 	// FieldManager names the writer.
 	FieldManager string
 	// Operation names the step in a permission refusal ("add-version").
@@ -78,7 +67,7 @@ type Written struct {
 // A no-op result is not written.
 func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Written, error) {
 	out := &Written{CRD: r.Edited}
-	if r.NoOp || o.DryRun == DryRunClient {
+	if r.NoOp || o.DryRun == lifecycle.DryRunClient {
 		return out, nil
 	}
 	needs := access.EditCRD()
@@ -88,12 +77,12 @@ func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Writ
 	if missing, _ := w.Missing(ctx, needs); len(missing) > 0 {
 		return nil, &access.MissingError{Operation: o.Operation, CRD: r.Edited.Name, Missing: missing}
 	}
-	written, err := w.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun == DryRunServer, FieldManager: o.FieldManager})
+	written, err := w.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun == lifecycle.DryRunServer, FieldManager: o.FieldManager})
 	if err != nil {
 		return nil, err
 	}
 	out.CRD = written
-	if len(r.RecordStored) > 0 && o.DryRun == DryRunNone {
+	if len(r.RecordStored) > 0 && o.DryRun == lifecycle.DryRunNone {
 		recorded, err := w.AddStoredVersions(ctx, written.Name, r.RecordStored, o.FieldManager)
 		if err != nil {
 			return nil, fmt.Errorf("%s was written, but adding %s to status.storedVersions failed: %w; objects are still stored there, so run kubectl crdversion migrate %s before any step removes it",
@@ -101,7 +90,7 @@ func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Writ
 		}
 		out.CRD, out.RecordedStored = recorded, r.RecordStored
 	}
-	if o.DryRun == DryRunNone {
+	if o.DryRun == lifecycle.DryRunNone {
 		if out.NotServed = w.WaitServed(ctx, written.Name, ServedWait); out.NotServed == nil {
 			out.NewlyServed = r.NewlyServed
 		}

@@ -281,16 +281,6 @@ func clusterAs[I any](c *cluster.Client) I {
 	return any(c).(I)
 }
 
-func dryRunOf(s cmdutil.DryRunStrategy) action.DryRun {
-	switch s {
-	case cmdutil.DryRunClient:
-		return action.DryRunClient
-	case cmdutil.DryRunServer:
-		return action.DryRunServer
-	}
-	return action.DryRunNone
-}
-
 // confirm asks question on out and reads y/yes from in; anything else,
 // including end of input, is no.
 func confirm(in io.Reader, out io.Writer, question string) (bool, error) {

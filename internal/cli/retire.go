@@ -177,7 +177,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	}
 	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
 		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, IOStreams: fl.IOStreams}
-	o.Retire = retire.Options{DryRun: map[cmdutil.DryRunStrategy]retire.DryRun{cmdutil.DryRunClient: retire.DryRunClient, cmdutil.DryRunServer: retire.DryRunServer}[dryRun],
+	o.Retire = retire.Options{DryRun: dryRunOf(dryRun),
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
 		Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
 	human := humanPrinter(printRetireLogged)

@@ -94,7 +94,7 @@ func TestRetireOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := retire.Options{DryRun: retire.DryRunServer, SkipUsageCheck: true, Migrate: true, CleanManagedFields: true}
+	want := retire.Options{DryRun: lifecycle.DryRunServer, SkipUsageCheck: true, Migrate: true, CleanManagedFields: true}
 	if got := o.Retire; got.DryRun != want.DryRun || got.SkipUsageCheck != want.SkipUsageCheck || got.Migrate != want.Migrate || got.CleanManagedFields != want.CleanManagedFields {
 		t.Errorf("retire options %+v, want %+v", got, want)
 	}
@@ -107,7 +107,7 @@ func TestRetireOptions(t *testing.T) {
 	if len(o.Retire.Global) != 1 || o.Retire.Global[0].Name != "server" {
 		t.Errorf("connection flags %v, want --server", o.Retire.Global)
 	}
-	for args, want := range map[string]retire.DryRun{"--dry-run=client": retire.DryRunClient, "--dry-run=none": retire.DryRunNone} {
+	for args, want := range map[string]lifecycle.DryRun{"--dry-run=client": lifecycle.DryRunClient, "--dry-run=none": lifecycle.DryRunNone} {
 		o, err := retireOptions(t, "crontabs.stable.example.com", "v1", args)
 		if err != nil || o.Retire.DryRun != want {
 			t.Errorf("%s: %v, dry run %d, want %d", args, err, o.Retire.DryRun, want)

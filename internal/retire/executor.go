@@ -15,23 +15,14 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
-// DryRun is what a dry run sends.
-type DryRun int
-
-const (
-	// DryRunNone takes the steps.
-	DryRunNone DryRun = iota
-	// DryRunClient plans from the CRD and the measurements only.
-	DryRunClient
-	// DryRunServer plans and also sends each write of the plan as a
-	// server-side dry run (the CRD writes, and the migration's writes with
-	// --migrate), so that the plan carries the API server's answers.
-	DryRunServer
-)
-
 // Options are the inputs of one run.
 type Options struct {
-	DryRun DryRun
+	// DryRun: none takes the steps; client plans from the CRD and the
+	// measurements only; server plans and also sends each write of the
+	// plan as a server-side dry run (the CRD writes, and the migration's
+	// writes with --migrate), so that the plan carries the API server's
+	// answers.
+	DryRun lifecycle.DryRun
 	// SkipUsageCheck records --skip-usage-check; Migrate (--migrate) lets
 	// the run migrate the objects; CleanManagedFields
 	// (--clean-managed-fields) lets it rewrite managedFields entries.
@@ -169,19 +160,19 @@ func (r *run) run(ctx context.Context) error {
 	if blocked(steps) {
 		return r.stop(steps)
 	}
-	if r.opts.DryRun == DryRunNone {
+	if r.opts.DryRun == lifecycle.DryRunNone {
 		if missing := r.e.Cluster.Missing(ctx, needs(r.crd, steps)); len(missing) > 0 {
 			r.res.Outcome = OutcomeBlocked
 			return &access.MissingError{Operation: "retire " + old + " of", CRD: crd.Name, Missing: missing}
 		}
 	}
-	if r.opts.DryRun != DryRunClient {
+	if r.opts.DryRun != lifecycle.DryRunClient {
 		if err := r.dryRun(ctx, steps); err != nil {
 			return err
 		}
 		steps = r.plan()
 	}
-	if r.opts.DryRun != DryRunNone || blocked(steps) {
+	if r.opts.DryRun != lifecycle.DryRunNone || blocked(steps) {
 		return r.stop(steps)
 	}
 	r.noteFound(steps)
@@ -327,7 +318,7 @@ func (r *run) execute(ctx context.Context) error {
 	r.emit(Event{Kind: EventRetiring})
 	for {
 		steps := r.plan()
-		if r.opts.DryRun == DryRunNone {
+		if r.opts.DryRun == lifecycle.DryRunNone {
 			if err := r.dryRun(ctx, steps); err != nil {
 				r.res.Outcome = OutcomeInterrupted
 				return r.failed(steps, Next(steps), err)

@@ -358,12 +358,12 @@ func TestRunStopsAfterTwoAttempts(t *testing.T) {
 
 func TestRunDryRunPlansOnly(t *testing.T) {
 	for _, tc := range []struct {
-		dryRun DryRun
+		dryRun lifecycle.DryRun
 		// asked are the server-side dry runs sent.
 		asked []string
 	}{
-		{DryRunClient, nil},
-		{DryRunServer, []string{"dry-run update", "dry-run update", "dry-run migrate"}},
+		{lifecycle.DryRunClient, nil},
+		{lifecycle.DryRunServer, []string{"dry-run update", "dry-run update", "dry-run migrate"}},
 	} {
 		f := newFake(s2())
 		opts := all
@@ -382,7 +382,7 @@ func TestRunDryRunPlansOnly(t *testing.T) {
 		if f.count("access review") != 0 {
 			t.Errorf("dry run %d reviewed permissions", tc.dryRun)
 		}
-		if tc.dryRun == DryRunServer {
+		if tc.dryRun == lifecycle.DryRunServer {
 			if ev := strings.Join(res.Steps[1].Evidence, " "); !strings.Contains(ev, "the API server accepts the write") {
 				t.Errorf("the server dry run's answer is not in the plan: %q", ev)
 			}

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 // discoveryAt answers ServerResourcesForGroupVersion with one resource,
@@ -42,18 +44,10 @@ func TestWaitServedStorageVersion(t *testing.T) {
 		if !established {
 			status = apiextensionsv1.ConditionFalse
 		}
-		return &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "stable.example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-					{Name: "v1", Served: true},
-					{Name: "v2", Served: storageServed, Storage: true},
-				},
-			},
-			Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
-				{Type: apiextensionsv1.Established, Status: status}}},
-		}
+		served := func(v *apiextensionsv1.CustomResourceDefinitionVersion) { v.Served = storageServed }
+		return crdtest.New("crontabs.stable.example.com").Kind("CronTab").
+			Version("v1", crdtest.Served).Version("v2", served, crdtest.Storage).
+			Condition(apiextensionsv1.Established, status).CRD()
 	}
 	v1, v2 := StorageVersionHash("stable.example.com", "v1", "CronTab"), StorageVersionHash("stable.example.com", "v2", "CronTab")
 	stale := "to give the storageVersionHash of the storage version v2 (" + v2 + ", not " + v1 + ")"

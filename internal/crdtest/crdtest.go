@@ -137,6 +137,25 @@ func (b *Builder) Kind(kind string) *Builder {
 	return b
 }
 
+// ShortNames sets the short names (kubectl get wd).
+func (b *Builder) ShortNames(names ...string) *Builder {
+	b.crd.Spec.Names.ShortNames = names
+	return b
+}
+
+// Condition sets the status condition of type typ to status, adding it
+// when the CRD has none of that type (Established, NamesAccepted, …).
+func (b *Builder) Condition(typ apiextensionsv1.CustomResourceDefinitionConditionType, status apiextensionsv1.ConditionStatus) *Builder {
+	for i, c := range b.crd.Status.Conditions {
+		if c.Type == typ {
+			b.crd.Status.Conditions[i].Status = status
+			return b
+		}
+	}
+	b.crd.Status.Conditions = append(b.crd.Status.Conditions, apiextensionsv1.CustomResourceDefinitionCondition{Type: typ, Status: status})
+	return b
+}
+
 // ClusterScoped makes the CRD cluster-scoped.
 func (b *Builder) ClusterScoped() *Builder {
 	b.crd.Spec.Scope = apiextensionsv1.ClusterScoped

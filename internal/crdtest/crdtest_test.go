@@ -1,6 +1,11 @@
 package crdtest
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
 
 // TestBuilder: the options a test relies on land where they say.
 func TestBuilder(t *testing.T) {
@@ -34,5 +39,24 @@ func TestBuilder(t *testing.T) {
 	c.Spec.Versions[0].Name = "changed"
 	if b.CRD().Spec.Versions[0].Name != "v1" {
 		t.Error("CRD does not return a copy")
+	}
+}
+
+// TestNamesAndConditions: short names are set, and a condition set twice
+// is one condition with the last status.
+func TestNamesAndConditions(t *testing.T) {
+	c := New("widgets.example.com").ShortNames("wd", "w").
+		Condition(apiextensionsv1.Established, apiextensionsv1.ConditionTrue).
+		Condition(apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionTrue).
+		Condition(apiextensionsv1.Established, apiextensionsv1.ConditionFalse).CRD()
+	if !slices.Equal(c.Spec.Names.ShortNames, []string{"wd", "w"}) {
+		t.Errorf("short names %v", c.Spec.Names.ShortNames)
+	}
+	want := []apiextensionsv1.CustomResourceDefinitionCondition{
+		{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse},
+		{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue},
+	}
+	if !slices.Equal(c.Status.Conditions, want) {
+		t.Errorf("conditions %+v, want %+v", c.Status.Conditions, want)
 	}
 }

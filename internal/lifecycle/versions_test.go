@@ -5,24 +5,15 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 func TestMatchCRDs(t *testing.T) {
-	crd := func(group, plural, kind string, short ...string) apiextensionsv1.CustomResourceDefinition {
-		return apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group:    group,
-				Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.TrimSuffix(plural, "s"), Kind: kind, ShortNames: short},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1"}, {Name: "v2beta1"}},
-			},
-		}
-	}
 	crds := []apiextensionsv1.CustomResourceDefinition{
-		crd("a.example.com", "widgets", "Widget", "wd"),
-		crd("b.example.com", "widgets", "Widget", "wd"),
-		crd("c.example.com", "gizmos", "Gizmo", "gz"),
+		*crdtest.New("widgets.a.example.com").ShortNames("wd").Version("v1").Version("v2beta1").CRD(),
+		*crdtest.New("widgets.b.example.com").ShortNames("wd").Version("v1").Version("v2beta1").CRD(),
+		*crdtest.New("gizmos.c.example.com").ShortNames("gz").Version("v1").Version("v2beta1").CRD(),
 	}
 	for arg, want := range map[string]string{
 		"gizmos": "gizmos.c.example.com", "gizmo": "gizmos.c.example.com", "gz": "gizmos.c.example.com",
@@ -42,23 +33,19 @@ func TestMatchCRDs(t *testing.T) {
 }
 
 func TestConversionProbeVersion(t *testing.T) {
-	crd := func(conv apiextensionsv1.ConversionStrategyType, versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
-		return &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: conv}, Versions: versions,
-		}}
+	webhook := func() *crdtest.Builder {
+		return crdtest.New("widgets.example.com").Webhook(nil)
 	}
-	v := func(name string, served, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
-		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: served, Storage: storage}
-	}
+	served, storage := crdtest.Served, crdtest.Storage
 	cases := []struct {
 		name string
 		crd  *apiextensionsv1.CustomResourceDefinition
 		want string
 	}{
-		{"default version differs from the storage version", crd(apiextensionsv1.WebhookConverter, v("v1alpha1", true, true), v("v1alpha2", true, false)), "v1alpha2"},
-		{"storage is the default: the next served one", crd(apiextensionsv1.WebhookConverter, v("v1beta1", true, false), v("v1", true, true), v("v1alpha1", true, false)), "v1beta1"},
-		{"the only other version is unserved", crd(apiextensionsv1.WebhookConverter, v("v1", true, true), v("v2", false, false)), ""},
-		{"None conversion", crd(apiextensionsv1.NoneConverter, v("v1alpha1", true, true), v("v1alpha2", true, false)), ""},
+		{"default version differs from the storage version", webhook().Version("v1alpha1", served, storage).Version("v1alpha2", served).CRD(), "v1alpha2"},
+		{"storage is the default: the next served one", webhook().Version("v1beta1", served).Version("v1", served, storage).Version("v1alpha1", served).CRD(), "v1beta1"},
+		{"the only other version is unserved", webhook().Version("v1", served, storage).Version("v2").CRD(), ""},
+		{"None conversion", crdtest.New("widgets.example.com").NoneConversion().Version("v1alpha1", served, storage).Version("v1alpha2", served).CRD(), ""},
 	}
 	for _, tc := range cases {
 		if got := ConversionProbeVersion(tc.crd, ListVersion(tc.crd)); got != tc.want {

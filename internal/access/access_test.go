@@ -4,12 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 func TestNeeds(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "stable.example.com",
-		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs"}}}
+	crd := crdtest.New("crontabs.stable.example.com").CRD()
 	got := Dedup(append(append(append(EditCRD(), Migrate(crd, true)...), CleanManagedFields(crd)...), Metrics()...))
 	var s []string
 	for _, n := range got {
@@ -39,8 +38,7 @@ func TestNeeds(t *testing.T) {
 }
 
 func TestMigrateServerNeeds(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "stable.example.com",
-		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs"}}}
+	crd := crdtest.New("crontabs.stable.example.com").CRD()
 	want := []string{
 		"list crontabs.stable.example.com (to count the objects)",
 		"create storageversionmigrations.storagemigration.k8s.io (to create the StorageVersionMigration)",

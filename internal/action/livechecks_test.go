@@ -4,8 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 // TestMissingStoredMessage (issue 17): a file lacking the cluster's storage
@@ -14,13 +13,7 @@ import (
 // status.storedVersions to the storage version and never removes the
 // storage version itself: the storage version must change first.
 func TestMissingStoredMessage(t *testing.T) {
-	live := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.example.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-			{Name: "v1", Served: true, Storage: true}, {Name: "v2", Served: true},
-		}},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: []string{"v1"}},
-	}
+	live := crdtest.New("gadgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD()
 	got := missingStoredMessage(live, []string{"v1"})
 	if !strings.Contains(got, "v1 is the storage version now, which migrate never trims") || !strings.Contains(got, "promote-storage") || strings.Contains(got, "trims them") {
 		t.Errorf("the storage version missing from the file: %s", got)

@@ -10,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 )
 
@@ -102,13 +103,10 @@ func TestLoadFileErrors(t *testing.T) {
 }
 
 func TestLiveChecks(t *testing.T) {
-	edited := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Storage: true}, {Name: "v2"}}}}
+	b := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Storage).Version("v2")
+	edited := b.CRD()
 	live := func(stored ...string) *apiextensionsv1.CustomResourceDefinition {
-		c := edited.DeepCopy()
-		c.Name = "crontabs.stable.example.com"
-		c.Status.StoredVersions = stored
-		return c
+		return b.Stored(stored...).CRD()
 	}
 	for _, tc := range []struct {
 		name    string

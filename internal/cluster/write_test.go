@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
 // TestWhenServed: a list answered 404 (a version not served yet) is
@@ -54,12 +56,9 @@ func TestWhenServed(t *testing.T) {
 // edit; a version really missing from spec.versions, another group, or a
 // CRD that is not established are answers to report.
 func TestNotServedYet(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-		Group:    "orphan.example.com",
-		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1"}, {Name: "v2"}},
-	}}
-	notEstablished := crd.DeepCopy()
-	notEstablished.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse}}
+	crontabs := crdtest.New("crontabs.orphan.example.com").Version("v1").Version("v2")
+	crd := crontabs.CRD()
+	notEstablished := crontabs.Condition(apiextensionsv1.Established, apiextensionsv1.ConditionFalse).CRD()
 	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "orphan.example.com", Resource: "crontabs"}, "")
 	stale := func(gv string) error {
 		return apierrors.NewInternalError(fmt.Errorf("failed to read one or more crontabs.orphan.example.com from the storage: StorageError: corrupt object, Code: 6, Key: /registry/orphan.example.com/crontabs/ns/c1, ResourceVersion: 0, AdditionalErrorMsg: request to convert CR from an invalid group/version: %s", gv))

@@ -85,8 +85,13 @@ func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOption
 		return err
 	}
 	if next := lifecycle.PromotionPending(crd, lifecycle.Options{VersionOrder: o.VersionOrder}); next != "" && !o.Client.NoTrim {
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: the storage version is %s and %s, a newer version, is not the storage version yet: migrating now rewrites every object at %s and can retire nothing; run kubectl crdversion promote-storage %s %s first (or pass --no-trim to rewrite the objects at %s anyway)",
-			crd.Name, storage, next, storage, crd.Name, next, storage)
+		run := lifecycle.Crdversion("promote-storage", crd.Name, next)
+		return &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Run: &run,
+			Reason: fmt.Sprintf("%s, a newer version, is not the storage version yet", next),
+			Details: []string{
+				fmt.Sprintf("the storage version is %s: migrating now rewrites every object at %s and can retire nothing", storage, storage),
+				fmt.Sprintf("promote %s to the storage version first, or pass --no-trim to rewrite the objects at %s anyway", next, storage),
+			}}
 	}
 	return nil
 }
@@ -102,10 +107,11 @@ func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why str
 			parts = append(parts, l.Describe(storage))
 		}
 		if why != "" {
-			why = "; " + why
+			parts = append(parts, why)
 		}
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: conversion strategy None and the schemas differ: %s%s; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
-			crd.Name, strings.Join(parts, "; "), why)
+		return &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "conversion strategy None and the schemas differ",
+			WayOut:       "make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",
+			DetailsTitle: "What rewriting the objects at " + storage + " loses", Details: parts}
 	}
 	return nil
 }
@@ -118,8 +124,11 @@ func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o Migrat
 	}
 	storage := lifecycle.StorageVersion(crd)
 	if preferred, fields := svm.PreferredVersionLoss(crd); preferred != "" {
-		return fmt.Errorf("refusing to migrate %s with --engine=server, nothing was changed: the controller writes each object through the preferred version %s, not the storage version %s, and with conversion strategy None %s's schema lacks %s, which would be pruned; use --engine=client (it writes through the storage version), or pass --allow-pruning to accept the loss",
-			crd.Name, preferred, storage, preferred, strings.Join(fields, ", "))
+		return &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name,
+			Reason: fmt.Sprintf("with --engine=server the controller writes through %s, which prunes fields", preferred),
+			WayOut: "use --engine=client (it writes through the storage version), or pass --allow-pruning to accept the loss",
+			Details: []string{fmt.Sprintf("the controller writes each object through the preferred version %s, not the storage version %s, and with conversion strategy None %s's schema lacks %s, which would be pruned",
+				preferred, storage, preferred, strings.Join(fields, ", "))}}
 	}
 	return nil
 }
@@ -224,7 +233,9 @@ const NotMeasuredWarning = "what the rewrite would lose was not measured (a clie
 // of a version that objects are still stored at.
 func waitStorageServed(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if err := c.WaitStorageVersion(ctx, crd.Name, ServedWait); err != nil {
-		return fmt.Errorf("refusing to migrate %s, nothing was changed: the API server has not yet taken in the change of its storage version to %s, so objects written now could stay at the previous storage version; re-run in a minute: %w", crd.Name, lifecycle.StorageVersion(crd), err)
+		return &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Err: err, WayOut: "re-run in a minute",
+			Reason:  "the API server has not yet taken in the change of its storage version to " + lifecycle.StorageVersion(crd),
+			Details: []string{"objects written now could stay at the previous storage version", err.Error()}}
 	}
 	return nil
 }
@@ -261,8 +272,9 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 	case !sv.Served:
 		// The writes go through the storage version: the migration
 		// refuses the same way, and nothing can be measured.
-		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: %w: %s is the storage version but not served; serve it first (%s)",
-			crd.Name, migrate.ErrStorageNotServed, storage, lifecycle.Crdversion("serve", crd.Name, storage))
+		run := lifecycle.Crdversion("serve", crd.Name, storage)
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Err: migrate.ErrStorageNotServed, Run: &run,
+			Reason: storage + " is the storage version but not served"}
 	}
 	webhook := lifecycle.UsesWebhook(crd)
 	var refusals, unknown []string
@@ -341,12 +353,13 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 		}
 	}
 	if len(refusals) == 0 && len(hidden) > 0 {
-		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data that no read shows: %s; or pass --allow-pruning to accept the loss",
-			crd.Name, storage, hiddenText(storage, predicted, hidden))
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
+			WayOut: "keep the fields as the lines above say, or pass --allow-pruning to accept the loss", Details: []string{hiddenText(storage, predicted, hidden)}}
 	}
 	if len(refusals) > 0 {
-		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: rewriting the objects at %s loses data (each object read and dry-run written through %s, compared): %s; make %s's schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
-			crd.Name, storage, storage, strings.Join(refusals, "; "), storage)
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
+			WayOut:       "make " + storage + "'s schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
+			DetailsTitle: "Each object read and dry-run written through " + storage + ", compared", Details: refusals}
 	}
 	// Every pass lists every object, whatever version it is stored at:
 	// with none, nothing is stored at the unserved versions either.
@@ -369,8 +382,10 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 			cmds = append(cmds, lifecycle.Crdversion("serve", crd.Name, v))
 		}
 		cmds = append(cmds, lifecycle.Crdversion("migrate", crd.Name))
-		return nil, fmt.Errorf("refusing to migrate %s, nothing was changed: what the migration loses is unknown for objects stored at %s: not served, so they cannot be read there and compared with what the conversion webhook gives %s; serve them for the measurement (%s), or pass --allow-pruning to accept what cannot be measured",
-			crd.Name, strings.Join(unknown, ", "), storage, lifecycle.RenderAll(cmds, nil))
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name,
+			Reason:  "what the migration loses is unknown for objects stored at " + strings.Join(unknown, ", "),
+			WayOut:  "serve them for the measurement (" + lifecycle.RenderAll(cmds, nil) + "), or pass --allow-pruning to accept what cannot be measured",
+			Details: []string{fmt.Sprintf("%s not served, so those objects cannot be read there and compared with what the conversion webhook gives %s", strings.Join(unknown, ", "), storage)}}
 	}
 	return out, nil
 }
@@ -423,20 +438,21 @@ func Outcome(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result,
 		case !slices.Equal(res.Trim.After, res.Trim.Before):
 			stored = "status.storedVersions is [" + strings.Join(res.Trim.After, ", ") + "], not [" + strings.Join(res.Trim.Before, ", ") + "]: " + res.Trim.Reason
 		}
-		return fmt.Errorf("the StorageVersionMigration %s of %s failed (%s); %s", sm.Name, crd.Name, sm.Message, stored)
+		return &lifecycle.FailureError{Summary: fmt.Sprintf("the StorageVersionMigration %s of %s failed", sm.Name, crd.Name), Why: sm.Message, Details: []string{stored}}
 	}
 	switch {
 	case res.Failed > 0:
-		hint := ""
+		e := &lifecycle.FailureError{Summary: fmt.Sprintf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed", res.Failed, crd.Name)}
 		for _, f := range res.Failures {
 			if strings.Contains(f.Message, "conversion webhook") {
-				hint = "; the conversion webhook failed for them: " + lifecycle.WebhookRepair(lifecycle.Analyze(crd))
+				e.Why = "the conversion webhook failed for them"
+				e.WayOut = lifecycle.WebhookRepair(lifecycle.Analyze(crd))
 				break
 			}
 		}
-		return fmt.Errorf("%d object(s) of %s failed to migrate; status.storedVersions was not trimmed%s", res.Failed, crd.Name, hint)
+		return e
 	case !res.Complete && server && !res.DryRun:
-		return fmt.Errorf("the migration of %s did not finish: %s", crd.Name, res.Trim.Reason)
+		return &lifecycle.FailureError{Summary: "the migration of " + crd.Name + " did not finish", Why: res.Trim.Reason}
 	case !res.Complete && !server:
 		hint := ""
 		switch _, err := os.Stat(checkpoint); {
@@ -447,11 +463,12 @@ func Outcome(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result,
 			// Interrupted before a page completed: nothing to resume.
 			hint = " (no page had completed, so " + checkpoint + " was not written: the re-run starts from the first object)"
 		}
-		return fmt.Errorf("the migration of %s was interrupted; re-run it%s", crd.Name, hint)
+		return &lifecycle.FailureError{Summary: "the migration of " + crd.Name + " was interrupted", WayOut: "re-run it" + hint}
 	case res.Trim.Failed && res.DryRun:
-		return fmt.Errorf("the API server accepts the rewrite of every object of %s at %s, but not the trim of status.storedVersions that follows it: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
+		return &lifecycle.FailureError{Summary: fmt.Sprintf("the API server accepts the rewrite of every object of %s at %s, but not the trim of status.storedVersions that follows it", crd.Name, res.StorageVersion),
+			Why: res.Trim.Reason}
 	case res.Trim.Failed:
-		return fmt.Errorf("every object of %s is at %s, but status.storedVersions was not trimmed: %s", crd.Name, res.StorageVersion, res.Trim.Reason)
+		return &lifecycle.FailureError{Summary: fmt.Sprintf("every object of %s is at %s, but status.storedVersions was not trimmed", crd.Name, res.StorageVersion), Why: res.Trim.Reason}
 	}
 	return nil
 }

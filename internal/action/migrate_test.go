@@ -12,6 +12,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/action/actiontest"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 )
 
@@ -54,7 +55,8 @@ func preferredPrunes() *apiextensionsv1.CustomResourceDefinition {
 }
 
 // wantErr checks err against want: nil for no error, else every part of
-// want in err's message.
+// want in what the CLI prints for it (its details above its error line),
+// and the error line at most lifecycle.MaxErrorLine long.
 func wantErr(t *testing.T, err error, want ...string) {
 	t.Helper()
 	switch {
@@ -62,12 +64,29 @@ func wantErr(t *testing.T, err error, want ...string) {
 		t.Fatalf("err %v, want none", err)
 	case len(want) > 0 && err == nil:
 		t.Fatalf("no error, want one saying %q", want)
+	case err == nil:
+		return
 	}
+	printed := printedError(err)
 	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("err %q\ndoes not say %q", err, w)
+		if !strings.Contains(printed, w) {
+			t.Errorf("printed:\n%s\ndoes not say %q", printed, w)
 		}
 	}
+	if line := "error: " + err.Error(); len(line) > lifecycle.MaxErrorLine {
+		t.Errorf("an error line of %d characters (at most %d):\n%s", len(line), lifecycle.MaxErrorLine, line)
+	}
+}
+
+// printedError is err as the CLI prints it: the details of a refusal or
+// failure (DetailLines), then the error line.
+func printedError(err error) string {
+	var d interface{ DetailLines() []string }
+	var lines []string
+	if errors.As(err, &d) {
+		lines = d.DetailLines()
+	}
+	return strings.Join(append(lines, "error: "+err.Error()), "\n")
 }
 
 func TestOrderRefusal(t *testing.T) {
@@ -80,8 +99,8 @@ func TestOrderRefusal(t *testing.T) {
 	}{
 		{"the storage version is the newest", settled(), nil, false, nil},
 		{"a newer version waits", pending(), nil, false, []string{
-			"refusing to migrate widgets.example.com, nothing was changed: the storage version is v1 and v2, a newer version, is not the storage version yet",
-			"run kubectl crdversion promote-storage widgets.example.com v2 first",
+			"refusing to migrate widgets.example.com, nothing was changed: v2, a newer version, is not the storage version yet; run: kubectl crdversion promote-storage widgets.example.com v2", "the storage version is v1: migrating now rewrites every object at v1",
+			"or pass --no-trim to rewrite the objects at v1 anyway",
 			"--no-trim"}},
 		{"a newer version waits, --no-trim rewrites anyway", pending(), nil, true, nil},
 		// The user's order says v2 is the older one: nothing waits.
@@ -101,7 +120,8 @@ func TestPredictedLossRefusal(t *testing.T) {
 		Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("size")).
 		WebhookURL("https://conv.example.com", []byte("ca")).
 		Stored("v1", "v2").CRD()
-	const refused = "refusing to migrate widgets.example.com, nothing was changed: conversion strategy None and the schemas differ: objects stored at v1 lose "
+	const refused = "refusing to migrate widgets.example.com, nothing was changed: conversion strategy None and the schemas differ; the lines above say how to proceed"
+	const lost = "What rewriting the objects at v2 loses:\n  - objects stored at v1 lose "
 	for _, tc := range []struct {
 		name string
 		in   *apiextensionsv1.CustomResourceDefinition
@@ -110,8 +130,8 @@ func TestPredictedLossRefusal(t *testing.T) {
 	}{
 		{"same schemas", settled(), "", nil},
 		{"Webhook conversion: the webhook decides", webhook, "", nil},
-		{"schemas differ", pruning(), "", []string{refused, "colour", "; make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss"}},
-		{"schemas differ, and why it stands", pruning(), "2 object(s) have no managedFields", []string{refused, "; 2 object(s) have no managedFields; make the schemas"}},
+		{"schemas differ", pruning(), "", []string{refused, lost, "colour", "To proceed: make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss"}},
+		{"schemas differ, and why it stands", pruning(), "2 object(s) have no managedFields", []string{refused, lost, "  - 2 object(s) have no managedFields\nTo proceed: make the schemas"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantErr(t, predictedLossRefusal(tc.in, tc.why), tc.want...)
@@ -133,7 +153,7 @@ func TestServerEngineRefusal(t *testing.T) {
 		{"the preferred version is the storage version", samePreferred, migrate.EngineServer, nil},
 		{"the preferred version prunes, client engine", preferredPrunes(), migrate.EngineClient, nil},
 		{"the preferred version prunes, server engine", preferredPrunes(), migrate.EngineServer, []string{
-			"refusing to migrate widgets.example.com with --engine=server, nothing was changed: the controller writes each object through the preferred version v2, not the storage version v1",
+			"refusing to migrate widgets.example.com, nothing was changed: with --engine=server the controller writes through v2, which prunes fields", "the controller writes each object through the preferred version v2, not the storage version v1",
 			"v2's schema lacks", "colour", "use --engine=client"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +174,7 @@ func TestMeasuredPredictionRefusal(t *testing.T) {
 		{"predicted, not measured: the prediction stands", pruning(), nil, []string{refused}},
 		{"predicted, cleared by the measurement", pruning(), &LossMeasurement{PredictionCleared: true}, nil},
 		{"predicted, not cleared: the measurement says why", pruning(), &LossMeasurement{unrecordedText: "1 object(s) have no managedFields"},
-			[]string{refused, "; 1 object(s) have no managedFields;"}},
+			[]string{refused, "  - 1 object(s) have no managedFields\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantErr(t, measuredPredictionRefusal(tc.in, tc.m), tc.want...)
@@ -203,13 +223,13 @@ func TestMigrate(t *testing.T) {
 			set:   func(f *actiontest.Fake) { f.StorageNotServed = errors.New("discovery still says v1") },
 			calls: []string{wait},
 			err: []string{"refusing to migrate widgets.example.com, nothing was changed: the API server has not yet taken in the change of its storage version to v2",
-				"re-run in a minute: discovery still says v1"}},
+				"re-run in a minute", "  - discovery still says v1"}},
 		{name: "a newer version waiting refuses before anything", in: pending(),
 			err: []string{"is not the storage version yet"}},
 		{name: "the measurement finds a loss: nothing written", in: pruning(),
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": lost("v1")} },
 			calls: []string{wait, acc, objects},
-			err: []string{"refusing to migrate widgets.example.com, nothing was changed: rewriting the objects at v2 loses data (each object read and dry-run written through v2, compared): 1 object(s) have fields at v1 that v2 drops: default/w1: .spec.colour",
+			err: []string{"refusing to migrate widgets.example.com, nothing was changed: rewriting the objects at v2 loses data; the lines above say how to proceed", "Each object read and dry-run written through v2, compared:\n  - 1 object(s) have fields at v1 that v2 drops: default/w1: .spec.colour",
 				"or pass --allow-pruning"}},
 		{name: "the measurement clears the prediction", in: pruning(),
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },

@@ -170,9 +170,9 @@ func TestMigrateServerEngineRefusalsAndTimeout(t *testing.T) {
 		crd.Spec.Versions = append(crd.Spec.Versions, v2)
 	})
 	r := plugin(t, "migrate", crd.Name, "--engine=server", "--no-trim")
-	if r.err == nil || !strings.Contains(r.err.Error(), "refusing to migrate "+crd.Name+" with --engine=server, nothing was changed: the controller writes each object through the preferred version v2, not the storage version v1") ||
-		!strings.Contains(r.err.Error(), ".spec.image") {
-		t.Errorf("preferred-version pruning: %v", r.err)
+	if out := r.stderr + errorLine(r.err); r.err == nil || !strings.Contains(errorLine(r.err), "refusing to migrate "+crd.Name+", nothing was changed: with --engine=server the controller writes through v2, which prunes fields") ||
+		!strings.Contains(out, "the controller writes each object through the preferred version v2, not the storage version v1") || !strings.Contains(out, ".spec.image") {
+		t.Errorf("preferred-version pruning: %v\n%s", r.err, r.stderr)
 	}
 	if r := plugin(t, "migrate", crd.Name, "--engine=server", "--no-trim", "--checkpoint", "/tmp/x"); r.err == nil || !strings.Contains(r.err.Error(), "--checkpoint applies to --engine=client only") {
 		t.Errorf("--checkpoint with --engine=server: %v", r.err)

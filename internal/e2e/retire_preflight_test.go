@@ -400,7 +400,7 @@ func TestRetireDryRunsTheTrim(t *testing.T) {
 	}
 
 	dry := plugin(t, "migrate", name, "--dry-run=server")
-	if dry.err == nil || !strings.Contains(dry.err.Error(), "not the trim of status.storedVersions") || !strings.Contains(dry.err.Error(), never) {
+	if out := dry.stderr + errorLine(dry.err); dry.err == nil || !strings.Contains(errorLine(dry.err), "not the trim of status.storedVersions") || !strings.Contains(out, never) {
 		t.Errorf("migrate --dry-run=server: %v\n%s", dry.err, dry.stdout)
 	}
 }

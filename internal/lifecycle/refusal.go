@@ -44,12 +44,20 @@ type RefusalError struct {
 const MaxErrorLine = 200
 
 func (e *RefusalError) Error() string {
-	msg := fmt.Sprintf("refusing to %s %s, nothing was changed: %s", e.Operation, e.CRD, e.Reason)
-	way := e.WayOut
+	return WithWayOut(e.head(), e.way(), len(e.Details) > 0)
+}
+
+// head is the error line without its way out.
+func (e *RefusalError) head() string {
+	return fmt.Sprintf("refusing to %s %s, nothing was changed: %s", e.Operation, e.CRD, e.Reason)
+}
+
+// way is the first way out: "run: command" or WayOut.
+func (e *RefusalError) way() string {
 	if e.Run != nil {
-		way = "run: " + e.Run.Render(e.Global)
+		return "run: " + e.Run.Render(e.Global)
 	}
-	return WithWayOut(msg, way, len(e.Details) > 0)
+	return e.WayOut
 }
 
 // WithWayOut is msg followed by "; " and way, the first way out, unless
@@ -82,6 +90,10 @@ func (e *RefusalError) DetailLines() []string {
 	lines := []string{title + ":"}
 	for _, d := range e.Details {
 		lines = append(lines, "  - "+d)
+	}
+	// A way out too long for the error line is said here, once.
+	if way := e.way(); way != "" && WithWayOut(e.head(), way, true) != e.head()+"; "+way {
+		lines = append(lines, "To proceed: "+way)
 	}
 	return lines
 }

@@ -28,3 +28,33 @@ func TestRefusalErrorLine(t *testing.T) {
 		t.Errorf("details:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestFailureErrorLine(t *testing.T) {
+	const summary = "every object of crontabs.stable.example.com is at v2, but status.storedVersions was not trimmed"
+	e := &FailureError{Summary: summary, Why: "the CRD's spec changed during the run", WayOut: "re-run it"}
+	if got, want := e.Error(), summary+": the CRD's spec changed during the run; re-run it"; got != want {
+		t.Errorf("short failure:\n%s\nwant:\n%s", got, want)
+	}
+	if lines := e.DetailLines(); lines != nil {
+		t.Errorf("a failure that fits on its line has details: %q", lines)
+	}
+	// A reason too long for the line goes above it, said once.
+	long := "the API server said: " + strings.Repeat("admission webhook denied the request; ", 6)
+	e = &FailureError{Summary: summary, Why: long, WayOut: "re-run it", DetailsTitle: "This run took", Details: []string{"step 2 (v1 unserved)"}}
+	if got, want := e.Error(), summary+"; re-run it"; got != want {
+		t.Errorf("long reason:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := strings.Join(e.DetailLines(), "\n"), "Why: "+long+"\nThis run took:\n  - step 2 (v1 unserved)"; got != want {
+		t.Errorf("details:\n%s\nwant:\n%s", got, want)
+	}
+	// A way out too long for the line goes above it too: nothing is lost,
+	// and the line points at it.
+	way := "run: kubectl crdversion --kubeconfig /home/someone/" + strings.Repeat("long/", 30) + "config migrate crontabs.stable.example.com"
+	e = &FailureError{Summary: summary, WayOut: way}
+	if got := e.Error(); len("error: "+got) > MaxErrorLine || got != summary+"; the lines above say how to proceed" {
+		t.Errorf("long way out: %d characters: %s", len(got), got)
+	}
+	if got, want := strings.Join(e.DetailLines(), "\n"), "To proceed: "+way; got != want {
+		t.Errorf("details:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package retire
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -86,18 +87,66 @@ type StepError struct {
 	Err          error
 }
 
+// Error is the failure's own line when the run took no step. After steps
+// were taken it is one short line — the failure, then "this run took
+// step 2 (v1 unserved) before step 4" — when that fits in
+// lifecycle.MaxErrorLine, else a line that names the failed step; the
+// failure's text, when it did not fit, and how to undo each step taken
+// are in DetailLines, printed above it.
 func (e *StepError) Error() string {
 	if len(e.Taken) == 0 {
 		return e.Err.Error()
 	}
+	if line := e.inline(); len("error: "+line+"; the lines above say how to undo it") <= lifecycle.MaxErrorLine {
+		return line + "; the lines above say how to undo it"
+	}
+	at := ""
+	if e.Step.Number > 0 {
+		at = fmt.Sprintf(" at step %d", e.Step.Number)
+	}
+	return fmt.Sprintf("retire %s of %s failed%s after taking steps; the lines above say what failed and how to undo it", e.Version, e.CRD, at)
+}
+
+// inline is the failure's text, then the steps taken.
+func (e *StepError) inline() string {
 	before := ""
 	if e.Step.Number > 0 {
 		before = fmt.Sprintf(" before step %d", e.Step.Number)
 	}
-	return fmt.Sprintf("%v; this run took %s%s%s", e.Err, stepList(e.Taken), before, undoClause(e.Taken))
+	return fmt.Sprintf("%v; this run took %s%s", e.Err, stepList(e.Taken), before)
 }
 
 func (e *StepError) Unwrap() error { return e.Err }
+
+// DetailLines are printed above the error line: the failure's own details
+// (a refusal's, a migration's), its text when the error line could not
+// hold it, and the steps this run took, with their undo.
+func (e *StepError) DetailLines() []string {
+	var lines []string
+	var d interface{ DetailLines() []string }
+	if errors.As(e.Err, &d) {
+		lines = append(lines, d.DetailLines()...)
+	}
+	if len(e.Taken) == 0 {
+		return lines
+	}
+	if line := e.inline(); len("error: "+line+"; the lines above say how to undo it") > lifecycle.MaxErrorLine {
+		step := "It failed"
+		if e.Step.Number > 0 {
+			step = fmt.Sprintf("Step %d (%s) failed", e.Step.Number, e.Step.Title)
+		}
+		lines = append(lines, step+": "+e.Err.Error())
+	}
+	lines = append(lines, "This run took:")
+	for _, s := range e.Taken {
+		line := fmt.Sprintf("  - step %d (%s)", s.Number, s.Title)
+		if s.UndoCommand != "" {
+			line += "; to undo it: " + s.UndoCommand
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
 
 // stepList is "step 2 (v1 unserved) and step 4 (…)".
 func stepList(steps []Step) string {
@@ -109,15 +158,4 @@ func stepList(steps []Step) string {
 		return parts[0]
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
-}
-
-// undoClause says how to undo the steps taken that have an undo.
-func undoClause(taken []Step) string {
-	var out string
-	for _, s := range taken {
-		if s.UndoCommand != "" {
-			out += fmt.Sprintf("; to undo step %d (%s): %s", s.Number, s.Title, s.UndoCommand)
-		}
-	}
-	return out
 }

@@ -345,7 +345,7 @@ func TestRunStopsAfterTwoAttempts(t *testing.T) {
 	f.ineffective = true // the API server answers, but unserving never shows
 	res, _, err := execute(t, f, all)
 	var failed *StepError
-	if !errors.As(err, &failed) || failed.Step.ID != Unserved || !strings.Contains(err.Error(), "did not take effect after two attempts") {
+	if !errors.As(err, &failed) || failed.Step.ID != Unserved || !strings.Contains(printed(t, err), "did not take effect after two attempts") {
 		t.Fatalf("err = %v, want step 2 to fail after two attempts", err)
 	}
 	if n := f.count("update"); n != 2 {
@@ -442,9 +442,9 @@ func TestRunMigrationFailureNamesTheStepsTaken(t *testing.T) {
 		t.Fatalf("err = %v, want step 4 failed", err)
 	}
 	for _, want := range []string{"the migration of crontabs.stable.example.com did not finish (1 failed", "re-run kubectl crdversion retire crontabs.stable.example.com v1 --migrate --clean-managed-fields",
-		"this run took step 2 (v1 unserved) before step 4", "to undo step 2 (v1 unserved): kubectl crdversion serve crontabs.stable.example.com v1"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
+		"Step 4 (", "This run took:\n  - step 2 (v1 unserved); to undo it: kubectl crdversion serve crontabs.stable.example.com v1"} {
+		if out := printed(t, err); !strings.Contains(out, want) {
+			t.Errorf("printed:\n%s\nlacks %q", out, want)
 		}
 	}
 	if res.Outcome != OutcomeInterrupted || !slices.Equal(res.Taken, []StepID{Unserved}) || res.Migration == nil {
@@ -453,4 +453,20 @@ func TestRunMigrationFailureNamesTheStepsTaken(t *testing.T) {
 	if !slices.ContainsFunc(events, func(e Event) bool { return e.Kind == EventMigrated }) {
 		t.Error("the migration's outcome was not reported")
 	}
+}
+
+// printed is err as the CLI prints it, its details above its error line,
+// which must be at most lifecycle.MaxErrorLine long.
+func printed(t *testing.T, err error) string {
+	t.Helper()
+	var lines []string
+	var d interface{ DetailLines() []string }
+	if errors.As(err, &d) {
+		lines = d.DetailLines()
+	}
+	line := "error: " + err.Error()
+	if len(line) > lifecycle.MaxErrorLine {
+		t.Errorf("an error line of %d characters (at most %d):\n%s", len(line), lifecycle.MaxErrorLine, line)
+	}
+	return strings.Join(append(lines, line), "\n")
 }

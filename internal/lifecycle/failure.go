@@ -1,0 +1,85 @@
+package lifecycle
+
+// FailureError is a step that failed after it began to write, or a run
+// whose outcome is not what it should be: a migration with objects that
+// failed, a trim of status.storedVersions the API server refused, a retire
+// run stopped after some of its steps. Like RefusalError its error line is
+// short — what failed, why in a clause when that fits, the first way out —
+// and anything longer is printed once, above it, by the CLI
+// (DetailLines). Machine-readable output keeps every detail.
+//
+//	error: every object of crontabs.stable.example.com is at v2, but status.storedVersions was not trimmed: the CRD's spec changed during the run
+type FailureError struct {
+	// Summary says what failed, as a sentence without a final period:
+	// "3 object(s) of crontabs.stable.example.com failed to migrate".
+	Summary string
+	// Why is the reason, as the API server or the step gave it. It follows
+	// Summary after ": " when the line stays within MaxErrorLine, else it
+	// is the first detail.
+	Why string
+	// WayOut is the first way out, in words or "run: command".
+	WayOut string
+	// DetailsTitle heads Details: "This run took".
+	DetailsTitle string
+	// Details are further lines, one item each, printed above the error
+	// line.
+	Details []string
+	// Err, when set, is the error the failure stems from (errors.Is and
+	// errors.As see it).
+	Err error
+}
+
+// whyInline reports whether Why fits on the error line.
+func (e *FailureError) whyInline() bool {
+	return e.Why != "" && len("error: "+e.Summary+": "+e.Why) <= MaxErrorLine
+}
+
+// head is the error line without its way out.
+func (e *FailureError) head() string {
+	if e.whyInline() {
+		return e.Summary + ": " + e.Why
+	}
+	return e.Summary
+}
+
+// wayInline reports whether WayOut fits on the error line after head.
+func (e *FailureError) wayInline() bool {
+	return e.WayOut == "" || len("error: "+e.head()+"; "+e.WayOut) <= MaxErrorLine
+}
+
+func (e *FailureError) Error() string {
+	switch {
+	case e.WayOut != "" && e.wayInline():
+		return e.head() + "; " + e.WayOut
+	case len(e.DetailLines()) > 0:
+		return e.head() + "; the lines above say how to proceed"
+	}
+	return e.head()
+}
+
+// Unwrap returns Err.
+func (e *FailureError) Unwrap() error { return e.Err }
+
+// DetailLines are the lines the CLI prints above the error line: Why and
+// the way out when they did not fit there, then the title and each detail
+// as an item.
+func (e *FailureError) DetailLines() []string {
+	var lines []string
+	if e.Why != "" && !e.whyInline() {
+		lines = append(lines, "Why: "+e.Why)
+	}
+	if len(e.Details) > 0 {
+		title := e.DetailsTitle
+		if title == "" {
+			title = "Details"
+		}
+		lines = append(lines, title+":")
+		for _, d := range e.Details {
+			lines = append(lines, "  - "+d)
+		}
+	}
+	if !e.wayInline() {
+		lines = append(lines, "To proceed: "+e.WayOut)
+	}
+	return lines
+}

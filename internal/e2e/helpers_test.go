@@ -81,6 +81,7 @@ func plugin(t testing.TB, args ...string) result {
 	cmd.SetArgs(append(args, "--cache-dir", t.TempDir()))
 	err := cmd.ExecuteContext(context.Background())
 	r := result{stdout: out.String(), stderr: errOut.String(), err: err}
+	checkErrorLines(t, r)
 	return r
 }
 
@@ -129,6 +130,7 @@ func executeWithin(t testing.TB, limit time.Duration, path string, env []string,
 		tick.Stop()
 	}
 	r := result{stdout: out.String(), stderr: errOut.String(), maxRSSKiB: hwm}
+	checkErrorLines(t, r)
 	if ps := cmd.ProcessState; ps != nil {
 		r.cpu = ps.UserTime() + ps.SystemTime()
 	}

@@ -386,3 +386,29 @@ func TestInterrupted(t *testing.T) {
 		t.Error("no error became one")
 	}
 }
+
+// TestHelpIsShort: every command's --help description is at most
+// MaxLongHelp bytes; a longer one keeps its first paragraph, names its
+// reference page, and is kept whole for the reference.
+func TestHelpIsShort(t *testing.T) {
+	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+	shortened := 0
+	for _, c := range append(root.Commands(), root) {
+		if len(c.Long) > MaxLongHelp {
+			t.Errorf("%s: a description of %d bytes in --help (at most %d)", c.Name(), len(c.Long), MaxLongHelp)
+		}
+		full, ok := c.Annotations[DetailsAnnotation]
+		if !ok {
+			continue
+		}
+		shortened++
+		first, _, _ := strings.Cut(full, "\n\n")
+		if !strings.HasPrefix(c.Long, first+"\n\n") || !strings.HasSuffix(c.Long, "docs/commands/kubectl_crdversion_"+c.Name()+".md.") {
+			t.Errorf("%s: --help's description is not the first paragraph and the reference page:\n%s", c.Name(), c.Long)
+		}
+	}
+	// migrate's description is longer than a screen: the rule applies.
+	if shortened == 0 {
+		t.Error("no description was shortened")
+	}
+}

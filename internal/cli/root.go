@@ -92,6 +92,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdDoctor(f, streams, configFlags),
 		NewCmdVersion(streams),
 	)
+	shortenLongHelp(cmd)
 	return cmd
 }
 

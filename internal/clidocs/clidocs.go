@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/util/homedir"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cli"
 )
 
 // header starts every generated file.
@@ -27,7 +29,8 @@ const header = "<!-- Generated from the command tree by `make docs`; do not edit
 // name (kubectl_crdversion_status.md). Flag defaults under the home folder of
 // whoever runs it (kubectl's --cache-dir) read $HOME, so the output does not
 // depend on the machine. It sets DisableAutoGenTag on the tree so no date is
-// written.
+// written, and gives each command its whole description
+// (cli.DetailsAnnotation), of which --help shows the first paragraph.
 func Generate(root *cobra.Command) (map[string][]byte, error) {
 	dir, err := os.MkdirTemp("", "crdversion-docs-")
 	if err != nil {
@@ -37,6 +40,11 @@ func Generate(root *cobra.Command) (map[string][]byte, error) {
 	home := homedir.HomeDir()
 	visit(root, func(c *cobra.Command) {
 		c.DisableAutoGenTag = true
+		// The reference holds the whole description; --help its first
+		// paragraph (cli.DetailsAnnotation).
+		if full := c.Annotations[cli.DetailsAnnotation]; full != "" {
+			c.Long = full
+		}
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
 			fs.VisitAll(func(f *pflag.Flag) {
 				if home != "" && strings.HasPrefix(f.DefValue, home+string(filepath.Separator)) {

@@ -99,3 +99,29 @@ func TestGenerateIsStable(t *testing.T) {
 		t.Errorf("--cache-dir's default is not written as $HOME/.kube/cache:\n%s", s)
 	}
 }
+
+// TestReferenceHoldsWholeDescriptions: a command whose --help shows only
+// the first paragraph of its description has all of it in its page.
+func TestReferenceHoldsWholeDescriptions(t *testing.T) {
+	root := tree()
+	files, err := Generate(tree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range root.Commands() {
+		full := c.Annotations[cli.DetailsAnnotation]
+		if full == "" {
+			continue
+		}
+		n++
+		_, rest, _ := strings.Cut(full, "\n\n")
+		last := rest[strings.LastIndex(rest, "\n")+1:]
+		if page := string(files["kubectl_crdversion_"+c.Name()+".md"]); !strings.Contains(page, last) {
+			t.Errorf("%s: the reference page lacks the end of the description, %q", c.Name(), last)
+		}
+	}
+	if n == 0 {
+		t.Error("no command has a description longer than --help's")
+	}
+}

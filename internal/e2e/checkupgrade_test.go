@@ -425,10 +425,10 @@ func TestCheckUpgradeEveryFile(t *testing.T) {
 		})
 	}
 
-	// The same CRD in two files: applied, the last would win.
+	// The same file twice: applied, the last would win.
 	r := plugin(t, "check-upgrade", "-f", partsFile, "-f", boltsDir, "-f", partsFile)
 	var found *cli.FindingsError
-	if r.err == nil || errors.As(r.err, &found) || !strings.Contains(r.err.Error(), "when applied, the last would win") {
+	if r.err == nil || errors.As(r.err, &found) || !strings.Contains(r.err.Error(), partsFile+" is given twice") {
 		t.Errorf("the same file twice: err %v, want a refusal (exit 2)", r.err)
 	}
 }

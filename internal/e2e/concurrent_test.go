@@ -210,7 +210,7 @@ func TestFaultConcurrentCRDEdit(t *testing.T) {
 		args  []string // after the CRD name
 		at    int      // the plugin's write of the CRD the edit races with
 		edit  func(row string) string
-		want  string // in the error line
+		want  string // in stderr, on the error line or above it
 		// retried: the command re-reads and re-checks after the conflict
 		// (migrate's trim), so the run succeeds on top of the edit.
 		retried bool
@@ -264,9 +264,10 @@ func TestFaultConcurrentCRDEdit(t *testing.T) {
 				}
 				return
 			}
+			// The error line is last, the reason on it or above it.
 			lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
-			if r.code != 1 || !strings.Contains(lines[len(lines)-1], tc.want) {
-				t.Errorf("exit %d, stderr %q: want exit 1 and a last line containing %q", r.code, r.stderr, tc.want)
+			if r.code != 1 || !strings.HasPrefix(lines[len(lines)-1], "error: ") || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q: want exit 1, an error line last and %q", r.code, r.stderr, tc.want)
 			}
 			if tc.want == conflict && !strings.Contains(r.stderr, "re-run") {
 				t.Errorf("the conflict message does not say to re-run: %q", r.stderr)

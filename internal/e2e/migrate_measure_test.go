@@ -193,7 +193,7 @@ func TestMigrateStorageNotServedRefusedFirst(t *testing.T) {
 	crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Versions[1].Served = false
 	})
-	r := refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "nothing was changed", "v2 is the storage version but not served; run: kubectl crdversion serve " + crd.Name + " v2"}, "migrate", crd.Name)
+	r := refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "nothing was changed", "v2 is the storage version but not served", "run: kubectl crdversion serve " + crd.Name + " v2"}, "migrate", crd.Name)
 	if strings.Contains(r.stdout+r.stderr, "NotFound") {
 		t.Errorf("the refusal is the measurement's 404:\n%s%s", r.stdout, r.stderr)
 	}

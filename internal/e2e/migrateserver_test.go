@@ -133,7 +133,8 @@ func TestMigrateServerEngineFailed(t *testing.T) {
 	startSVMController(t)
 
 	m, r := migrationJSON(t, crd.Name, "--engine=server", "--timeout=3m")
-	if r.err == nil || !strings.Contains(r.err.Error(), "frozen objects cannot change") {
+	printed := r.stderr + errorLine(r.err)
+	if r.err == nil || !strings.Contains(printed, "frozen objects cannot change") {
 		t.Errorf("error = %v, want the failed migration with the controller's message", r.err)
 	}
 	if sm := m.StorageVersionMigration; sm == nil || sm.Phase != "Failed" || m.Trim.Trimmed || m.Complete {
@@ -143,7 +144,7 @@ func TestMigrateServerEngineFailed(t *testing.T) {
 	// after a failed migration too (migrationrunner.go finishCRDMigration
 	// trims whenever the generation is unchanged); migrate puts the
 	// versions back, since objects are still stored at v1.
-	if !m.Trim.Restored || !strings.Contains(r.err.Error(), "the controller trimmed status.storedVersions anyway; it was restored to [v1, v2]") {
+	if !m.Trim.Restored || !strings.Contains(printed, "the controller trimmed status.storedVersions anyway; it was restored to [v1, v2]") {
 		t.Errorf("trim %+v, error %v: want the controller's trim undone", m.Trim, r.err)
 	}
 	if got := storedAt(t, crd); got["svm-fail.example.com/v1"] == 0 {
@@ -189,7 +190,7 @@ func TestMigrateServerEngineRefusalsAndTimeout(t *testing.T) {
 	// leaves them room on a loaded machine; nobody carries the migration
 	// out here, so it is still Pending when the time runs out.
 	bin := binary(t, nil, "migrate", other.Name, "--engine=server", "--timeout=10s", "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())
-	if bin.code != 1 || !strings.Contains(bin.stderr, "did not finish: stopped following the StorageVersionMigration crdversion-crontabs-") ||
+	if bin.code != 1 || !strings.Contains(bin.stderr, "error: the migration of "+other.Name+" did not finish") || !strings.Contains(bin.stderr, "stopped following the StorageVersionMigration crdversion-crontabs-") ||
 		!strings.Contains(bin.stderr, "(Pending) before it finished: the time given (--timeout) ran out; it goes on in the cluster") ||
 		!strings.Contains(bin.stderr, "no controller took it up") {
 		t.Errorf("timeout: exit %d\n%s\n%s", bin.code, bin.stdout, bin.stderr)

@@ -1,5 +1,10 @@
 package lifecycle
 
+import (
+	"errors"
+	"strings"
+)
+
 // FailureError is a step that failed after it began to write, or a run
 // whose outcome is not what it should be: a migration with objects that
 // failed, a trim of status.storedVersions the API server refused, a retire
@@ -51,8 +56,10 @@ func (e *FailureError) Error() string {
 	switch {
 	case e.WayOut != "" && e.wayInline():
 		return e.head() + "; " + e.WayOut
-	case len(e.DetailLines()) > 0:
+	case e.WayOut != "":
 		return e.head() + "; the lines above say how to proceed"
+	case len(e.DetailLines()) > 0:
+		return e.head() + "; the lines above say why"
 	}
 	return e.head()
 }
@@ -82,4 +89,33 @@ func (e *FailureError) DetailLines() []string {
 		lines = append(lines, "To proceed: "+e.WayOut)
 	}
 	return lines
+}
+
+// Message is err's whole message on one line, for a report or a plan that
+// records it where no lines are printed above it (a retire plan's step,
+// fleet's JSON): the error line without its pointer to the lines above,
+// then the lines the CLI prints above it (DetailLines), joined by "; ".
+// An error with no such lines is its Error().
+func Message(err error) string {
+	var d interface{ DetailLines() []string }
+	if !errors.As(err, &d) {
+		return err.Error()
+	}
+	lines := d.DetailLines()
+	if len(lines) == 0 {
+		return err.Error()
+	}
+	msg, _, _ := strings.Cut(err.Error(), "; the lines above say")
+	var b strings.Builder
+	b.WriteString(msg)
+	sep := ": "
+	for _, l := range lines {
+		l = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+		b.WriteString(sep + l)
+		sep = "; "
+		if strings.HasSuffix(l, ":") {
+			sep = " "
+		}
+	}
+	return b.String()
 }

@@ -44,7 +44,7 @@ type RefusalError struct {
 const MaxErrorLine = 200
 
 func (e *RefusalError) Error() string {
-	return WithWayOut(e.head(), e.way(), len(e.Details) > 0)
+	return WithWayOut(e.head(), e.way(), len(e.Details) > 0 || !e.Shown)
 }
 
 // head is the error line without its way out.
@@ -80,16 +80,19 @@ func (e *RefusalError) Unwrap() error { return e.Err }
 // DetailLines are the lines the CLI prints above the error line when the
 // details were not shown: the title, then each detail as an item.
 func (e *RefusalError) DetailLines() []string {
-	if e.Shown || len(e.Details) == 0 {
+	if e.Shown {
 		return nil
 	}
-	title := e.DetailsTitle
-	if title == "" {
-		title = "Why"
-	}
-	lines := []string{title + ":"}
-	for _, d := range e.Details {
-		lines = append(lines, "  - "+d)
+	var lines []string
+	if len(e.Details) > 0 {
+		title := e.DetailsTitle
+		if title == "" {
+			title = "Why"
+		}
+		lines = append(lines, title+":")
+		for _, d := range e.Details {
+			lines = append(lines, "  - "+d)
+		}
 	}
 	// A way out too long for the error line is said here, once.
 	if way := e.way(); way != "" && WithWayOut(e.head(), way, true) != e.head()+"; "+way {

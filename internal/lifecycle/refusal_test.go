@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -55,6 +57,35 @@ func TestFailureErrorLine(t *testing.T) {
 		t.Errorf("long way out: %d characters: %s", len(got), got)
 	}
 	if got, want := strings.Join(e.DetailLines(), "\n"), "To proceed: "+way; got != want {
+		t.Errorf("details:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestMessageKeepsEveryDetail(t *testing.T) {
+	e := &RefusalError{Operation: "migrate", CRD: "crontabs.stable.example.com", Reason: "rewriting the objects at v2 loses data",
+		WayOut:       "make v2's schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
+		DetailsTitle: "Each object read and dry-run written through v2, compared", Details: []string{"1 object(s) have fields at v1 that v2 drops: default/w1: .spec.colour"}}
+	want := "refusing to migrate crontabs.stable.example.com, nothing was changed: rewriting the objects at v2 loses data: " +
+		"Each object read and dry-run written through v2, compared: 1 object(s) have fields at v1 that v2 drops: default/w1: .spec.colour; " +
+		"To proceed: make v2's schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss"
+	if got := Message(fmt.Errorf("checking: %w", e)); got != "checking: "+want {
+		t.Errorf("Message:\n%s\nwant:\n%s", got, "checking: "+want)
+	}
+	if got := Message(errors.New("plain")); got != "plain" {
+		t.Errorf("a plain error: %q", got)
+	}
+}
+
+// TestRefusalLongWayOutWithoutDetails: a way out too long for the line is
+// printed above it even when the refusal has no other detail.
+func TestRefusalLongWayOutWithoutDetails(t *testing.T) {
+	name := "crontabs.storage-unserved-migrate.example.com"
+	run := Crdversion("serve", name, "v2")
+	e := &RefusalError{Operation: "migrate", CRD: name, Reason: "v2 is the storage version but not served", Run: &run}
+	if got := "error: " + e.Error(); len(got) > MaxErrorLine {
+		t.Errorf("an error line of %d characters: %s", len(got), got)
+	}
+	if got, want := strings.Join(e.DetailLines(), "\n"), "To proceed: run: kubectl crdversion serve "+name+" v2"; got != want {
 		t.Errorf("details:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -57,6 +57,11 @@ func ReadCRDsOf(paths []string, recursive bool) ([]CRDDoc, error) {
 			for _, d := range docs {
 				d.Source = f + d.Source
 				if prev, ok := seen[d.CRD.Name]; ok {
+					if prev == d.Source {
+						// One file named twice (-f a -f a): the file is
+						// the mistake, not its CRDs.
+						return nil, fmt.Errorf("%s is given twice", f)
+					}
 					if doc, same := strings.CutPrefix(prev, f+"#"); same {
 						prev = "document " + doc // of the same file
 					}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
@@ -22,11 +23,11 @@ func (c *FleetRetireCluster) End(err error, r reach.Reach) {
 	case err == nil:
 	case errors.As(err, &blocked):
 		c.Reach = reach.Reached
-		c.Error = err.Error()
+		c.Error = lifecycle.Message(err)
 	case r == reach.Reached || r == reach.Failed:
-		c.Error = err.Error()
+		c.Error = lifecycle.Message(err)
 	default:
-		c.Error = err.Error()
+		c.Error = lifecycle.Message(err)
 		c.Outcome = string(r)
 	}
 	if c.Outcome == "" {

@@ -289,7 +289,7 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
-		mc.Error = err.Error()
+		mc.Error = lifecycle.Message(err)
 	case m == nil:
 		mc.Error = "no answer"
 	default:

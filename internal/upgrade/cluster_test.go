@@ -149,7 +149,7 @@ func TestReadRelease(t *testing.T) {
 	}{
 		{files: []string{a, b}, want: []string{"as.example.com", "bs.example.com"}},
 		{files: []string{filepath.Join(dir, "more"), a, cm}, want: []string{"bs.example.com", "as.example.com"}},
-		{files: []string{a, filepath.Join(dir, "more"), a}, err: "CustomResourceDefinition as.example.com is also in " + a + "; when applied, the last would win"},
+		{files: []string{a, filepath.Join(dir, "more"), a}, err: a + " is given twice"},
 		{files: []string{cm}, err: "no CustomResourceDefinition in " + cm},
 		{files: []string{a, filepath.Join(dir, "absent.yaml")}, err: "no such file or directory"},
 	} {

@@ -109,7 +109,14 @@ func TestRetryBudgets(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &run{opts: Options{Retries: 2, RetryDelay: time.Millisecond, Unreachable: 50 * time.Millisecond}}
+			// Outages within their budget are retried however slowly this
+			// machine runs the loop: the budget is an hour, except where
+			// its end is the subject.
+			budget := time.Hour
+			if tc.calls == 0 {
+				budget = 50 * time.Millisecond
+			}
+			r := &run{opts: Options{Retries: 2, RetryDelay: time.Millisecond, Unreachable: budget}}
 			calls := 0
 			err := r.retry(context.Background(), func() error {
 				calls++

@@ -60,7 +60,7 @@ func (f *fake) Missing(context.Context, []access.Need) ([]access.Need, bool) {
 }
 
 func (f *fake) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error) {
-	f.calls = append(f.calls, map[bool]string{true: "update(dry run)", false: "update"}[o.DryRun])
+	f.calls = append(f.calls, map[bool]string{true: "update(dry run)", false: "update"}[o.DryRun == lifecycle.DryRunServer])
 	f.written = crd
 	return crd, nil
 }

@@ -56,7 +56,7 @@ func (r *Retire) GetCRD(ctx context.Context, name string) (*apiextensionsv1.Cust
 
 // UpdateCRD writes crd with Cluster.UpdateCRD (a server-side dry run when
 // dryRun); a refusal by the API server is a *retire.WriteRefusedError.
-func (r *Retire) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error) {
+func (r *Retire) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun lifecycle.DryRun) (*apiextensionsv1.CustomResourceDefinition, error) {
 	out, err := r.Cluster.UpdateCRD(ctx, crd, cluster.WriteOptions{DryRun: dryRun, FieldManager: r.Engine.FieldManager})
 	return out, refusal(err)
 }
@@ -132,10 +132,10 @@ func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need
 	return missing
 }
 
-// Migrate runs the client migrate engine on crd with Engine (dryRun: every
-// write a server-side dry run); the engine's *migrate.Result is the
+// Migrate runs the client migrate engine on crd with Engine (dryRun
+// server: every write a server-side dry run); the engine's *migrate.Result is the
 // Migration's Report.
-func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*retire.Migration, error) {
+func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun lifecycle.DryRun) (*retire.Migration, error) {
 	if !r.AllowPruning {
 		// What the migration would lose, as migrate refuses it: while the
 		// old versions are still served (the plan's dry run comes before
@@ -145,7 +145,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		// names — looked for again by the run itself, after the unserve
 		// (the objects' managedFields read at the storage version).
 		var m *LossMeasurement
-		if dryRun || len(lifecycle.MigrationLosses(crd)) > 0 {
+		if !dryRun.Persists() || len(lifecycle.MigrationLosses(crd)) > 0 {
 			var err error
 			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine}); err != nil {
 				return nil, err
@@ -159,8 +159,8 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		return nil, err
 	}
 	opts := r.Engine
-	opts.DryRun = dryRun
-	if r.Progress != nil && !dryRun {
+	opts.DryRun = dryRun == lifecycle.DryRunServer
+	if r.Progress != nil && dryRun.Persists() {
 		var stop func()
 		opts.Progress, stop = r.Progress(crd.Name)
 		defer stop()
@@ -172,7 +172,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	m := &retire.Migration{StorageVersion: res.StorageVersion, Total: res.Total, Rewritten: res.Rewritten, Current: res.Current,
 		Conflicts: res.Conflicts, Deleted: res.Deleted, Failed: res.Failed, Complete: res.Complete,
 		StoredBefore: res.Trim.Before, StoredAfter: res.Trim.After, Trimmed: res.Trim.Trimmed, Reason: res.Trim.Reason, Report: res}
-	if dryRun && res.Trim.Failed {
+	if !dryRun.Persists() && res.Trim.Failed {
 		m.TrimRefused = res.Trim.Reason
 	}
 	for _, f := range res.Failures {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action/actiontest"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 )
 
@@ -32,15 +33,15 @@ func TestRetireMigrate(t *testing.T) {
 		name         string
 		in           *apiextensionsv1.CustomResourceDefinition
 		allowPruning bool
-		dryRun       bool
+		dryRun       lifecycle.DryRun
 		checks       map[string]*cluster.ObjectsCheck
 		notServed    error
 		calls        []string
 		err          []string
 	}{
-		{name: "dry run: measured, then the engine's dry run", in: settled(), dryRun: true,
+		{name: "dry run: measured, then the engine's dry run", in: settled(), dryRun: lifecycle.DryRunServer,
 			checks: map[string]*cluster.ObjectsCheck{"v1": clean("v1")}, calls: []string{objects, wait, dryRun}},
-		{name: "dry run, a loss measured: refused, nothing sent", in: settled(), dryRun: true,
+		{name: "dry run, a loss measured: refused, nothing sent", in: settled(), dryRun: lifecycle.DryRunServer,
 			checks: map[string]*cluster.ObjectsCheck{"v1": lost("v1")}, calls: []string{objects},
 			err: []string{"refusing to migrate widgets.example.com, nothing was changed: rewriting the objects at v2 loses data", "default/w1: .spec.colour"}},
 		{name: "the run, nothing predicted: not measured again", in: settled(), calls: []string{wait, engine}},
@@ -50,7 +51,7 @@ func TestRetireMigrate(t *testing.T) {
 			checks: map[string]*cluster.ObjectsCheck{"v1": withUnrecorded}, calls: []string{objects},
 			err: []string{"conversion strategy None and the schemas differ", "1 object(s) have no managedFields"}},
 		{name: "--allow-pruning: not measured", in: pruning(), allowPruning: true, calls: []string{wait, engine}},
-		{name: "--allow-pruning, dry run: not measured", in: pruning(), allowPruning: true, dryRun: true, calls: []string{wait, dryRun}},
+		{name: "--allow-pruning, dry run: not measured", in: pruning(), allowPruning: true, dryRun: lifecycle.DryRunServer, calls: []string{wait, dryRun}},
 		{name: "the storage version not served yet: refused", in: settled(), notServed: errors.New("discovery still says v1"),
 			calls: []string{wait}, err: []string{"has not yet taken in the change of its storage version to v2"}},
 	} {
@@ -72,7 +73,7 @@ func TestRetireMigrate(t *testing.T) {
 			if m.StorageVersion != "v2" || !m.Complete || m.Report == nil {
 				t.Errorf("Migration %+v", m)
 			}
-			if trimmed := !tc.dryRun; m.Trimmed != trimmed || !slices.Equal(m.StoredAfter, map[bool][]string{true: {"v2"}, false: {"v1", "v2"}}[trimmed]) {
+			if trimmed := tc.dryRun.Persists(); m.Trimmed != trimmed || !slices.Equal(m.StoredAfter, map[bool][]string{true: {"v2"}, false: {"v1", "v2"}}[trimmed]) {
 				t.Errorf("Trimmed %v, storedVersions %v → %v", m.Trimmed, m.StoredBefore, m.StoredAfter)
 			}
 		})
@@ -93,7 +94,7 @@ func TestRetireMigrateReportsTheEngine(t *testing.T) {
 		return res, nil
 	}
 	r := &Retire{Cluster: f, AllowPruning: true, Engine: migrate.Options{FieldManager: "m"}}
-	m, err := r.Migrate(context.Background(), settled(), true)
+	m, err := r.Migrate(context.Background(), settled(), lifecycle.DryRunServer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Writ
 	if missing, _ := w.Missing(ctx, needs); len(missing) > 0 {
 		return nil, &access.MissingError{Operation: o.Operation, CRD: r.Edited.Name, Missing: missing}
 	}
-	written, err := w.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun == lifecycle.DryRunServer, FieldManager: o.FieldManager})
+	written, err := w.UpdateCRD(ctx, r.Edited, cluster.WriteOptions{DryRun: o.DryRun, FieldManager: o.FieldManager})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // ConflictError says the CRD changed between the read that the preflight
@@ -31,9 +33,10 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 
 // WriteOptions are the options of every write.
 type WriteOptions struct {
-	// DryRun asks the API server to validate and admit the write without
-	// persisting it (--dry-run=server).
-	DryRun bool
+	// DryRun lifecycle.DryRunServer asks the API server to validate and
+	// admit the write without persisting it (--dry-run=server); a client
+	// dry run sends no write, so UpdateCRD refuses it.
+	DryRun lifecycle.DryRun
 	// FieldManager names the writer in managedFields.
 	FieldManager string
 }
@@ -50,7 +53,10 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 	}
 	var out *apiextensionsv1.CustomResourceDefinition
 	var err error
-	if opts.DryRun {
+	switch opts.DryRun {
+	case lifecycle.DryRunClient:
+		return nil, fmt.Errorf("refusing to send %s in a client dry run, which sends no write", crd.Name)
+	case lifecycle.DryRunServer:
 		out, err = c.dryRunUpdate(ctx, crd, func(obj *apiextensionsv1.CustomResourceDefinition) {
 			// The edit on top of the fresh read: its spec (the fresh read's
 			// spec is the one crd was edited from: same generation) and the
@@ -60,8 +66,8 @@ func (c *Client) UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResou
 			obj.Labels = mergeStrings(obj.Labels, crd.Labels)
 			obj.Annotations = mergeStrings(obj.Annotations, crd.Annotations)
 		}, opts.FieldManager)
-	} else {
-		out, err = c.CRDs.Update(ctx, crd, metav1.UpdateOptions{FieldManager: opts.FieldManager})
+	default:
+		out, err = c.CRDs.Update(ctx, crd, metav1.UpdateOptions{DryRun: opts.DryRun.Request(), FieldManager: opts.FieldManager})
 	}
 	if apierrors.IsConflict(err) {
 		return nil, &ConflictError{Name: crd.Name, ResourceVersion: crd.ResourceVersion, Err: err}
@@ -134,7 +140,7 @@ func (c *Client) dryRunUpdate(ctx context.Context, live *apiextensionsv1.CustomR
 		obj := live.DeepCopy()
 		edit(obj)
 		var err error
-		out, err = c.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+		out, err = c.CRDs.Update(ctx, obj, metav1.UpdateOptions{DryRun: lifecycle.DryRunServer.Request(), FieldManager: fieldManager})
 		if !apierrors.IsConflict(err) {
 			return err
 		}

@@ -339,7 +339,7 @@ func TestFaultDryRunOnAStaleRead(t *testing.T) {
 			edited := stale.DeepCopy()
 			addV3(edited)
 			edited.Annotations = map[string]string{"example.com/set-by-the-edit": "yes"}
-			out, err := cl.UpdateCRD(context.Background(), edited, cluster.WriteOptions{DryRun: true, FieldManager: "e2e"})
+			out, err := cl.UpdateCRD(context.Background(), edited, cluster.WriteOptions{DryRun: lifecycle.DryRunServer, FieldManager: "e2e"})
 			var conflict *cluster.ConflictError
 			switch {
 			case tc.conflict && !errors.As(err, &conflict):

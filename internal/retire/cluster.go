@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -19,11 +20,11 @@ type Cluster interface {
 	GetCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error)
 	// UpdateCRD writes crd, pinned to crd.ResourceVersion: a concurrent
 	// change fails (nothing written) with an error that says to re-run.
-	// With dryRun it is a server-side dry run (dryRun=All) on the same
+	// With lifecycle.DryRunServer it is a server-side dry run (dryRun=All) on the same
 	// path: validated and admitted, persisted nowhere. A write the API
 	// server refuses (validation, admission, authorization) fails with a
 	// *WriteRefusedError. It returns the CRD the API server answered with.
-	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error)
+	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun lifecycle.DryRun) (*apiextensionsv1.CustomResourceDefinition, error)
 	// WaitServed waits, bounded, until the API server serves the CRD's
 	// served versions as last written (discovery).
 	WaitServed(ctx context.Context, name string) error
@@ -46,10 +47,10 @@ type Cluster interface {
 	Missing(ctx context.Context, needs []access.Need) []access.Need
 	// Migrate rewrites every object of crd at the storage version and
 	// trims status.storedVersions (kubectl crdversion migrate). With
-	// dryRun every write is a server-side dry run and nothing is persisted
+	// lifecycle.DryRunServer every write is a server-side dry run and nothing is persisted
 	// or trimmed. Per-object failures are in the result; an error means
 	// the migration could not go through the objects.
-	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*Migration, error)
+	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun lifecycle.DryRun) (*Migration, error)
 }
 
 // WriteRefusedError is a write the API server refused: its validation,

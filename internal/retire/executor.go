@@ -267,7 +267,7 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 			continue
 		}
 		var answer WriteCheck
-		_, err := r.e.Cluster.UpdateCRD(ctx, s.write, true)
+		_, err := r.e.Cluster.UpdateCRD(ctx, s.write, lifecycle.DryRunServer)
 		var refused *WriteRefusedError
 		switch {
 		case errors.As(err, &refused):
@@ -283,7 +283,7 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 	}
 	i := slices.IndexFunc(steps, func(s Step) bool { return s.ID == Migrated })
 	r.emit(Event{Kind: EventChecking, Step: steps[i], Total: len(steps)})
-	m, err := r.e.Cluster.Migrate(ctx, r.crd, true)
+	m, err := r.e.Cluster.Migrate(ctx, r.crd, lifecycle.DryRunServer)
 	mc := &MigrationCheck{}
 	switch {
 	case ctx.Err() != nil:
@@ -394,7 +394,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 		if s.write == nil {
 			return fmt.Errorf("internal error: step %d (%s) has no write", s.Number, s.Title)
 		}
-		written, err := c.UpdateCRD(ctx, s.write, false)
+		written, err := c.UpdateCRD(ctx, s.write, lifecycle.DryRunNone)
 		if err != nil {
 			return err
 		}
@@ -410,7 +410,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 			}
 		}
 	case Migrated:
-		m, err := c.Migrate(ctx, r.crd, false)
+		m, err := c.Migrate(ctx, r.crd, lifecycle.DryRunNone)
 		if err != nil {
 			return err
 		}

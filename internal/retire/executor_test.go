@@ -78,7 +78,8 @@ func (f *fakeCluster) GetCRD(_ context.Context, _ string) (*apiextensionsv1.Cust
 	return f.live.DeepCopy(), nil
 }
 
-func (f *fakeCluster) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*apiextensionsv1.CustomResourceDefinition, error) {
+func (f *fakeCluster) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, d lifecycle.DryRun) (*apiextensionsv1.CustomResourceDefinition, error) {
+	dryRun := d == lifecycle.DryRunServer
 	if dryRun {
 		f.log("dry-run update")
 	} else {
@@ -125,7 +126,8 @@ func (f *fakeCluster) Missing(context.Context, []access.Need) []access.Need {
 	return f.missing
 }
 
-func (f *fakeCluster) Migrate(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, dryRun bool) (*Migration, error) {
+func (f *fakeCluster) Migrate(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, d lifecycle.DryRun) (*Migration, error) {
+	dryRun := d == lifecycle.DryRunServer
 	storage := lifecycle.StorageVersion(f.live)
 	if dryRun {
 		f.log("dry-run migrate")

@@ -167,11 +167,11 @@ func (f *Fake) Missing(context.Context, []access.Need) ([]access.Need, bool) {
 // UpdateCRD refuses with RefuseWrite when set; otherwise it takes crd's spec
 // and bumps the resourceVersion, unless a dry run.
 func (f *Fake) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error) {
-	f.log(Update + dryRunSuffix(o.DryRun, false))
+	f.log(Update + dryRunSuffix(o.DryRun == lifecycle.DryRunServer, false))
 	if f.RefuseWrite != nil {
 		return nil, f.RefuseWrite
 	}
-	if o.DryRun {
+	if o.DryRun == lifecycle.DryRunServer {
 		out := f.Live.DeepCopy()
 		out.Spec = *crd.Spec.DeepCopy()
 		return out, nil

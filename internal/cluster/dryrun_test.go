@@ -5,12 +5,12 @@ import (
 	"slices"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	extfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
@@ -28,7 +28,7 @@ func TestUpdateCRDCarriesTheDryRunToTheRequest(t *testing.T) {
 		{lifecycle.DryRunClient, nil},
 	} {
 		t.Run(tc.dryRun.String(), func(t *testing.T) {
-			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com", ResourceVersion: "1"}}
+			crd := crdtest.New("crontabs.stable.example.com").CRD()
 			cs := extfake.NewSimpleClientset(crd.DeepCopy())
 			var sent [][]string
 			cs.PrependReactor("update", "customresourcedefinitions", func(a clienttesting.Action) (bool, runtime.Object, error) {

@@ -182,7 +182,7 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "two copies of a CRD in a release", args: []string{"check-upgrade", "-f", f.twoCRDs}, code: 2, want: "when applied, the last would win"},
 		// kubectl apply -f A -f A would apply it twice; check-upgrade reads
 		// every -f and refuses the second copy as it refuses two in a file.
-		{name: "a release file given twice", args: []string{"check-upgrade", "-f", f.good, "-f", f.good}, code: 2, want: "when applied, the last would win"},
+		{name: "a release file given twice", args: []string{"check-upgrade", "-f", f.good, "-f", f.good}, code: 2, want: "is given twice"},
 		{name: "--in-place on standard input", args: []string{"serve", crd, "v1", "-f", "-", "--in-place"}, want: "--in-place cannot write back to standard input"},
 		{name: "huge file", args: []string{"serve", crd, "v1", "-f", f.huge}, want: "no CustomResourceDefinition in the file"},
 		{name: "huge release", args: []string{"check-upgrade", "-f", f.huge}, code: 2, want: "no CustomResourceDefinition in"},

@@ -22,7 +22,7 @@ type MigrateOptions struct {
 	// Engine is migrate.EngineClient or migrate.EngineServer.
 	Engine string
 	// Client tunes the client engine; its DryRun (server dry run),
-	// CountOnly (client dry run), NoTrim and FieldManager apply to both.
+	// DryRun (client: count only; server: dry-run writes), NoTrim and FieldManager apply to both.
 	Client migrate.Options
 	// AllowPruning accepts a migration that drops fields (conversion None).
 	AllowPruning bool
@@ -50,7 +50,7 @@ type Migration struct {
 // flip) or drop fields (conversion None between schemas that differ); with
 // the server engine also one whose controller would write through a
 // version that prunes fields. It returns nil when the migration may run.
-// A client dry run (CountOnly) is refused alike: it must not say a run
+// A client dry run (DryRun client) is refused alike: it must not say a run
 // would go through that the real run refuses. The schemas' prediction of
 // loss stands unless the measurement m (nil when none ran) cleared it.
 func migrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions, m *LossMeasurement) error {
@@ -147,12 +147,12 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	if err := orderRefusal(crd, o); err != nil {
 		return nil, err
 	}
-	if !o.Client.CountOnly {
+	if o.Client.DryRun != lifecycle.DryRunClient {
 		if err := waitStorageServed(ctx, c, crd); err != nil {
 			return nil, err
 		}
 	}
-	measure := !o.AllowPruning && !o.Client.CountOnly
+	measure := !o.AllowPruning && o.Client.DryRun != lifecycle.DryRunClient
 	server := o.Engine == migrate.EngineServer
 	out := &Migration{}
 	if server {
@@ -161,7 +161,7 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 			return nil, err
 		}
 	}
-	if !o.Client.CountOnly {
+	if o.Client.DryRun != lifecycle.DryRunClient {
 		// A server dry run sends the trim as a dry run too.
 		trim := !o.Client.NoTrim
 		needs := access.Migrate(crd, trim)
@@ -193,8 +193,7 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	if server {
 		out.Result, err = c.RunServerEngine(ctx, crd, out.SVMVersion, svm.Options{
 			FieldManager: o.Client.FieldManager,
-			DryRunClient: o.Client.CountOnly,
-			DryRunServer: o.Client.DryRun,
+			DryRun:       o.Client.DryRun,
 			NoTrim:       o.Client.NoTrim,
 			Settle:       svm.DefaultSettle,
 			Progress:     o.ServerProgress,
@@ -210,7 +209,7 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	case measured != nil:
 		warnings = measured.Warnings
 		out.Result.Measured = measured.Passes
-	case o.Client.CountOnly && !o.AllowPruning:
+	case o.Client.DryRun == lifecycle.DryRunClient && !o.AllowPruning:
 		warnings = []string{NotMeasuredWarning}
 	}
 	out.Result.Warnings = append(warnings, out.Result.Warnings...)

@@ -246,13 +246,13 @@ func TestMigrate(t *testing.T) {
 			calls: []string{wait, acc, engine}},
 		// A client dry run sends nothing, not even the measurement's dry
 		// runs, and says so.
-		{name: "client dry run: not measured, a warning", in: settled(), o: MigrateOptions{Client: migrate.Options{CountOnly: true}},
+		{name: "client dry run: not measured, a warning", in: settled(), o: MigrateOptions{Client: migrate.Options{DryRun: lifecycle.DryRunClient}},
 			calls: []string{engine + actiontest.CountOnlySuffix}, warnings: []string{NotMeasuredWarning}},
-		{name: "client dry run, the prediction stands: refused", in: pruning(), o: MigrateOptions{Client: migrate.Options{CountOnly: true}},
+		{name: "client dry run, the prediction stands: refused", in: pruning(), o: MigrateOptions{Client: migrate.Options{DryRun: lifecycle.DryRunClient}},
 			err: []string{"conversion strategy None and the schemas differ"}},
-		{name: "client dry run with --allow-pruning: no warning", in: pruning(), o: MigrateOptions{AllowPruning: true, Client: migrate.Options{CountOnly: true}},
+		{name: "client dry run with --allow-pruning: no warning", in: pruning(), o: MigrateOptions{AllowPruning: true, Client: migrate.Options{DryRun: lifecycle.DryRunClient}},
 			calls: []string{engine + actiontest.CountOnlySuffix}},
-		{name: "server dry run: measured, the engine dry-runs", in: settled(), o: MigrateOptions{Client: migrate.Options{DryRun: true}},
+		{name: "server dry run: measured, the engine dry-runs", in: settled(), o: MigrateOptions{Client: migrate.Options{DryRun: lifecycle.DryRunServer}},
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },
 			calls: []string{wait, acc, objects, engine + actiontest.DryRunSuffix}},
 		{name: "server engine", in: settled(), o: MigrateOptions{Engine: migrate.EngineServer},

@@ -159,7 +159,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		return nil, err
 	}
 	opts := r.Engine
-	opts.DryRun = dryRun == lifecycle.DryRunServer
+	opts.DryRun = dryRun
 	if r.Progress != nil && dryRun.Persists() {
 		var stop func()
 		opts.Progress, stop = r.Progress(crd.Name)

@@ -85,7 +85,7 @@ func TestRetireMigrate(t *testing.T) {
 func TestRetireMigrateReportsTheEngine(t *testing.T) {
 	f := actiontest.New(settled())
 	f.Engine = func(_ bool, o migrate.Options) (*migrate.Result, error) {
-		if !o.DryRun || o.FieldManager != "m" {
+		if o.DryRun != lifecycle.DryRunServer || o.FieldManager != "m" {
 			t.Errorf("engine options %+v, want a dry run as m", o)
 		}
 		res := &migrate.Result{StorageVersion: "v2", Counts: migrate.Counts{Total: 3, Rewritten: 2, Failed: 1},

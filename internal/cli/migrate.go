@@ -80,7 +80,7 @@ type MigrateFlags struct {
 // MigrateOptions are the inputs of migrate, resolved once.
 type MigrateOptions struct {
 	CRD string
-	// Engine tunes the client engine (its DryRun and CountOnly carry
+	// Engine tunes the client engine (its DryRun carries
 	// --dry-run=server|client).
 	Engine     migrate.Options
 	EngineName string
@@ -165,8 +165,7 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 		return nil, err
 	}
-	o.Engine.DryRun = o.DryRun == cmdutil.DryRunServer
-	o.Engine.CountOnly = o.DryRun == cmdutil.DryRunClient
+	o.Engine.DryRun = dryRunOf(o.DryRun)
 	for _, name := range []string{"chunk-size", "concurrency", "retries", "checkpoint", "max-latency", "max-speed"} {
 		if cmd.Flags().Changed(name) {
 			o.changed = append(o.changed, name)

@@ -64,7 +64,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		// and back, pruning what that version's schema lacks.
 		return nil, fmt.Errorf("%w: %s is the storage version of %s but not served; serve it first (kubectl crdversion serve %s %s)", ErrStorageNotServed, storage, name, name, storage)
 	}
-	res := &Result{Engine: EngineClient, CRD: name, StorageVersion: storage, Failures: []Failure{}, DryRun: opts.DryRun || opts.CountOnly}
+	res := &Result{Engine: EngineClient, CRD: name, StorageVersion: storage, Failures: []Failure{}, DryRun: opts.DryRun != lifecycle.DryRunNone}
 	var tooManyAtStart int64
 	if e.FlowControl != nil {
 		// The CRD's read was classified like every request of the run.
@@ -97,7 +97,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 		r.done.Store(cp.Counts.Total)
 	}
 	r.limiter = fixedLimiter(max(1, opts.Concurrency))
-	if opts.MaxLatency > 0 && !opts.CountOnly {
+	if opts.MaxLatency > 0 && opts.DryRun != lifecycle.DryRunClient {
 		r.limiter = newAdaptiveLimiter(max(1, opts.Concurrency), opts.MaxLatency)
 	}
 	if err := r.pass(ctx); err != nil {

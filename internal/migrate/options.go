@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 )
 
@@ -77,11 +78,10 @@ type Options struct {
 	// connection lost mid-request), as during a control-plane restart or a
 	// load balancer failover. These retries do not count against Retries.
 	Unreachable time.Duration
-	// DryRun sends the writes with dryRun=All: every object is checked
-	// (conversion, validation, admission) and nothing is persisted or trimmed.
-	DryRun bool
-	// CountOnly lists the objects without writing (--dry-run=client).
-	CountOnly bool
+	// DryRun server sends the writes with dryRun=All: every object is
+	// checked (conversion, validation, admission) and nothing is persisted
+	// or trimmed. DryRun client lists the objects without writing.
+	DryRun lifecycle.DryRun
 	// NoTrim skips the storedVersions trim.
 	NoTrim bool
 	// FieldManager names the writer.

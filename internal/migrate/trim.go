@@ -18,7 +18,7 @@ import (
 // the status subresource (writes of status through the main resource are
 // ignored) pinned to the resourceVersion just read, re-checks after a 409,
 // and reads the answer back. opts.NoTrim and a client dry run skip it; a
-// server dry run (opts.DryRun) sends the same write as a server-side dry
+// server dry run (opts.DryRun server) sends the same write as a server-side dry
 // run once its pass was complete and clean, so that validation and
 // admission of the status write answer before anything relies on it (a
 // refusal sets Failed). Nothing is written when storedVersions already is
@@ -30,7 +30,7 @@ func (e *Engine) Trim(ctx context.Context, name, storage string, generation int6
 	case opts.NoTrim:
 		t.Reason = "--no-trim was given"
 		return t
-	case res.DryRun && !opts.DryRun:
+	case res.DryRun && opts.DryRun != lifecycle.DryRunServer:
 		t.Reason = "dry run"
 		return t
 	case !res.Complete && res.Failed > 0:
@@ -73,10 +73,7 @@ func (e *Engine) Trim(ctx context.Context, name, storage string, generation int6
 			return t
 		}
 		crd.Status.StoredVersions = []string{storage}
-		update := metav1.UpdateOptions{FieldManager: opts.FieldManager}
-		if opts.DryRun {
-			update.DryRun = []string{metav1.DryRunAll}
-		}
+		update := metav1.UpdateOptions{DryRun: opts.DryRun.Request(), FieldManager: opts.FieldManager}
 		updated, err := e.CRDs.UpdateStatus(ctx, crd, update)
 		if apierrors.IsConflict(err) {
 			continue // someone changed the CRD: re-check the storage version
@@ -85,7 +82,7 @@ func (e *Engine) Trim(ctx context.Context, name, storage string, generation int6
 			t.Reason, t.Failed = "writing status.storedVersions failed: "+err.Error(), true
 			return t
 		}
-		if opts.DryRun {
+		if opts.DryRun == lifecycle.DryRunServer {
 			t.Reason = fmt.Sprintf("dry run: the API server accepts storedVersions [%s] (server-side dry run of the status write)", storage)
 			return t
 		}

@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // migrate writes one object and tells what happened.
 func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
-	if r.opts.CountOnly {
+	if r.opts.DryRun == lifecycle.DryRunClient {
 		return Listed, ""
 	}
 	// The metadata client asks for the answer as PartialObjectMetadata
@@ -28,10 +30,7 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 		ri = r.engine.Metadata.Resource(r.gvr).Namespace(it.namespace)
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": it.uid, "resourceVersion": it.resourceVersion}})
-	opts := metav1.PatchOptions{FieldManager: r.opts.FieldManager}
-	if r.opts.DryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
+	opts := metav1.PatchOptions{DryRun: r.opts.DryRun.Request(), FieldManager: r.opts.FieldManager}
 	var newRV string
 	err := r.retry(ctx, func() error {
 		done, err := r.limiter.acquire(ctx)
@@ -52,7 +51,7 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 		return err
 	})
 	switch {
-	case err == nil && r.opts.DryRun:
+	case err == nil && r.opts.DryRun == lifecycle.DryRunServer:
 		return Accepted, ""
 	case err == nil && newRV != it.resourceVersion:
 		return Rewritten, ""
@@ -107,7 +106,7 @@ func (r *run) fill() {
 	defer r.mu.Unlock()
 	r.res.Counts = r.counts
 	r.res.Retries = r.retries.Load()
-	if !r.opts.CountOnly {
+	if r.opts.DryRun != lifecycle.DryRunClient {
 		c := &Concurrency{Mode: "fixed", Max: max(1, r.opts.Concurrency), FinalLimit: r.limiter.limit()}
 		if r.opts.MaxLatency > 0 {
 			c.Mode, c.MaxLatencySeconds = "adaptive", r.opts.MaxLatency.Seconds()

@@ -30,12 +30,11 @@ type Options struct {
 	// FieldManager names the writer of the StorageVersionMigration and of
 	// a storedVersions trim.
 	FieldManager string
-	// DryRunClient builds the StorageVersionMigration and counts the
-	// objects, creating nothing.
-	DryRunClient bool
-	// DryRunServer creates it with dryRun=All (the API server validates and
-	// admits it, and persists nothing), then stops.
-	DryRunServer bool
+	// DryRun client builds the StorageVersionMigration and counts the
+	// objects, creating nothing; server creates it with dryRun=All (the
+	// API server validates and admits it, and persists nothing), then
+	// stops.
+	DryRun lifecycle.DryRun
 	// NoTrim: never write storedVersions (the controller may still trim;
 	// the result says so).
 	NoTrim bool
@@ -89,7 +88,7 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 	obj := New(crd, version)
 	res := &migrate.Result{
 		Engine: migrate.EngineServer, CRD: crd.Name, StorageVersion: storage,
-		Failures: []migrate.Failure{}, DryRun: opts.DryRunClient || opts.DryRunServer,
+		Failures: []migrate.Failure{}, DryRun: opts.DryRun != lifecycle.DryRunNone,
 		StorageVersionMigration: &migrate.ServerMigration{
 			APIVersion: obj.APIVersion, GenerateName: obj.GenerateName,
 			Resource: obj.Spec.Resource.Resource + "." + obj.Spec.Resource.Group, Phase: string(Pending),
@@ -111,7 +110,7 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 		}
 		return res, nil
 	}
-	if opts.DryRunClient {
+	if opts.DryRun == lifecycle.DryRunClient {
 		res.Trim.Reason = "dry run"
 		return finish()
 	}
@@ -122,16 +121,13 @@ func (r *Runner) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDef
 	if err != nil {
 		return nil, err
 	}
-	createOpts := metav1.CreateOptions{FieldManager: opts.FieldManager}
-	if opts.DryRunServer {
-		createOpts.DryRun = []string{metav1.DryRunAll}
-	}
+	createOpts := metav1.CreateOptions{DryRun: opts.DryRun.Request(), FieldManager: opts.FieldManager}
 	created, err := ri.Create(ctx, &unstructured.Unstructured{Object: u}, createOpts)
 	if err != nil {
 		return nil, err
 	}
 	res.StorageVersionMigration.Name = created.GetName()
-	if opts.DryRunServer {
+	if opts.DryRun == lifecycle.DryRunServer {
 		res.Trim.Reason = "dry run"
 		return finish()
 	}

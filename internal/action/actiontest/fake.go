@@ -136,11 +136,11 @@ func (f *Fake) bump() {
 	f.Live.ResourceVersion = strconv.Itoa(rv + 1)
 }
 
-func dryRunSuffix(dryRun, countOnly bool) string {
-	switch {
-	case countOnly:
+func dryRunSuffix(d lifecycle.DryRun) string {
+	switch d {
+	case lifecycle.DryRunClient:
 		return CountOnlySuffix
-	case dryRun:
+	case lifecycle.DryRunServer:
 		return DryRunSuffix
 	}
 	return ""
@@ -167,7 +167,7 @@ func (f *Fake) Missing(context.Context, []access.Need) ([]access.Need, bool) {
 // UpdateCRD refuses with RefuseWrite when set; otherwise it takes crd's spec
 // and bumps the resourceVersion, unless a dry run.
 func (f *Fake) UpdateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error) {
-	f.log(Update + dryRunSuffix(o.DryRun == lifecycle.DryRunServer, false))
+	f.log(Update + dryRunSuffix(o.DryRun))
 	if f.RefuseWrite != nil {
 		return nil, f.RefuseWrite
 	}
@@ -216,7 +216,7 @@ func (f *Fake) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResource
 
 // RunClientEngine runs Engine, or completes.
 func (f *Fake) RunClientEngine(_ context.Context, _ string, o migrate.Options) (*migrate.Result, error) {
-	f.log(ClientEngine + dryRunSuffix(o.DryRun, o.CountOnly))
+	f.log(ClientEngine + dryRunSuffix(o.DryRun))
 	return f.run(false, o)
 }
 
@@ -231,8 +231,8 @@ func (f *Fake) ServerEngineVersion() (string, error) {
 
 // RunServerEngine runs Engine, or completes.
 func (f *Fake) RunServerEngine(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, o svm.Options) (*migrate.Result, error) {
-	f.log(ServerEngine + dryRunSuffix(o.DryRunServer, o.DryRunClient))
-	return f.run(true, migrate.Options{DryRun: o.DryRunServer, CountOnly: o.DryRunClient, NoTrim: o.NoTrim, FieldManager: o.FieldManager})
+	f.log(ServerEngine + dryRunSuffix(o.DryRun))
+	return f.run(true, migrate.Options{DryRun: o.DryRun, NoTrim: o.NoTrim, FieldManager: o.FieldManager})
 }
 
 // run is the engines' answer: Engine's, or a complete run that trims
@@ -247,7 +247,7 @@ func (f *Fake) run(server bool, o migrate.Options) (*migrate.Result, error) {
 		engine = migrate.EngineServer
 	}
 	res := &migrate.Result{Engine: engine, CRD: f.Live.Name, StorageVersion: storage, Failures: []migrate.Failure{},
-		Complete: true, DryRun: o.DryRun || o.CountOnly}
+		Complete: true, DryRun: o.DryRun != lifecycle.DryRunNone}
 	res.Trim.Before = slices.Clone(f.Live.Status.StoredVersions)
 	if !res.DryRun && !o.NoTrim {
 		f.Live.Status.StoredVersions = []string{storage}

@@ -75,16 +75,7 @@ func (e *FailureError) DetailLines() []string {
 	if e.Why != "" && !e.whyInline() {
 		lines = append(lines, "Why: "+e.Why)
 	}
-	if len(e.Details) > 0 {
-		title := e.DetailsTitle
-		if title == "" {
-			title = "Details"
-		}
-		lines = append(lines, title+":")
-		for _, d := range e.Details {
-			lines = append(lines, "  - "+d)
-		}
-	}
+	lines = append(lines, itemLines(e.DetailsTitle, "Details", e.Details)...)
 	if !e.wayInline() {
 		lines = append(lines, "To proceed: "+e.WayOut)
 	}
@@ -118,4 +109,20 @@ func Message(err error) string {
 		}
 	}
 	return b.String()
+}
+
+// itemLines are items under their title ("Title:", then "  - item" each),
+// or none without items; fallback titles them when title is empty.
+func itemLines(title, fallback string, items []string) []string {
+	if len(items) == 0 {
+		return nil
+	}
+	if title == "" {
+		title = fallback
+	}
+	lines := []string{title + ":"}
+	for _, item := range items {
+		lines = append(lines, "  - "+item)
+	}
+	return lines
 }

@@ -83,17 +83,7 @@ func (e *RefusalError) DetailLines() []string {
 	if e.Shown {
 		return nil
 	}
-	var lines []string
-	if len(e.Details) > 0 {
-		title := e.DetailsTitle
-		if title == "" {
-			title = "Why"
-		}
-		lines = append(lines, title+":")
-		for _, d := range e.Details {
-			lines = append(lines, "  - "+d)
-		}
-	}
+	lines := itemLines(e.DetailsTitle, "Why", e.Details)
 	// A way out too long for the error line is said here, once.
 	if way := e.way(); way != "" && WithWayOut(e.head(), way, true) != e.head()+"; "+way {
 		lines = append(lines, "To proceed: "+way)

@@ -51,8 +51,14 @@ func (e *BlockedError) DetailLines() []string {
 	if len(e.Taken) == 0 {
 		return nil
 	}
+	return takenLines(e.Taken)
+}
+
+// takenLines are the steps a run took, with their undo: "This run took:",
+// then "  - step 2 (v1 unserved); to undo it: kubectl crdversion serve …".
+func takenLines(taken []Step) []string {
 	lines := []string{"This run took:"}
-	for _, s := range e.Taken {
+	for _, s := range taken {
 		line := fmt.Sprintf("  - step %d (%s)", s.Number, s.Title)
 		if s.UndoCommand != "" {
 			line += "; to undo it: " + s.UndoCommand
@@ -137,15 +143,7 @@ func (e *StepError) DetailLines() []string {
 		}
 		lines = append(lines, step+": "+e.Err.Error())
 	}
-	lines = append(lines, "This run took:")
-	for _, s := range e.Taken {
-		line := fmt.Sprintf("  - step %d (%s)", s.Number, s.Title)
-		if s.UndoCommand != "" {
-			line += "; to undo it: " + s.UndoCommand
-		}
-		lines = append(lines, line)
-	}
-	return lines
+	return append(lines, takenLines(e.Taken)...)
 }
 
 // stepList is "step 2 (v1 unserved) and step 4 (…)".

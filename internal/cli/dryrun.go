@@ -28,3 +28,14 @@ func dryRunOf(s cmdutil.DryRunStrategy) lifecycle.DryRun {
 	}
 	return lifecycle.DryRunNone
 }
+
+// strategyOf is d as kubectl's dry-run strategy, for kubectl's printers.
+func strategyOf(d lifecycle.DryRun) cmdutil.DryRunStrategy {
+	switch d {
+	case lifecycle.DryRunClient:
+		return cmdutil.DryRunClient
+	case lifecycle.DryRunServer:
+		return cmdutil.DryRunServer
+	}
+	return cmdutil.DryRunNone
+}

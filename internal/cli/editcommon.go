@@ -71,7 +71,7 @@ type EditOptions struct {
 	// printed after the write use it.
 	VersionOrder []string
 	CRD, Version string
-	DryRun       cmdutil.DryRunStrategy
+	DryRun       lifecycle.DryRun
 	FieldManager string
 	Interactive  bool
 	Filename     string
@@ -105,10 +105,10 @@ func (fl *EditFlags) toOptions(f cmdutil.Factory, cmd *cobra.Command, args []str
 		Interactive: fl.Interactive, Filename: fl.Filename, InPlace: fl.InPlace, OutputSet: *fl.PrintFlags.OutputFormat != "",
 		conn: connectionFlags(cmd.Flags(), false), IOStreams: streams}
 	var err error
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+	if o.DryRun, err = dryRunFlag(cmd); err != nil {
 		return nil, err
 	}
-	cmdutil.PrintFlagsWithDryRunStrategy(fl.PrintFlags, o.DryRun)
+	cmdutil.PrintFlagsWithDryRunStrategy(fl.PrintFlags, strategyOf(o.DryRun))
 	if o.OutputSet {
 		if o.printer, err = toPrinter(fl.PrintFlags); err != nil {
 			return nil, err
@@ -132,7 +132,7 @@ func (o *EditOptions) Validate() error {
 	switch {
 	case o.FieldManager == "":
 		return fmt.Errorf("--field-manager must not be empty")
-	case o.Interactive && o.DryRun != cmdutil.DryRunNone:
+	case o.Interactive && o.DryRun != lifecycle.DryRunNone:
 		return fmt.Errorf("--interactive cannot be used with --dry-run")
 	case o.InPlace && o.Filename == "":
 		return fmt.Errorf("--in-place needs -f FILE")
@@ -203,7 +203,7 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 			return fmt.Errorf("not confirmed; nothing was changed")
 		}
 	}
-	written, err := action.Write(ctx, o.client, res, action.WriteOptions{DryRun: dryRunOf(o.DryRun), FieldManager: o.FieldManager, Operation: o.Operation})
+	written, err := action.Write(ctx, o.client, res, action.WriteOptions{DryRun: o.DryRun, FieldManager: o.FieldManager, Operation: o.Operation})
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 	for _, v := range written.RecordedStored {
 		fmt.Fprintf(o.Out, "Recorded: status.storedVersions lists %s again (now [%s]): objects stay stored there until migrate rewrites them\n", v, strings.Join(written.CRD.Status.StoredVersions, ", "))
 	}
-	if o.DryRun == cmdutil.DryRunNone {
+	if o.DryRun == lifecycle.DryRunNone {
 		a := lifecycle.AnalyzeWith(written.CRD, lifecycle.Options{VersionOrder: o.VersionOrder})
 		a.RenderCommands(o.conn)
 		fmt.Fprintf(o.Out, "State: %s, %s\n", a.State, a.StateDescription)

@@ -5,8 +5,6 @@ import (
 	"io"
 	"testing"
 
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
@@ -79,18 +77,18 @@ func migrationFixture(engine string) *migrate.Result {
 
 func TestMigrationPrinterGolden(t *testing.T) {
 	client := migrationFixture(migrate.EngineClient)
-	golden(t, "migrate/client.txt", written(t, func(w io.Writer) error { view.Migration(w, client, cmdutil.DryRunNone); return nil }))
+	golden(t, "migrate/client.txt", written(t, func(w io.Writer) error { view.Migration(w, client, lifecycle.DryRunNone); return nil }))
 	dry := *client
 	dry.DryRun, dry.Counts = true, migrate.Counts{Total: 1200, Accepted: 1190, Conflicts: 5, Deleted: 3, Failed: 2}
-	golden(t, "migrate/client-server-dry-run.txt", written(t, func(w io.Writer) error { view.Migration(w, &dry, cmdutil.DryRunServer); return nil }))
+	golden(t, "migrate/client-server-dry-run.txt", written(t, func(w io.Writer) error { view.Migration(w, &dry, lifecycle.DryRunServer); return nil }))
 	golden(t, "migrate/client.json", printed(t, "json", nil, &report.Migration{Result: *client}))
 	server := migrationFixture(migrate.EngineServer)
 	crd := crdtest.New("crontabs.stable.example.com").Version("v2", crdtest.Served, crdtest.Storage).CRD()
 	golden(t, "migrate/server.txt", written(t, func(w io.Writer) error {
-		return view.ServerMigration(w, server, cmdutil.DryRunNone, svm.New(crd, "v1"))
+		return view.ServerMigration(w, server, lifecycle.DryRunNone, svm.New(crd, "v1"))
 	}))
 	golden(t, "migrate/server-client-dry-run.txt", written(t, func(w io.Writer) error {
-		return view.ServerMigration(w, server, cmdutil.DryRunClient, svm.New(crd, "v1"))
+		return view.ServerMigration(w, server, lifecycle.DryRunClient, svm.New(crd, "v1"))
 	}))
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/svm"
@@ -84,7 +85,7 @@ type MigrateOptions struct {
 	// --dry-run=server|client).
 	Engine     migrate.Options
 	EngineName string
-	DryRun     cmdutil.DryRunStrategy
+	DryRun     lifecycle.DryRun
 	QPS        float32
 	Burst      int
 	Progress   bool
@@ -162,10 +163,10 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 	o := &MigrateOptions{CRD: args[0], Engine: fl.Engine, EngineName: fl.EngineName, QPS: fl.QPS, Burst: fl.Burst,
 		Progress: fl.Progress, AllowPruning: fl.AllowPruning, Timeout: fl.Timeout, VersionOrder: fl.VersionOrder, IOStreams: streams}
 	var err error
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+	if o.DryRun, err = dryRunFlag(cmd); err != nil {
 		return nil, err
 	}
-	o.Engine.DryRun = dryRunOf(o.DryRun)
+	o.Engine.DryRun = o.DryRun
 	for _, name := range []string{"chunk-size", "concurrency", "retries", "checkpoint", "max-latency", "max-speed"} {
 		if cmd.Flags().Changed(name) {
 			o.changed = append(o.changed, name)
@@ -242,7 +243,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, VersionOrder: o.VersionOrder}
 	terminal := o.Progress && term.IsTerminal(o.ErrOut)
 	switch {
-	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == cmdutil.DryRunNone:
+	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == lifecycle.DryRunNone:
 		update, stop := view.StatusLine(o.ErrOut, crd.Name, svm.Pending)
 		opts.ServerProgress = func(s svm.Status) { update(s.Phase, s.Message) }
 		defer stop()

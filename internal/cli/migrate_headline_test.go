@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
@@ -19,16 +18,16 @@ func TestMigrationHeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		edit   func(r *migrate.Result)
-		dryRun cmdutil.DryRunStrategy
+		dryRun lifecycle.DryRun
 		want   string
 	}{
-		{"done", func(r *migrate.Result) { r.Failed, r.Failures = 0, nil }, cmdutil.DryRunNone, "Migrated crontabs"},
-		{"failed", func(*migrate.Result) {}, cmdutil.DryRunNone, "Failed crontabs"},
-		{"interrupted", func(r *migrate.Result) { r.Complete, r.Failed, r.Failures = false, 0, nil }, cmdutil.DryRunNone, "Interrupted crontabs"},
-		{"list stopped at unreadable objects", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunNone, "Failed crontabs"},
-		{"interrupted dry run", func(r *migrate.Result) { r.Complete = false }, cmdutil.DryRunServer, "Interrupted: Checked (server dry run, nothing written) crontabs"},
-		{"resumed", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed = 0, nil, true }, cmdutil.DryRunNone, "Migrated, resuming from the checkpoint, crontabs"},
-		{"restarted", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed, r.Restarted = 0, nil, true, true }, cmdutil.DryRunNone,
+		{"done", func(r *migrate.Result) { r.Failed, r.Failures = 0, nil }, lifecycle.DryRunNone, "Migrated crontabs"},
+		{"failed", func(*migrate.Result) {}, lifecycle.DryRunNone, "Failed crontabs"},
+		{"interrupted", func(r *migrate.Result) { r.Complete, r.Failed, r.Failures = false, 0, nil }, lifecycle.DryRunNone, "Interrupted crontabs"},
+		{"list stopped at unreadable objects", func(r *migrate.Result) { r.Complete = false }, lifecycle.DryRunNone, "Failed crontabs"},
+		{"interrupted dry run", func(r *migrate.Result) { r.Complete = false }, lifecycle.DryRunServer, "Interrupted: Checked (server dry run, nothing written) crontabs"},
+		{"resumed", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed = 0, nil, true }, lifecycle.DryRunNone, "Migrated, resuming from the checkpoint, crontabs"},
+		{"restarted", func(r *migrate.Result) { r.Failed, r.Failures, r.Resumed, r.Restarted = 0, nil, true, true }, lifecycle.DryRunNone,
 			"Migrated, restarted from the first object (the checkpoint's continue token had expired), crontabs"},
 	} {
 		r := migrationFixture(migrate.EngineClient)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
@@ -110,7 +111,7 @@ func (o *PromoteOptions) Run(ctx context.Context) error {
 		return err
 	}
 	po := action.PromoteOptions{Version: o.Version, AllowPruning: o.AllowPruning, VersionOrder: o.EditOptions.VersionOrder, Sample: o.Sample, ChunkSize: o.ChunkSize,
-		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != cmdutil.DryRunClient, FieldManager: o.FieldManager}
+		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != lifecycle.DryRunClient, FieldManager: o.FieldManager}
 	if term.IsTerminal(o.ErrOut) {
 		var stop func()
 		po.Progress, stop = view.LabelledProgressBar(o.ErrOut, "checking the objects of "+o.CRD+" at "+o.Version)

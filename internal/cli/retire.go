@@ -17,6 +17,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -114,7 +115,7 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 // its flags and arguments.
 type RetireOptions struct {
 	CRD, Version string
-	DryRun       cmdutil.DryRunStrategy
+	DryRun       lifecycle.DryRun
 	// Retire are the executor's options (dry run, --migrate,
 	// --clean-managed-fields, --skip-usage-check, connection flags).
 	Retire   retire.Options
@@ -171,13 +172,13 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if fl.AllowPruning && !fl.Migrate {
 		return nil, usageErrorf(cmd, "--allow-pruning applies to --migrate only (retire rewrites no object without it)")
 	}
-	dryRun, err := cmdutil.GetDryRunStrategy(cmd)
+	dryRun, err := dryRunFlag(cmd)
 	if err != nil {
 		return nil, err
 	}
 	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
 		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, IOStreams: fl.IOStreams}
-	o.Retire = retire.Options{DryRun: dryRunOf(dryRun),
+	o.Retire = retire.Options{DryRun: dryRun,
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
 		Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
 	human := humanPrinter(printRetireLogged)
@@ -244,7 +245,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	}
 	l := &view.RetireLog{Log: log, ErrOut: errOut, Sources: u.Describe()}
 	res, err := (&retire.Executor{Cluster: rc, Events: l.Event}).Run(ctx, crd, o.Version, opts)
-	return report.NewRetire(crd.Name, o.Version, o.DryRun != cmdutil.DryRunNone, res), err
+	return report.NewRetire(crd.Name, o.Version, o.DryRun != lifecycle.DryRunNone, res), err
 }
 
 // printRetireLogged is the human view of a retire report: the progress log,

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -50,7 +49,7 @@ func (o *RetireOptions) runFleet(ctx context.Context) error {
 		res.End(err, cluster.ReachOf(err))
 		return res
 	})
-	rep := &report.FleetRetire{CRD: o.CRD, Version: o.Version, DryRun: o.DryRun != cmdutil.DryRunNone, Clusters: results, Seconds: time.Since(start).Seconds()}
+	rep := &report.FleetRetire{CRD: o.CRD, Version: o.Version, DryRun: o.DryRun != lifecycle.DryRunNone, Clusters: results, Seconds: time.Since(start).Seconds()}
 	if err := o.print(rep, o.Out); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 )
 
@@ -116,7 +117,7 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 	}
 	uo := action.UsageOptions{
 		Skip:  o.Usage.SkipUsageCheck,
-		Write: o.DryRun != cmdutil.DryRunClient && o.Filename == "",
+		Write: o.DryRun != lifecycle.DryRunClient && o.Filename == "",
 		Measuring: func(gv, sources string) {
 			fmt.Fprintf(o.ErrOut, "Measuring the client usage of %s from %s…\n", gv, sources)
 		}}

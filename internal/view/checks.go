@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // Checks writes the preflight report, one check a line.
@@ -26,11 +25,11 @@ func Checks(w io.Writer, cs edit.Checks) {
 
 // DryRunSuffix is " (server dry run)" or " (dry run)" after what a dry run
 // of strategy s would have done, "" for a real write.
-func DryRunSuffix(s cmdutil.DryRunStrategy) string {
+func DryRunSuffix(s lifecycle.DryRun) string {
 	switch s {
-	case cmdutil.DryRunClient:
+	case lifecycle.DryRunClient:
 		return " (dry run)"
-	case cmdutil.DryRunServer:
+	case lifecycle.DryRunServer:
 		return " (server dry run)"
 	}
 	return ""

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
@@ -18,12 +17,12 @@ import (
 // Migration writes the report of a client-engine migration: the headline
 // (Migrated, Interrupted or Failed), the counts, the failures by object and
 // whether storedVersions was trimmed.
-func Migration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy) {
+func Migration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun) {
 	verb := "Migrated"
 	switch {
-	case dryRun == cmdutil.DryRunClient:
+	case dryRun == lifecycle.DryRunClient:
 		verb = "Counted (dry run, nothing written)"
-	case dryRun == cmdutil.DryRunServer:
+	case dryRun == lifecycle.DryRunServer:
 		verb = "Checked (server dry run, nothing written)"
 	case r.Failed > 0:
 		// Also when the list stopped at objects the API server cannot
@@ -32,7 +31,7 @@ func Migration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy) {
 	case !r.Complete:
 		verb = "Interrupted"
 	}
-	if dryRun != cmdutil.DryRunNone && !r.Complete {
+	if dryRun != lifecycle.DryRunNone && !r.Complete {
 		verb = "Interrupted: " + verb
 	}
 	switch {
@@ -43,9 +42,9 @@ func Migration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy) {
 	}
 	fmt.Fprintf(w, "%s %s at %s in %.1fs (%.0f objects/s)\n", verb, r.CRD, r.StorageVersion, r.ElapsedSeconds, r.ObjectsPerSecond)
 	switch dryRun {
-	case cmdutil.DryRunClient:
+	case lifecycle.DryRunClient:
 		fmt.Fprintf(w, "  total %d listed, nothing checked\n", r.Total)
-	case cmdutil.DryRunServer:
+	case lifecycle.DryRunServer:
 		fmt.Fprintf(w, "  total %d, accepted by the dry run %d (a dry run cannot tell rewritten from already current), conflicts %d, deleted %d, failed %d\n",
 			r.Total, r.Accepted, r.Conflicts, r.Deleted, r.Failed)
 	default:
@@ -90,13 +89,13 @@ func Migration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy) {
 // ServerMigration is the text summary of an --engine=server run; in a
 // client dry run it prints wouldCreate, the StorageVersionMigration the run
 // would have created.
-func ServerMigration(w io.Writer, r *result.Result, dryRun cmdutil.DryRunStrategy, wouldCreate runtime.Object) error {
+func ServerMigration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun, wouldCreate runtime.Object) error {
 	sm := r.StorageVersionMigration
 	switch dryRun {
-	case cmdutil.DryRunClient:
+	case lifecycle.DryRunClient:
 		fmt.Fprintf(w, "Would create (dry run, nothing created) this StorageVersionMigration for the %d object(s) of %s, to store them at %s:\n", r.Total, r.CRD, r.StorageVersion)
 		return (&printers.YAMLPrinter{}).PrintObj(wouldCreate, w)
-	case cmdutil.DryRunServer:
+	case lifecycle.DryRunServer:
 		fmt.Fprintf(w, "Checked (server dry run, nothing created): the API server accepts StorageVersionMigration %s (%s) for the %d object(s) of %s\n", sm.Name, sm.APIVersion, r.Total, r.CRD)
 		return nil
 	}

@@ -5,9 +5,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 )
 
 // RetirePlan writes every step with its status.
@@ -66,7 +66,7 @@ func (l *RetireLog) Event(e retire.Event) {
 			c.Rewritten, c.Relabeled, c.Merged, c.Current, c.Deleted)
 	case retire.EventMigrated:
 		if res, ok := e.Migration.Report.(*result.Result); ok {
-			Migration(w, res, cmdutil.DryRunNone)
+			Migration(w, res, lifecycle.DryRunNone)
 		}
 	case retire.EventWarning:
 		fmt.Fprintf(l.ErrOut, "Warning: %v\n", e.Err)

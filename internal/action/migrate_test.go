@@ -173,7 +173,7 @@ func TestMeasuredPredictionRefusal(t *testing.T) {
 		{"nothing predicted, not measured", settled(), nil, nil},
 		{"predicted, not measured: the prediction stands", pruning(), nil, []string{refused}},
 		{"predicted, cleared by the measurement", pruning(), &LossMeasurement{PredictionCleared: true}, nil},
-		{"predicted, not cleared: the measurement says why", pruning(), &LossMeasurement{unrecordedText: "1 object(s) have no managedFields"},
+		{"predicted, not cleared: the measurement says why", pruning(), &LossMeasurement{UnrecordedText: "1 object(s) have no managedFields"},
 			[]string{refused, "  - 1 object(s) have no managedFields\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

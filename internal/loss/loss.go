@@ -1,0 +1,223 @@
+// Package loss answers "what will this rewrite lose?" for migrate,
+// promote-storage and retire: every object is read at the versions it may be
+// stored at and dry-run written through the storage version, and the API
+// server's answer is compared with the read (Measure). It reaches the API
+// server only through Checker, so its verdicts are tested with a fake.
+package loss
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+)
+
+// Checker reads objects at two versions, sends each a server-side dry-run
+// update through the second and compares the answer with the read (see
+// cluster.Client.CheckObjects): the API server answers, not a prediction.
+type Checker interface {
+	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
+}
+
+// Options are Measure's client options.
+type Options struct {
+	// PageSize, Concurrency and FieldManager are passed to each check
+	// (cluster.CheckObjectsOptions).
+	PageSize     int64
+	Concurrency  int
+	FieldManager string
+	// Progress, when set, starts a progress display for the pass reading
+	// the objects at version from.
+	Progress func(from string) (update func(migrate.Progress), stop func())
+}
+
+// Measure asks the API server what migrating crd would lose,
+// on the path migrate's writes take: every object is read at a version it
+// may be stored at and sent migrate's own no-op update through the storage
+// version S as a server-side dry run, and the two are compared field by
+// field (cluster.Client.CheckObjects, without the dry-run create). The
+// objects are read at each served version of status.storedVersions other
+// than S — whatever their schemas: conversion, pruning, defaulting and
+// UPDATE admission (mutating webhooks and policies) all answer — and, when
+// none is, at S itself (admission may change even an object stored at S).
+// A field present at the read and absent from what S would store refuses
+// the migration, naming the objects and paths, nothing changed.
+//
+// A stored version that is not served cannot be read. Under conversion
+// strategy None nothing is lost unseen there: the read at S gives what the
+// rewrite keeps up to S's pruning, which the static check of
+// action's migrationRefusal compares with the old schema. Under Webhook conversion
+// the webhook's conversion of those objects to S cannot be compared with
+// anything, so the migration is refused as unknown (serve the version for
+// the measurement, or pass --allow-pruning) — unless the CRD has no object
+// at all. A version whose objects cannot be listed is returned as a
+// warning: the migration's own reads fail on them too, and it then trims
+// nothing.
+func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResourceDefinition, o Options) (*Measurement, error) {
+	out := &Measurement{}
+	storage := lifecycle.StorageVersion(crd)
+	sv := lifecycle.FindVersion(crd, storage)
+	switch {
+	case sv == nil:
+		return out, nil
+	case !sv.Served:
+		// The writes go through the storage version: the migration
+		// refuses the same way, and nothing can be measured.
+		run := lifecycle.Crdversion("serve", crd.Name, storage)
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Err: migrate.ErrStorageNotServed, Run: &run,
+			Reason: storage + " is the storage version but not served"}
+	}
+	webhook := lifecycle.UsesWebhook(crd)
+	var refusals, unknown []string
+	// The schemas' prediction (conversion None): the fields each stored
+	// version's schema and the storage version's prune of each other. Data
+	// there that no read shows is looked for in the objects' managedFields:
+	// the fields a stored version's schema does not describe, and those it
+	// declares when it is not served (read there, the others are measured;
+	// a field recorded and absent there was pruned as it was written).
+	predicted := lifecycle.MigrationLosses(crd)
+	var recorded []string
+	for _, l := range predicted {
+		if v := lifecycle.FindVersion(crd, l.Version); v != nil && !v.Served {
+			recorded = append(recorded, l.Fields...)
+		}
+		recorded = append(recorded, l.Undescribed...)
+	}
+	hidden := map[string][]string{}
+	unrecorded := map[string]bool{}
+	seenAll := true
+	measure := func(from string) error {
+		co := cluster.CheckObjectsOptions{From: from, To: storage, PageSize: o.PageSize,
+			Concurrency: o.Concurrency, FieldManager: o.FieldManager, UpdateOnly: true, Recorded: recorded}
+		if o.Progress != nil {
+			update, stop := o.Progress(from)
+			defer stop()
+			co.Progress = func(done, total int64) { update(migrate.Progress{Done: done, Total: total}) }
+		}
+		found, err := c.CheckObjects(ctx, crd, co)
+		if err != nil {
+			return err
+		}
+		if found.ListError != "" {
+			seenAll = false
+			out.Warnings = append(out.Warnings, fmt.Sprintf("what the migration loses was not measured for objects read at %s: they cannot be listed there: %s", from, found.ListError))
+			return nil
+		}
+		if len(found.Forbidden)+len(found.Unreadable) > 0 {
+			seenAll = false
+		}
+		for _, l := range found.RecordedMissing {
+			hidden[l.Object] = append(hidden[l.Object], l.Paths...)
+		}
+		for _, name := range found.Unrecorded {
+			unrecorded[name] = true
+		}
+		out.Passes = append(out.Passes, migrate.Measurement{From: from, Objects: found.Listed, Lost: len(found.Lost), ElapsedSeconds: found.ElapsedSeconds})
+		if len(found.Lost) > 0 {
+			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), from, storage, found.Describe(10)))
+		}
+		return nil
+	}
+	measured := false
+	for _, old := range crd.Status.StoredVersions {
+		v := lifecycle.FindVersion(crd, old)
+		switch {
+		case old == storage:
+			continue
+		case v == nil:
+			out.Warnings = append(out.Warnings, fmt.Sprintf("objects stored at %s cannot be read: %s is not in spec.versions (restore it, unserved, first)", old, old))
+			continue
+		case !v.Served && webhook:
+			unknown = append(unknown, old)
+			continue
+		case !v.Served:
+			continue
+		}
+		if err := measure(old); err != nil {
+			return nil, err
+		}
+		measured = true
+	}
+	if !measured {
+		if err := measure(storage); err != nil {
+			return nil, err
+		}
+	}
+	if len(refusals) == 0 && len(hidden) > 0 {
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
+			WayOut: "keep the fields as the lines above say, or pass --allow-pruning to accept the loss", Details: []string{hiddenText(storage, predicted, hidden)}}
+	}
+	if len(refusals) > 0 {
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
+			WayOut:       "make " + storage + "'s schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
+			DetailsTitle: "Each object read and dry-run written through " + storage + ", compared", Details: refusals}
+	}
+	// Every pass lists every object, whatever version it is stored at:
+	// with none, nothing is stored at the unserved versions either.
+	if len(out.Passes) > 0 && out.Passes[0].Objects == 0 {
+		unknown = nil
+	}
+	switch {
+	case len(predicted) == 0:
+	case seenAll && len(unrecorded) == 0 && len(out.Passes) > 0:
+		// Every object read, none holds or records a field the schemas
+		// predict lost: the prediction is about data that is not there.
+		out.PredictionCleared = true
+	case len(unrecorded) > 0:
+		names := slices.Sorted(maps.Keys(unrecorded))
+		out.UnrecordedText = fmt.Sprintf("%d object(s) have no managedFields, so what they were written with is not known: %s", len(names), lifecycle.Shorten(names, 10, ", ", ", … %d more"))
+	}
+	if len(unknown) > 0 {
+		cmds := make([]lifecycle.Command, 0, len(unknown)+1)
+		for _, v := range unknown {
+			cmds = append(cmds, lifecycle.Crdversion("serve", crd.Name, v))
+		}
+		cmds = append(cmds, lifecycle.Crdversion("migrate", crd.Name))
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name,
+			Reason:  "what the migration loses is unknown for objects stored at " + strings.Join(unknown, ", "),
+			WayOut:  "serve them for the measurement (" + lifecycle.RenderAll(cmds, nil) + "), or pass --allow-pruning to accept what cannot be measured",
+			Details: []string{fmt.Sprintf("%s not served, so those objects cannot be read there and compared with what the conversion webhook gives %s", strings.Join(unknown, ", "), storage)}}
+	}
+	return out, nil
+}
+
+// Measurement is what Measure measured.
+type Measurement struct {
+	// Passes are the passes over the objects, one per version read at.
+	Passes []migrate.Measurement
+	// Warnings say what could not be measured.
+	Warnings []string
+	// PredictionCleared is true when the losses the schemas predict
+	// (conversion None, lifecycle.MigrationLosses) were looked for on every
+	// object and none holds or records a field there: every object was
+	// read, and each has managedFields, none of which names such a field
+	// that the object lacks.
+	PredictionCleared bool
+	// UnrecordedText names the objects without managedFields, which keep
+	// the prediction standing.
+	UnrecordedText string
+}
+
+// hiddenText says which objects hold data that no read shows: their
+// managedFields record fields that the schemas predict lost and that the
+// write's answer lacks.
+func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]string) string {
+	found := &cluster.ObjectsCheck{}
+	for _, n := range slices.Sorted(maps.Keys(hidden)) {
+		found.Lost = append(found.Lost, cluster.ObjectLoss{Object: n, Paths: slices.Compact(slices.Sorted(slices.Values(hidden[n])))})
+	}
+	var why, stored []string
+	for _, l := range predicted {
+		why = append(why, l.Describe(storage))
+		stored = append(stored, l.Version)
+	}
+	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them (a field pruned as it was written stays absent, and nothing is lost)",
+		len(found.Lost), storage, found.Describe(10), strings.Join(why, "; "), strings.Join(stored, " or "))
+}

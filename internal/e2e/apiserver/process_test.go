@@ -2,8 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +14,11 @@ import (
 
 func TestMain(m *testing.M) {
 	if IsServerProcess() {
+		// This binary is a test's API server (StartProcess): a failure
+		// ends it with its error on stderr, which the test that started
+		// it reports, as internal/e2e's TestMain does.
 		if err := RunServerProcess(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			panic(err)
 		}
 		return
 	}

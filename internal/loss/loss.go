@@ -16,7 +16,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
-	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 )
 
 // Checker reads objects at two versions, sends each a server-side dry-run
@@ -35,7 +35,7 @@ type Options struct {
 	FieldManager string
 	// Progress, when set, starts a progress display for the pass reading
 	// the objects at version from.
-	Progress func(from string) (update func(migrate.Progress), stop func())
+	Progress func(from string) (update func(result.Progress), stop func())
 }
 
 // Measure asks the API server what migrating crd would lose,
@@ -71,7 +71,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		// The writes go through the storage version: the migration
 		// refuses the same way, and nothing can be measured.
 		run := lifecycle.Crdversion("serve", crd.Name, storage)
-		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Err: migrate.ErrStorageNotServed, Run: &run,
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Err: result.ErrStorageNotServed, Run: &run,
 			Reason: storage + " is the storage version but not served"}
 	}
 	webhook := lifecycle.UsesWebhook(crd)
@@ -99,7 +99,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		if o.Progress != nil {
 			update, stop := o.Progress(from)
 			defer stop()
-			co.Progress = func(done, total int64) { update(migrate.Progress{Done: done, Total: total}) }
+			co.Progress = func(done, total int64) { update(result.Progress{Done: done, Total: total}) }
 		}
 		found, err := c.CheckObjects(ctx, crd, co)
 		if err != nil {
@@ -119,7 +119,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		for _, name := range found.Unrecorded {
 			unrecorded[name] = true
 		}
-		out.Passes = append(out.Passes, migrate.Measurement{From: from, Objects: found.Listed, Lost: len(found.Lost), ElapsedSeconds: found.ElapsedSeconds})
+		out.Passes = append(out.Passes, result.Measurement{From: from, Objects: found.Listed, Lost: len(found.Lost), ElapsedSeconds: found.ElapsedSeconds})
 		if len(found.Lost) > 0 {
 			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), from, storage, found.Describe(10)))
 		}
@@ -191,7 +191,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 // Measurement is what Measure measured.
 type Measurement struct {
 	// Passes are the passes over the objects, one per version read at.
-	Passes []migrate.Measurement
+	Passes []result.Measurement
 	// Warnings say what could not be measured.
 	Warnings []string
 	// PredictionCleared is true when the losses the schemas predict

@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -40,10 +39,6 @@ type FlowControl interface {
 
 // ExemptWarning is the warning of a run whose requests APF exempts.
 const ExemptWarning = "this run bypasses API Priority and Fairness (priority level exempt); other clients are not protected"
-
-// ErrStorageNotServed refuses a run whose writes would have to go through a
-// version other than the storage version.
-var ErrStorageNotServed = errors.New("the storage version is not served")
 
 // Run migrates the objects of the CRD named name. It returns an error only
 // when the run could not proceed (the CRD is missing, the storage version

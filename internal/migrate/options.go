@@ -33,6 +33,10 @@ type (
 	Concurrency = result.Concurrency
 )
 
+// ErrStorageNotServed refuses a run whose writes would have to go through a
+// version other than the storage version (result.ErrStorageNotServed).
+var ErrStorageNotServed = result.ErrStorageNotServed
+
 // The outcomes of one object (see result.Outcome).
 const (
 	Rewritten = result.Rewritten

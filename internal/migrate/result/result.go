@@ -6,7 +6,18 @@
 // names them through aliases, and package svm).
 package result
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrStorageNotServed refuses a run whose writes would have to go through a
+// version other than the storage version: the API server stores an object
+// at the storage version only when it is written through a served version,
+// and a run writes through the storage version so that it converts nothing.
+// migrate and loss return it (errors.Is) for a CRD whose storage version is
+// not served.
+var ErrStorageNotServed = errors.New("the storage version is not served")
 
 // Outcome of one object.
 type Outcome string

@@ -11,6 +11,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 )
@@ -85,29 +86,27 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 		if missing, _ := c.Missing(ctx, access.PromoteStorage(t.Live, o.Write)); len(missing) > 0 {
 			return nil, &access.MissingError{Operation: "promote-storage", CRD: t.Live.Name, Missing: missing}
 		}
-		from := lifecycle.StorageVersion(t.Live)
-		if sv := lifecycle.FindVersion(t.Live, from); sv == nil || !sv.Served {
+		lo := loss.PromotionOptions{Sample: o.Sample, Options: loss.Options{PageSize: o.ChunkSize,
+			Concurrency: o.Concurrency, FieldManager: o.FieldManager}}
+		if o.Progress != nil {
+			lo.Progress = func(string) (func(migrate.Progress), func()) { return o.Progress, func() {} }
+		}
+		p, err := loss.MeasurePromotion(ctx, c, t.Live, o.Version, lo)
+		if err != nil {
+			return nil, err
+		}
+		if p.Blind {
 			// The objects cannot be read at the storage version: what the
 			// new version drops is unknown.
+			from := lifecycle.StorageVersion(t.Live)
 			outcome, how := edit.Fail, "serve it (kubectl crdversion serve "+t.Live.Name+" "+from+") and re-run to measure, or pass --allow-pruning to promote without measuring"
 			if o.AllowPruning {
 				outcome, how = edit.Warn, "--allow-pruning"
 			}
 			r.Checks = append(r.Checks, edit.Check{Name: "FieldsKept", Outcome: outcome,
 				Message: fmt.Sprintf("not measured whether %s drops fields the objects have: the storage version %s is not served, so they cannot be read there; %s", o.Version, from, how)})
-			from = o.Version
 		}
-		co := cluster.CheckObjectsOptions{From: from, To: o.Version, Sample: o.Sample,
-			PageSize: o.ChunkSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager,
-			RoundTrip: from != o.Version && t.Live.Spec.Conversion != nil && t.Live.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter}
-		if o.Progress != nil {
-			co.Progress = func(done, total int64) { o.Progress(migrate.Progress{Done: done, Total: total}) }
-		}
-		found, err := c.CheckObjects(ctx, t.Live, co)
-		if err != nil {
-			return nil, err
-		}
-		r.Checks = append(r.Checks, preflight.Objects(found, o.AllowPruning)...)
+		r.Checks = append(r.Checks, preflight.Objects(p.Found, o.AllowPruning)...)
 	}
 	return r, nil
 }

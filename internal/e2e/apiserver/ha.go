@@ -43,6 +43,11 @@ type HAOptions struct {
 	Log io.Writer
 	// Instances is the number of kube-apiserver instances (default 2).
 	Instances int
+	// Standby is a number of further instances, configured (address,
+	// host name, certificates) but not started: HA.Instances lists them
+	// after the running ones, and StartInstance starts one — a scale-out
+	// or the new instance of a rolling upgrade.
+	Standby int
 	// Users are extra static-token users, accepted by every instance.
 	Users []TokenUser
 	// Audit makes every instance write an audit log (Instance.AuditLog):
@@ -134,10 +139,11 @@ func StartHA(opts HAOptions) (h *HA, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	n := opts.Instances
-	if n == 0 {
-		n = 2
+	running := opts.Instances
+	if running == 0 {
+		running = 2
 	}
+	n := running + opts.Standby
 	tb := newProcessTB("crdversion-ha", log)
 	routeKlog(log)
 	defer func() {
@@ -209,8 +215,8 @@ func StartHA(opts HAOptions) (h *HA, err error) {
 	}
 	tb.Cleanup(h.stopInstances) // before etcd's cleanup: API servers stop first
 	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i, in := range h.Instances {
+	errs := make([]error, running)
+	for i, in := range h.Instances[:running] {
 		wg.Go(func() { errs[i] = h.StartInstance(in) })
 	}
 	wg.Wait()
@@ -293,6 +299,20 @@ func (h *HA) StartInstance(in *Instance) error {
 		return fmt.Errorf("kube-apiserver %s at %s: %w; the end of its log:\n%s", in.Hostname, in.Address, err, tail(filepath.Join(in.dir, "kube-apiserver.log"), 15))
 	}
 	return nil
+}
+
+// Running are the instances whose process runs (started and not stopped),
+// in the order of Instances.
+func (h *HA) Running() []*Instance {
+	var out []*Instance
+	for _, in := range h.Instances {
+		in.mu.Lock()
+		if in.cmd != nil {
+			out = append(out, in)
+		}
+		in.mu.Unlock()
+	}
+	return out
 }
 
 // StopInstance stops in's process: SIGTERM (kube-apiserver then removes
@@ -399,6 +419,7 @@ func removeStaleNetworks(run func(...string) error) {
 		if !ok {
 			continue
 		}
+		pid, _, _ = strings.Cut(pid, "-") // crdv-ha-<pid>-<n>
 		if _, err := strconv.Atoi(pid); err != nil {
 			continue
 		}
@@ -418,12 +439,24 @@ func freePort(ip string) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+var (
+	networkMu sync.Mutex
+	// networks counts the networks made by this process.
+	networks int
+)
+
 // makeNetwork makes the instances' network namespace and the veth pair
 // into it: 10.203.X.1/24 on this side, 10.203.X.2 … 10.203.X.<n+1> on the
 // other, X random among subnets no route of this machine covers. It
 // returns "10.203.X"; the namespace (and with it the pair) is deleted on
 // cleanup.
 func (h *HA) makeNetwork(n int) (string, error) {
+	// One at a time in this process: each picks a subnet no route covers
+	// yet, and names its namespace and links after the process and the
+	// number of control planes it started.
+	networkMu.Lock()
+	defer networkMu.Unlock()
+	networks++
 	if _, err := exec.LookPath("ip"); err != nil {
 		return "", fmt.Errorf("the two-instance control plane needs iproute2's ip (apt-get install iproute2): %w", err)
 	}
@@ -439,7 +472,7 @@ func (h *HA) makeNetwork(n int) (string, error) {
 		return "", fmt.Errorf("ip route: %w", err)
 	}
 	removeStaleNetworks(run)
-	id := strconv.Itoa(os.Getpid())
+	id := strconv.Itoa(os.Getpid()) + "x" + strconv.FormatInt(int64(networks), 36)
 	var subnet string
 	for range 50 {
 		b := make([]byte, 1)
@@ -453,7 +486,7 @@ func (h *HA) makeNetwork(n int) (string, error) {
 	if subnet == "" {
 		return "", errors.New("no free 10.203.X.0/24 subnet for the instances' network")
 	}
-	h.netns = "crdv-ha-" + id
+	h.netns = "crdv-ha-" + strings.Replace(id, "x", "-", 1)
 	if err := run("netns", "add", h.netns); err != nil {
 		return "", fmt.Errorf("making a network namespace for the instances (needs root): %w", err)
 	}

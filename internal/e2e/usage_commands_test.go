@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -22,13 +26,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
 // The commands (unserve, retire, doctor) run as the plugin binary on the
@@ -355,5 +362,108 @@ func TestUnservePermissionsFirst(t *testing.T) {
 		"unserve", crd.Name, "v1", "--as", "unserve-read-only")
 	if strings.Contains(r.stderr, "Measuring the client usage") {
 		t.Errorf("unserve measured (a 15s window) before asking for the permissions:\n%s", r.stderr)
+	}
+}
+
+// TestUsageInstanceAppearsInsideTheWindow (issue 33, the fourth attack): an
+// API server instance that starts during the usage window — a scale-out,
+// the new instance of a rolling upgrade — serves requests from its first
+// second, and its /metrics was never read at the window's start. Every
+// instance read at both ends saw no request, yet unserve must say unknown,
+// refuse, and name the instance and the ways to see it; nothing changes.
+// The window is long beside the instance's start (about 10 s), and the
+// test checks, from the first instance's audit log, that the tool's
+// second /metrics read came after the new instance's identity lease
+// existed: otherwise it could not judge, and says so.
+func TestUsageInstanceAppearsInsideTheWindow(t *testing.T) {
+	t.Parallel()
+	slowTier(t, "a 90 s usage window around an API server instance's start")
+	var log *os.File
+	if *serverLogs {
+		log = os.Stderr
+	}
+	opts := apiserver.HAOptions{Instances: 1, Standby: 1, Audit: true}
+	if log != nil {
+		opts.Log = log
+	}
+	h, err := apiserver.StartHA(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Stop)
+	first, later := h.Instances[0], h.Instances[1]
+	gvr := usageCRD(t, h, "appears.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	c := haClients(h)
+	before := resourceVersions(t, c, []string{name})
+
+	done := make(chan result, 1)
+	go func() {
+		done <- executeWithin(t, 4*time.Minute, filepath.Join(pluginDir, "kubectl-crdversion"), []string{"KUBECONFIG=" + h.Kubeconfig},
+			"unserve", name, "v1beta1", "--usage-window=90s", "--cache-dir", t.TempDir())
+	}()
+	toolMetricsReads := func() []time.Time {
+		data, err := os.ReadFile(first.AuditLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var at []time.Time
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var e auditv1.Event
+			if json.Unmarshal(line, &e) != nil {
+				continue // blank, or a line being written
+			}
+			if e.Stage == auditv1.StageResponseComplete && (e.RequestURI == "/metrics" || strings.HasPrefix(e.RequestURI, "/metrics?")) && usage.IsSelfUserAgent(strings.Fields(e.UserAgent + " x")[0]) {
+				at = append(at, e.StageTimestamp.Time)
+			}
+		}
+		return at
+	}
+	var early *result
+	waitUntil(t, time.Minute, "the tool's first read of the first instance's /metrics", func() bool {
+		select {
+		case r := <-done:
+			early = &r
+			return true
+		default:
+		}
+		return len(toolMetricsReads()) >= 1
+	})
+	if early != nil {
+		t.Fatalf("unserve ended before it read /metrics (exit %d):\n%s%s", early.code, early.stdout, early.stderr)
+	}
+	if err := h.StartInstance(later); err != nil {
+		t.Fatal(err)
+	}
+	var leaseAt time.Time
+	waitUntil(t, time.Minute, "the new instance's identity lease", func() bool {
+		leases, err := c.kube.CoordinationV1().Leases("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: cluster.IdentityLeaseSelector})
+		if err != nil || len(leases.Items) < 2 {
+			return false
+		}
+		leaseAt = time.Now()
+		return true
+	})
+	r := <-done
+	out := r.stdout + r.stderr
+	reads := toolMetricsReads()
+	if len(reads) < 2 || !reads[len(reads)-1].After(leaseAt) {
+		t.Fatalf("the new instance's lease appeared at %s, after the tool's last /metrics read (%v): the instance took longer than the window to start, so this run cannot tell; output:\n%s",
+			leaseAt.UTC().Format(time.RFC3339Nano), reads, out)
+	}
+	if r.code != 1 {
+		t.Errorf("unserve: exit %d, want 1 (a refusal)\n%s", r.code, out)
+	}
+	mustContain(t, "unserve's output", out,
+		"whether clients still use appears.usage.example.com/v1beta1 crontabs is unknown",
+		"appeared during the window",
+		later.Address,
+		usage.WayStableInstances,
+		"--prometheus-url")
+	if !servedOn(t, c, name, "v1beta1") {
+		t.Fatalf("unserve refused but v1beta1 is no longer served:\n%s", out)
+	}
+	if after := resourceVersions(t, c, []string{name}); !reflect.DeepEqual(before, after) {
+		t.Errorf("unserve refused but wrote the CRD: %v -> %v", before, after)
 	}
 }

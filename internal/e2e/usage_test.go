@@ -179,8 +179,8 @@ func usageCRD(t *testing.T, h *apiserver.HA, group string) schema.GroupVersionRe
 	if err := fixture.WaitEstablished(ctx, ext, crd.Name); err != nil {
 		t.Fatal(err)
 	}
-	// Both instances serve it (each has its own discovery of CRDs).
-	for _, in := range h.Instances {
+	// Every running instance serves it (each has its own discovery of CRDs).
+	for _, in := range h.Running() {
 		dyn := dynamic.NewForConfigOrDie(instanceConfig(h, in, apiserver.AdminToken, "crdversion-setup/1.0"))
 		waitUntil(t, 30*time.Second, "instance "+in.Address+" serves "+group, func() bool {
 			_, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "crontabs"}).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})

@@ -314,8 +314,9 @@ func (a Assessment) InUseWaysOut() []string {
 
 // Ways out named by the sources.
 const (
-	WayPrometheus  = "read the API servers' request counters from Prometheus, which scrapes every instance: --prometheus-url URL, or --prometheus-service NAMESPACE/NAME:PORT through the API server's service proxy"
-	WayMetricsRBAC = "grant get on the non-resource URL /metrics (a ClusterRole with nonResourceURLs: [\"/metrics\"], verbs: [\"get\"])"
+	WayPrometheus      = "read the API servers' request counters from Prometheus, which scrapes every instance: --prometheus-url URL, or --prometheus-service NAMESPACE/NAME:PORT through the API server's service proxy"
+	WayStableInstances = "re-run when the same API server instances run from the start of the window to its end (no rolling upgrade or scale-out under way)"
+	WayMetricsRBAC     = "grant get on the non-resource URL /metrics (a ClusterRole with nonResourceURLs: [\"/metrics\"], verbs: [\"get\"])"
 )
 
 func joinAnd(items []string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -374,14 +375,26 @@ func TestAssessAudit(t *testing.T) {
 
 // fakeCluster is an InstanceReader over canned metrics texts per address.
 type fakeCluster struct {
-	set   InstanceSet
+	set InstanceSet
+	// end, when set, is the set found from the second look on (the end
+	// of the window).
+	end   *InstanceSet
+	looks int
 	texts map[string][]string // address → successive reads
 	errs  map[string]error
 	mu    sync.Mutex // Measure reads the instances concurrently
 	reads map[string]int
 }
 
-func (f *fakeCluster) Instances(context.Context) InstanceSet { return f.set }
+func (f *fakeCluster) Instances(context.Context) InstanceSet {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.looks++
+	if f.end != nil && f.looks > 1 {
+		return *f.end
+	}
+	return f.set
+}
 
 func (f *fakeCluster) ReadMetrics(_ context.Context, in Instance) (*Metrics, error) {
 	if err := f.errs[in.Address]; err != nil {
@@ -459,6 +472,36 @@ func TestMeasureNoSourcePassesOnPartialEvidence(t *testing.T) {
 			c.set.Unseen = []string{"the cluster has 3 API server identity lease(s) but the kubernetes Service lists 2 endpoint(s)"}
 			return Sources{Cluster: c}
 		}, Unknown},
+		{"metrics: an instance appeared during the window", func() Sources {
+			c := healthy()
+			end := c.set
+			end.Instances = append(slices.Clone(end.Instances), Instance{Lease: "apiserver-c", Address: "10.0.0.3:6443"})
+			end.Leases, end.Endpoints = 3, 3
+			c.end = &end
+			return Sources{Cluster: c, ManagedFields: fakeManagedFields{}}
+		}, Unknown},
+		{"metrics: an instance replaced during the window (same address, new lease)", func() Sources {
+			c := healthy()
+			end := c.set
+			end.Instances = []Instance{c.set.Instances[0], {Lease: "apiserver-z", Address: "10.0.0.2:6443"}}
+			c.end = &end
+			return Sources{Cluster: c}
+		}, Unknown},
+		{"metrics: the leases unreadable at the end of the window", func() Sources {
+			c := healthy()
+			end := c.set
+			end.Unseen = []string{"the API server identity leases in kube-system cannot be read (forbidden)"}
+			c.end = &end
+			return Sources{Cluster: c}
+		}, Unknown},
+		{"metrics: an instance gone at the end is not new", func() Sources {
+			c := healthy()
+			end := c.set
+			end.Instances = c.set.Instances[:1]
+			end.Leases, end.Endpoints = 1, 1
+			c.end = &end
+			return Sources{Cluster: c, ManagedFields: fakeManagedFields{}}
+		}, NotInUse},
 		{"prometheus: all seen", func() Sources {
 			return Sources{Cluster: healthy(), Prometheus: &fakeProm{answers: promAnswers}, PrometheusName: "Prometheus p"}
 		}, NotInUse},

@@ -79,6 +79,10 @@ type InstanceSet struct {
 	Unseen []string `json:"unseen,omitempty"`
 	// Notes are observations that do not make the set incomplete.
 	Notes []string `json:"notes,omitempty"`
+	// Changed says how the instances found again at the end of the
+	// window differ from these (Joined): set by Measure, it makes the
+	// metrics source Unknown.
+	Changed []string `json:"changed,omitempty"`
 }
 
 // MatchInstances pairs identity leases with endpoints at now: a lease
@@ -155,6 +159,33 @@ func MatchInstances(leases []IdentityLease, leasesErr error, endpoints []Endpoin
 		set.Unseen = append(set.Unseen, "no API server instance found: no fresh identity lease in kube-system and no endpoint of the kubernetes Service")
 	}
 	return set
+}
+
+// Joined says which instances of end, the set read again at the end of a
+// window, were not in s, the set the window started with: an identity
+// lease that was not fresh at the start, an address the kubernetes Service
+// did not list then. Such an instance started, or replaced another, inside
+// the window; its requests before the end were never read, so a window
+// without requests proves nothing about it. What end could not see (its
+// own Unseen) is returned too: the instances at the end are then not
+// known. One line each, for InstanceSet.Changed; nil when end holds no
+// instance that s lacks and saw everything.
+func (s InstanceSet) Joined(end InstanceSet) []string {
+	var out []string
+	for _, u := range end.Unseen {
+		out = append(out, "at the end of the window, "+u)
+	}
+	leases, addrs := map[string]bool{}, map[string]bool{}
+	for _, in := range s.Instances {
+		leases[in.Lease] = in.Lease != ""
+		addrs[in.Address] = in.Address != ""
+	}
+	for _, in := range end.Instances {
+		if (in.Lease != "" && !leases[in.Lease]) || (in.Address != "" && !addrs[in.Address]) {
+			out = append(out, fmt.Sprintf("API server instance %s appeared during the window (not among the %d instance(s) at its start): it was not read at the start, so its requests were not counted", in, len(s.Instances)))
+		}
+	}
+	return out
 }
 
 func leaseNames(ls []IdentityLease) []string {
@@ -250,8 +281,14 @@ func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples [
 	if window == 0 {
 		r.Unseen = append(r.Unseen, "the window is 0: one read of /metrics shows open watches only, not the requests that come and go")
 	}
-	if len(unread) > 0 {
+	r.Unseen = append(r.Unseen, set.Changed...)
+	if len(set.Changed) > 0 {
+		r.WaysOut = append(r.WaysOut, WayStableInstances)
+	}
+	if len(unread) > 0 || len(set.Changed) > 0 {
 		r.WaysOut = append(r.WaysOut, WayPrometheus)
+	}
+	if len(unread) > 0 {
 		if forbidden {
 			r.WaysOut = append(r.WaysOut, WayMetricsRBAC)
 		}

@@ -79,7 +79,10 @@ type Assessments map[schema.GroupVersionResource]Assessment
 // fails at once (a *auditlog.NotAuditLogError, or the error opening it);
 // every other problem of a source is part of its report (Unseen), never
 // an error. The /metrics reads wait opts.Window between them; nothing else
-// waits. It sends no request to the targets themselves.
+// waits. The instances are found again after the second read: an
+// instance that appeared during the window (a rolling upgrade, a
+// scale-out) was not read at its start, and makes the metrics source
+// Unknown (InstanceSet.Joined). It sends no request to the targets themselves.
 func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionResource, opts Options) (Assessments, error) {
 	now := opts.Now
 	if now == nil {
@@ -141,9 +144,15 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 			wg.Wait()
 			return nil, err
 		}
+		// The instances at the end of the window: one that was not there
+		// at the start was not read at both ends.
+		seen := *set
+		if opts.Window > 0 {
+			seen.Changed = set.Joined(src.Cluster.Instances(ctx))
+		}
 		counted = map[schema.GroupVersionResource]SourceReport{}
 		for _, gvr := range targets {
-			counted[gvr] = AssessInstances(gvr, *set, samples, opts.Window)
+			counted[gvr] = AssessInstances(gvr, seen, samples, opts.Window)
 		}
 	}
 	wg.Wait()

@@ -15,6 +15,7 @@ import (
 // retire and doctor.
 type UsageFlags struct {
 	UsageWindow       time.Duration
+	UsageMinWindow    time.Duration
 	SkipUsageCheck    bool
 	PrometheusURL     string
 	PrometheusService string
@@ -24,7 +25,9 @@ type UsageFlags struct {
 func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
 	u.UsageWindow = window
 	f := cmd.Flags()
-	f.Var((*windowValue)(&u.UsageWindow), "usage-window", "How far back to look for clients of the version: the time between two reads of every API server instance's /metrics (the command waits that long; at most 30m), or, with a Prometheus source, the history it queries (7d, 24h); also the window of the managedFields and audit-log sources.")
+	f.Var(&windowValue{d: &u.UsageWindow, flag: "--usage-window"}, "usage-window", "How far back to look for clients of the version: the time between two reads of every API server instance's /metrics (the command waits that long; at most 30m), or, with a Prometheus source, the history it queries (7d, 24h); also the window of the managedFields and audit-log sources.")
+	u.UsageMinWindow = DefaultUsageMinWindow
+	f.Var(&windowValue{d: &u.UsageMinWindow, flag: "--usage-min-window"}, "usage-min-window", "The floor of proof: a --usage-window shorter than this cannot show that no client uses the version (a client calling less often falls between the reads), only that one does; the verdict is then unknown. Lower it only when you know every client's period.")
 	f.BoolVar(&u.SkipUsageCheck, "skip-usage-check", false, "Do not check for clients of the version (the output records that the check was skipped).")
 	f.StringVar(&u.PrometheusURL, "prometheus-url", "", "Read the API servers' request counters over --usage-window from this Prometheus server (http(s)://HOST:PORT[/PREFIX]), which must scrape every API server instance, instead of reading each instance's /metrics.")
 	f.StringVar(&u.PrometheusService, "prometheus-service", "", "Like --prometheus-url, through the API server's service proxy to this Service: NAMESPACE/NAME:PORT (for example monitoring/prometheus-k8s:9090; NAMESPACE/https:NAME:PORT for TLS).")
@@ -33,24 +36,36 @@ func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
 
 // config is the check's configuration for preflight.
 func (u *UsageFlags) config() preflight.UsageConfig {
-	return preflight.UsageConfig{Window: u.UsageWindow, Skip: u.SkipUsageCheck, PrometheusURL: u.PrometheusURL,
+	return preflight.UsageConfig{Window: u.UsageWindow, MinWindow: u.UsageMinWindow, Skip: u.SkipUsageCheck, PrometheusURL: u.PrometheusURL,
 		PrometheusService: u.PrometheusService, AuditLogs: u.AuditLogs}
 }
 
-// windowValue is a duration flag that also takes Prometheus durations
-// (7d, 2w).
-type windowValue time.Duration
+// DefaultUsageMinWindow is --usage-min-window's default: unserve's and
+// retire's default --usage-window, the shortest window that may pass.
+const DefaultUsageMinWindow = 15 * time.Second
 
-func (w *windowValue) String() string { return time.Duration(*w).String() }
-func (w *windowValue) Type() string   { return "duration" }
+// windowValue is a duration flag that also takes Prometheus durations
+// (7d, 2w); flag names it in errors.
+type windowValue struct {
+	d    *time.Duration
+	flag string
+}
+
+func (w *windowValue) String() string {
+	if w.d == nil { // pflag's zero value, for its help
+		return "0s"
+	}
+	return w.d.String()
+}
+func (w *windowValue) Type() string { return "duration" }
 func (w *windowValue) Set(s string) error {
 	if strings.HasPrefix(s, "-") {
-		return fmt.Errorf("--usage-window must not be negative, got %s", s)
+		return fmt.Errorf("%s must not be negative, got %s", w.flag, s)
 	}
 	d, err := usage.ParseWindow(s)
 	if err != nil {
 		return err
 	}
-	*w = windowValue(d)
+	*w.d = d
 	return nil
 }

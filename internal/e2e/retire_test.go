@@ -229,6 +229,32 @@ func healthyOrDeprecated(t *testing.T, name string, want lifecycle.State) {
 	}
 }
 
+// TestUsageWindowBelowTheFloor (issue 33, the third attack): a window of
+// one nanosecond, or of 3 s beside a client that lists every 10 s, saw no
+// request and passed. A window shorter than --usage-min-window (15 s by
+// default) proves nothing: unserve and retire refuse as unknown, naming
+// the floor and the window that would do, and change nothing; lowering the
+// floor is the user's explicit choice.
+func TestUsageWindowBelowTheFloor(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	crd := advance(t, c, "floor.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS4)
+	name := crd.Name
+	for _, window := range []string{"1ns", "1ms", "3s"} {
+		refused(t, c, name, []string{"whether clients still use floor.example.com/v1 crontabs is unknown",
+			"the window of " + window + " is shorter than the floor of 15s (--usage-min-window)",
+			"look back at least 15s: --usage-window 15s or longer"},
+			"unserve", name, "v1", "--usage-window="+window)
+	}
+	refused(t, c, name, []string{"stopped at step 1", "shorter than the floor of 15s"},
+		"retire", name, "v1", "--usage-window=1ns", "--clean-managed-fields")
+	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {
+		t.Fatal("refused, yet v1 is no longer served")
+	}
+	r := mustRun(t, "unserve", name, "v1", "--usage-window=1s", "--usage-min-window=1s")
+	mustContain(t, "unserve's output", r.stdout, "no client of floor.example.com/v1 crontabs seen in the last 1s")
+}
+
 // TestRetireClientUsage: a client of the old version during the window
 // blocks unserve and retire, and the output names the verbs and counts; an
 // open watch blocks them too; once the clients are gone, retire runs.
@@ -282,10 +308,10 @@ func TestRetireClientUsage(t *testing.T) {
 	}
 	stopWatching()
 	waitFor(t, "the watch to end on the server", func() (bool, error) {
-		return plugin(t, "retire", name, "v1", "--usage-window=500ms", "--dry-run", "--clean-managed-fields").err == nil, nil
+		return plugin(t, "retire", name, "v1", "--usage-window=500ms", "--usage-min-window=500ms", "--dry-run", "--clean-managed-fields").err == nil, nil
 	})
 
-	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--clean-managed-fields")
+	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--usage-min-window=200ms", "--clean-managed-fields")
 	healthy(t, name, lifecycle.StateS6)
 }
 

@@ -28,6 +28,10 @@ type UsageConfig struct {
 	// logs), and how long to wait between the two reads of every
 	// instance's /metrics when no Prometheus is given.
 	Window time.Duration
+	// MinWindow is the floor of proof (--usage-min-window): a shorter
+	// Window cannot show that no client uses the version, only that one
+	// does (usage.Options.MinWindow).
+	MinWindow time.Duration
 	// Skip skips the check; the output records it.
 	Skip bool
 	// PrometheusURL or PrometheusService (NAMESPACE/NAME:PORT, through
@@ -52,6 +56,8 @@ func (u UsageConfig) Validate() error {
 	switch {
 	case u.Window < 0:
 		return fmt.Errorf("--usage-window must not be negative, got %s", u.Window)
+	case u.MinWindow < 0:
+		return fmt.Errorf("--usage-min-window must not be negative, got %s", u.MinWindow)
 	case !u.Skip && u.Window > MaxMetricsWindow && u.PrometheusURL == "" && u.PrometheusService == "":
 		return fmt.Errorf("--usage-window %s would wait that long between two reads of each API server's /metrics; over %s, give --prometheus-url or --prometheus-service", u.Window, MaxMetricsWindow)
 	case u.PrometheusURL != "" && u.PrometheusService != "":
@@ -151,7 +157,7 @@ func (u *Usage) Needs() []access.Need {
 // or the end of ctx; everything a source could not see is in the
 // assessments, never an error.
 func (u *Usage) Measure(ctx context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error) {
-	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window})
+	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window, MinWindow: u.Config.MinWindow})
 }
 
 // ClientUsage is the client-usage check of one version from its

@@ -566,3 +566,51 @@ func TestInUseWaysOut(t *testing.T) {
 		t.Errorf("ways out of a NotInUse verdict: %v", got)
 	}
 }
+
+// TestMeasureBelowTheFloor (issue 33, the third attack): a window shorter
+// than the floor (Options.MinWindow) cannot prove that no client uses the
+// version — a 1 ns window passed — though it can still show one that does.
+func TestMeasureBelowTheFloor(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	quiet := metrics(4, 0, 0, 0, false, "1.7e+09")
+	busy := metrics(9, 0, 0, 0, false, "1.7e+09")
+	one := InstanceSet{Instances: []Instance{{Lease: "apiserver-a", Address: "10.0.0.1:6443"}}, Leases: 1, Endpoints: 1}
+	for _, tc := range []struct {
+		name           string
+		window, floor  time.Duration
+		second         string
+		want           Verdict
+		unseen, wayOut string
+	}{
+		{"a nanosecond under a 15 s floor", time.Nanosecond, 15 * time.Second, quiet, Unknown,
+			"the window of 1ns is shorter than the floor of 15s", "look back at least 15s: --usage-window 15s or longer"},
+		{"3 s under a minute", 3 * time.Second, time.Minute, quiet, Unknown, "the window of 3s is shorter than the floor of 1m0s", "--usage-window 1m0s or longer"},
+		{"at the floor", 15 * time.Second, 15 * time.Second, quiet, NotInUse, "", ""},
+		{"no floor", time.Nanosecond, 0, quiet, NotInUse, "", ""},
+		{"a client seen in a short window is still a client", time.Nanosecond, 15 * time.Second, busy, InUse, "shorter than the floor", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fakeCluster{set: one, texts: map[string][]string{"10.0.0.1:6443": {quiet, tc.second}}}
+			immediate := func(time.Duration) <-chan time.Time {
+				ch := make(chan time.Time, 1)
+				ch <- time.Now()
+				return ch
+			}
+			as, err := Measure(context.Background(), Sources{Cluster: c}, []schema.GroupVersionResource{g}, Options{Window: tc.window, MinWindow: tc.floor, After: immediate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := as[g]
+			if a.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s: %s", a.Verdict, tc.want, a.Message())
+			}
+			unseen := strings.Join(a.Unseen(), "\n")
+			if tc.unseen == "" && strings.Contains(unseen, "floor") || tc.unseen != "" && !strings.Contains(unseen, tc.unseen) {
+				t.Errorf("unseen %q, want %q", unseen, tc.unseen)
+			}
+			if ways := strings.Join(a.WaysOut(), "\n"); tc.wayOut != "" && !strings.Contains(ways, tc.wayOut) {
+				t.Errorf("ways out %q, want %q", ways, tc.wayOut)
+			}
+		})
+	}
+}

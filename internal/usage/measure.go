@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,6 +65,11 @@ type Options struct {
 	// Window is how far back to look (Prometheus, managedFields, audit
 	// logs) and how long to wait between the two /metrics reads.
 	Window time.Duration
+	// MinWindow is the floor of proof: a source that counts every request
+	// (metrics, Prometheus) looking at a shorter Window than MinWindow
+	// cannot say NotInUse — a client that calls less often than once a
+	// window falls between its reads — and is Unknown. 0: no floor.
+	MinWindow time.Duration
 	// Now is the clock (time.Now when nil), and After waits (time.After
 	// when nil).
 	Now   func() time.Time
@@ -160,7 +166,7 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 	for _, gvr := range targets {
 		var rs []SourceReport
 		if r, ok := counted[gvr]; ok {
-			rs = append(rs, r)
+			rs = append(rs, belowFloor(r, opts.Window, opts.MinWindow))
 		}
 		rs = append(rs, reports[gvr]...)
 		if len(logs) > 0 {
@@ -220,4 +226,16 @@ func readInstances(ctx context.Context, c InstanceReader, instances []Instance, 
 		return nil, err
 	}
 	return samples, nil
+}
+
+// belowFloor is r, Unknown when its window is shorter than floor (see
+// Options.MinWindow). A window of 0 is left as it is: its report already
+// says that one read sees open watches only.
+func belowFloor(r SourceReport, window, floor time.Duration) SourceReport {
+	if window <= 0 || window >= floor {
+		return r
+	}
+	r.Unseen = append(slices.Clone(r.Unseen), fmt.Sprintf("the window of %s is shorter than the floor of %s (--usage-min-window): a client that calls less often than once a window falls between the reads", window, floor))
+	r.WaysOut = append(slices.Clone(r.WaysOut), fmt.Sprintf("look back at least %s: --usage-window %s or longer", floor, floor))
+	return r
 }

@@ -118,6 +118,13 @@ func TestAssessInstancesPartial(t *testing.T) {
 			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
 				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
 			}
+			// An instance restarted between the reads saw an unknown
+			// number of requests, not none (issue 33).
+			for _, line := range r.Seen {
+				if tc.name == "the second restarted" && strings.HasPrefix(line, "apiserver-b") && !strings.Contains(line, "the requests of the last 10s are not known (its counters restarted between the reads)") {
+					t.Errorf("the restarted instance's line: %q", line)
+				}
+			}
 		})
 	}
 	r := AssessInstances(g, set, []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, Err: errors.New("403"), Forbidden: true}}, time.Second)
@@ -278,6 +285,13 @@ func TestAssessPrometheus(t *testing.T) {
 			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
 				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
 			}
+			// An instance restarted between the reads saw an unknown
+			// number of requests, not none (issue 33).
+			for _, line := range r.Seen {
+				if tc.name == "the second restarted" && strings.HasPrefix(line, "apiserver-b") && !strings.Contains(line, "the requests of the last 10s are not known (its counters restarted between the reads)") {
+					t.Errorf("the restarted instance's line: %q", line)
+				}
+			}
 		})
 	}
 	// The queries name the resource version and the window.
@@ -363,6 +377,13 @@ func TestAssessAudit(t *testing.T) {
 			}
 			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
 				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
+			}
+			// An instance restarted between the reads saw an unknown
+			// number of requests, not none (issue 33).
+			for _, line := range r.Seen {
+				if tc.name == "the second restarted" && strings.HasPrefix(line, "apiserver-b") && !strings.Contains(line, "the requests of the last 10s are not known (its counters restarted between the reads)") {
+					t.Errorf("the restarted instance's line: %q", line)
+				}
 			}
 		})
 	}

@@ -253,6 +253,10 @@ func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples [
 		lifetime = addCounts(lifetime, rep.Lifetime)
 		line := name + ": "
 		switch {
+		case rep.Verdict == Unknown:
+			// The counters restarted between the reads: whatever the
+			// second read shows, the window's requests are not known.
+			line += fmt.Sprintf("the requests of the last %s are not known (its counters restarted between the reads)", roundDuration(rep.WindowSeconds))
 		case len(rep.Window) > 0:
 			line += fmt.Sprintf("requests in the last %s: %s", roundDuration(rep.WindowSeconds), byVerb(rep.Window))
 		case rep.WindowSeconds > 0:

@@ -14,12 +14,14 @@ import (
 )
 
 // Need is one permission: a verb on a resource (group, resource,
-// subresource, all namespaces) or on a non-resource URL, and why.
+// subresource; in Namespace, or in all namespaces when it is empty) or on
+// a non-resource URL, and why.
 type Need struct {
 	Verb        string `json:"verb"`
 	Group       string `json:"group,omitempty"`
 	Resource    string `json:"resource,omitempty"`
 	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
 	URL         string `json:"url,omitempty"`
 	Why         string `json:"why"`
 }
@@ -34,6 +36,9 @@ func (n Need) String() string {
 	}
 	if n.Group != "" {
 		r += "." + n.Group
+	}
+	if n.Namespace != "" {
+		r += " in " + n.Namespace
 	}
 	return fmt.Sprintf("%s %s (%s)", n.Verb, r, n.Why)
 }
@@ -84,9 +89,28 @@ func MigrateServer(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []N
 	return out
 }
 
-// Metrics is what the client-usage check needs.
+// Metrics is what the client-usage check needs to read every API server
+// instance's /metrics.
 func Metrics() []Need {
 	return []Need{{Verb: "get", URL: "/metrics", Why: "to check the API server's metrics for clients of the version (--skip-usage-check to do without)"}}
+}
+
+// Instances is what the client-usage check needs to find the API server
+// instances: their identity leases in kube-system and the kubernetes
+// Service's EndpointSlices in default (docs/usage.md). Without either the
+// instances are not known, and the check cannot pass.
+func Instances() []Need {
+	return []Need{
+		{Verb: "list", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system", Why: "to find the API server instances from their identity leases (--skip-usage-check to do without)"},
+		{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: "default", Why: "to find the API server instances' addresses, the kubernetes Service's endpoints (--skip-usage-check to do without)"},
+	}
+}
+
+// ManagedFieldsSource is what the client-usage check's managedFields
+// source needs on crd: the list of its objects (metadata), whose
+// managedFields name the writers of each version.
+func ManagedFieldsSource(crd *apiextensionsv1.CustomResourceDefinition) []Need {
+	return []Need{{Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to read the objects' managedFields for writers through the version (--skip-usage-check to do without)"}}
 }
 
 // CleanManagedFields is what the managedFields clean-up needs on crd.
@@ -127,7 +151,7 @@ func Dedup(needs []Need) []Need {
 	seen := map[string]bool{}
 	var out []Need
 	for _, n := range needs {
-		k := strings.Join([]string{n.Verb, n.Group, n.Resource, n.Subresource, n.URL}, "|")
+		k := strings.Join([]string{n.Verb, n.Group, n.Resource, n.Subresource, n.Namespace, n.URL}, "|")
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, n)

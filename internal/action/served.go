@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
@@ -46,7 +47,7 @@ type PermissionChecker interface {
 // NeedsReporter is a UsageMeasurer that says what its sources need
 // (preflight.Usage).
 type NeedsReporter interface {
-	Needs() []access.Need
+	Needs(crd *apiextensionsv1.CustomResourceDefinition) []access.Need
 }
 
 // SetServed is the preflight of serving (served) or unserving a version of
@@ -75,7 +76,7 @@ func SetServed(ctx context.Context, m UsageMeasurer, t *Target, version string, 
 			needs = append(needs, access.EditCRD()...)
 		}
 		if n, ok := m.(NeedsReporter); ok {
-			needs = append(needs, n.Needs()...)
+			needs = append(needs, n.Needs(t.CRD)...)
 		}
 		if missing, _ := u.Permissions.Missing(ctx, needs); len(missing) > 0 {
 			return nil, &access.MissingError{Operation: "unserve", CRD: t.CRD.Name, Missing: missing}

@@ -26,7 +26,7 @@ func (c *Client) Missing(ctx context.Context, needs []access.Need) (missing []ac
 		if n.URL != "" {
 			review.Spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: n.URL, Verb: n.Verb}
 		} else {
-			review.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Verb: n.Verb, Group: n.Group, Resource: n.Resource, Subresource: n.Subresource}
+			review.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Verb: n.Verb, Group: n.Group, Resource: n.Resource, Subresource: n.Subresource, Namespace: n.Namespace}
 		}
 		got, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
@@ -143,13 +144,24 @@ func (u *Usage) Describe() string {
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
-// Needs is what the sources need of the user: get on /metrics of every
-// API server instance when they read it (no Prometheus given).
-func (u *Usage) Needs() []access.Need {
-	if u.Sources.Prometheus == nil && u.Sources.Cluster != nil {
-		return access.Metrics()
+// Needs is everything the sources need of the user on crd, so that a
+// refusal names it all at once: get on /metrics of every API server
+// instance when they read it (no Prometheus given), list on the identity
+// leases and the kubernetes Service's EndpointSlices (finding the
+// instances, with or without Prometheus), and list on crd's objects for
+// the managedFields source.
+func (u *Usage) Needs(crd *apiextensionsv1.CustomResourceDefinition) []access.Need {
+	var out []access.Need
+	if u.Sources.Cluster != nil {
+		if u.Sources.Prometheus == nil {
+			out = append(out, access.Metrics()...)
+		}
+		out = append(out, access.Instances()...)
 	}
-	return nil
+	if u.Sources.ManagedFields != nil {
+		out = append(out, access.ManagedFieldsSource(crd)...)
+	}
+	return out
 }
 
 // Measure assesses each of targets from every source (usage.Measure over

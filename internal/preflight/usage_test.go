@@ -3,12 +3,14 @@ package preflight
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -97,5 +99,44 @@ func TestUsageConfigValidate(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
 			t.Errorf("%+v: %v, want one line with %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// instancesStub is an InstanceReader that is never called: Needs only
+// looks at which sources are set.
+type instancesStub struct{ usage.InstanceReader }
+
+type managedFieldsStub struct{ usage.ManagedFieldsReader }
+
+type promStub struct{ usage.PromQuerier }
+
+// TestUsageNeeds (issue 33): a user missing several of the check's
+// permissions learned them one refusal at a time (get /metrics, then the
+// leases, the EndpointSlices, the list of the objects). Needs names every
+// one its sources use, in the namespaces they are read in.
+func TestUsageNeeds(t *testing.T) {
+	crd := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served, crdtest.Storage).CRD()
+	for _, tc := range []struct {
+		name string
+		src  usage.Sources
+		want []string
+	}{
+		{"every instance's /metrics and managedFields", usage.Sources{Cluster: instancesStub{}, ManagedFields: managedFieldsStub{}}, []string{
+			"get /metrics", "list leases.coordination.k8s.io in kube-system", "list endpointslices.discovery.k8s.io in default", "list crontabs.stable.example.com"}},
+		{"Prometheus instead of /metrics: the instances are still found", usage.Sources{Cluster: instancesStub{}, Prometheus: promStub{}, ManagedFields: managedFieldsStub{}}, []string{
+			"list leases.coordination.k8s.io in kube-system", "list endpointslices.discovery.k8s.io in default", "list crontabs.stable.example.com"}},
+		{"audit logs only", usage.Sources{AuditLogs: []string{"audit.log"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &Usage{Sources: tc.src}
+			var got []string
+			for _, n := range u.Needs(crd) {
+				verb, _, _ := strings.Cut(n.String(), " (")
+				got = append(got, verb)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("needs %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

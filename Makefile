@@ -62,8 +62,10 @@ demo: build sandbox
 ## built by make sandbox and make demo
 test: unit integration
 
-## test-short: the inner loop: unit and integration tests under -short, which skips the slow tier (the corpus sweep, the
-## pruning differential test, the usage tests with windows of 30 s or more, the APF and identity measurements)
+## test-short: the inner loop: unit and integration tests under -short, which skips the slow tier (the solo shards
+## that restart, fill or sweep a whole API server; the corpus sweep and release pairs, the pruning differential test,
+## the usage tests with windows of 30 s or more, the APF and identity measurements, the walks over every state, flag
+## and permission); make test runs it all
 test-short:
 	go test -short $(UNIT_COUNT) ./...
 	@$(MAKE) --no-print-directory integration E2E_FLAGS=-test.short

@@ -46,6 +46,7 @@ import (
 // It follows the chain until status says there is nothing left to do, or
 // fails after a bound of steps.
 func TestAdviceWalk(t *testing.T) {
+	slowTier(t, "every printed command followed to the end of the lifecycle")
 	t.Parallel()
 	kubectl := kubectlPath()
 	if kubectl == "" {

@@ -128,6 +128,7 @@ func applyRelease(ctx context.Context, c clients, crd *apiextensionsv1.CustomRes
 // predicts a rejection, the apply is indeed rejected, and its commands,
 // run in order, make the apply succeed.
 func TestCheckUpgradePairs(t *testing.T) {
+	slowTier(t, "check-upgrade on every release pair of the corpus")
 	t.Parallel()
 	c := newClients(t)
 	pairs := releasePairs(t)

@@ -238,6 +238,7 @@ func shape1CorpusCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition 
 //   - removed: objects stored at v1, then v1 removed from spec.versions
 //     (an etcd edit): no served version lists them.
 func TestDoctorUnreadableList(t *testing.T) {
+	slowTier(t, "doctor on lists the API server cannot answer")
 	t.Parallel()
 	c := newClients(t)
 	ctx := context.Background()

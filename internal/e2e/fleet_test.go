@@ -74,6 +74,7 @@ func blackHole(t *testing.T) string {
 // (in a process of its own) where the CRD is migrated (S3), and a server
 // that never answers.
 func TestFleet(t *testing.T) {
+	slowTier(t, "a second API server in its own process")
 	t.Parallel()
 	second := ownServer(t, apiserver.Options{})
 

@@ -116,6 +116,7 @@ func migrationJSON(t *testing.T, args ...string) (report.Migration, result) {
 // flipped to v2. One run rewrites each object once and trims
 // storedVersions; a second run writes nothing.
 func TestMigrate(t *testing.T) {
+	slowTier(t, "a migration of every engine and output on thousands of objects")
 	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "migrate.example.com", apiextensionsv1.NamespaceScoped, 0, lifecycle.StateS0)
@@ -159,6 +160,7 @@ func advance2(t testing.TB, c clients, name string) *apiextensionsv1.CustomResou
 }
 
 func TestMigrateClusterScopedAndTextOutput(t *testing.T) {
+	slowTier(t, "migrations of cluster-scoped objects in every output")
 	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "migrate-cluster.example.com", apiextensionsv1.ClusterScoped, 0, lifecycle.StateS0)

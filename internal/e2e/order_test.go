@@ -39,6 +39,7 @@ func commandsOf(s report.Status) []string {
 // correct CRD. Now status says the order is unknown and advises no step
 // that depends on it, migrate runs, and --version-order sets the order.
 func TestVersionNamesKubernetesCannotOrder(t *testing.T) {
+	slowTier(t, "the lifecycle on every version-name pattern")
 	t.Parallel()
 	c := newClients(t)
 	t.Run("date-stamped, the newer one storage", func(t *testing.T) {

@@ -218,6 +218,7 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 // So the documented roles are minimal, and no command is left half-done
 // for want of a permission.
 func TestEachPermissionIsNeeded(t *testing.T) {
+	slowTier(t, "each documented permission removed in turn")
 	t.Parallel()
 	c := newClients(t)
 	cases := []struct {

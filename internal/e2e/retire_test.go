@@ -395,6 +395,7 @@ func TestRetireManagedFields(t *testing.T) {
 // interrupted in and checks that it finishes, that a second run changes
 // nothing, and that each refusal leaves the CRD unchanged.
 func TestRetireResume(t *testing.T) {
+	slowTier(t, "a retire interrupted at every step")
 	t.Parallel()
 	c := newClients(t)
 	args := []string{"--migrate", "--clean-managed-fields", "--skip-usage-check"}

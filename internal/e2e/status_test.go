@@ -32,6 +32,7 @@ func statusJSON(t *testing.T, arg string, extra ...string) report.Status {
 // the API server's own operations and checks what status reports in each,
 // against golden files for the table and the JSON.
 func TestStatusStates(t *testing.T) {
+	slowTier(t, "status in every state S0-S6")
 	t.Parallel()
 	c := newClients(t)
 	cases := []struct {

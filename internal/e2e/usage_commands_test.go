@@ -269,6 +269,7 @@ func writesSettled(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceD
 // EndpointSlice and pod written by hand: no controller runs here), and
 // unserve refuses on the requests it counted through the second instance.
 func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
+	slowTier(t, "a one-minute Prometheus history")
 	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "prom-proxy.usage.example.com")

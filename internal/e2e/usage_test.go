@@ -493,6 +493,7 @@ func TestUsagePrometheusInstanceMissing(t *testing.T) {
 // explicit Unknown with a one-line reason, or a one-line error for a
 // malformed flag value.
 func TestUsagePrometheusBadInput(t *testing.T) {
+	slowTier(t, "Prometheus servers of every broken kind")
 	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "prom-bad.usage.example.com")
@@ -604,6 +605,7 @@ func TestUsageAuditLogNamesClient(t *testing.T) {
 // line counted (Unknown), a gzip copy reads alike, a file that is not an
 // audit log is a one-line error, and a log of another cluster is Unknown.
 func TestUsageAuditLogBadInput(t *testing.T) {
+	slowTier(t, "audit logs of every malformed kind")
 	t.Parallel()
 	h := haControlPlane(t)
 	gvr := usageCRD(t, h, "audit-bad.usage.example.com")

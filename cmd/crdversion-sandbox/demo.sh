@@ -23,8 +23,8 @@ crdversion status referencegrants.gateway.networking.k8s.io
 crdversion status httproutes.gateway.networking.k8s.io
 
 # Retire v1alpha2 first. The plan: every step done, to do or blocked.
-crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --dry-run --usage-window 2s
-crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --usage-window 2s
+crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --dry-run
+crdversion retire httproutes.gateway.networking.k8s.io v1alpha2
 
 # HTTPRoute now has one version. Add v1 with v1beta1's schema (same schema,
 # so conversion None is safe), as Gateway API v1.0 did...
@@ -47,7 +47,7 @@ crdversion deprecate httproutes.gateway.networking.k8s.io v1beta1
 if command -v kubectl >/dev/null 2>&1; then
 	( while :; do kubectl get httproutes.v1beta1.gateway.networking.k8s.io -A >/dev/null 2>&1; sleep 0.2; done ) &
 	client=$!
-	crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-window 2s || echo "(refused, exit code $?; nothing was changed)"
+	crdversion retire httproutes.gateway.networking.k8s.io v1beta1 || echo "(refused, exit code $?; nothing was changed)"
 	kill "$client"
 	wait "$client" 2>/dev/null || true
 	sleep 1 # let its last request finish
@@ -56,8 +56,8 @@ fi
 # The example route was written through v1beta1, so its managedFields name
 # it: server-side apply would fail once v1beta1 is gone. retire refuses
 # until the entries are rewritten, which --clean-managed-fields does.
-crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-window 2s || echo "(refused, exit code $?; nothing was changed)"
-crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-window 2s --clean-managed-fields
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 || echo "(refused, exit code $?; nothing was changed)"
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --clean-managed-fields
 crdversion status httproutes.gateway.networking.k8s.io
 
 # ReferenceGrant stores v1alpha2 and serves v1beta1 beside it: a promotion

@@ -354,7 +354,7 @@ func TestUsageHASecondInstanceUnreadable(t *testing.T) {
 	if err == nil {
 		t.Fatal("reading /metrics from a plain-HTTP endpoint succeeded")
 	}
-	r := usage.AssessInstances(gvr, set, []usage.InstanceSample{{Instance: set.Instances[0], Err: err}}, time.Second)
+	r := usage.AssessInstances(gvr, set, []usage.InstanceSample{{Instance: set.Instances[0], Err: err}}, time.Second, 0)
 	if r.Verdict != usage.Unknown || !strings.Contains(strings.Join(r.Unseen, "\n"), "apiserver-plain at "+ln) {
 		t.Errorf("plain-HTTP endpoint: %s %v", r.Verdict, r.Unseen)
 	}

@@ -33,6 +33,11 @@ type UsageConfig struct {
 	// Window cannot show that no client uses the version, only that one
 	// does (usage.Options.MinWindow).
 	MinWindow time.Duration
+	// History is how far back evidence older than the window still names
+	// a client (--usage-history, usage.Options.History): managedFields
+	// writes and audited requests inside it, and requests the instances
+	// counted since they started. 0 looks at the window only.
+	History time.Duration
 	// Skip skips the check; the output records it.
 	Skip bool
 	// PrometheusURL or PrometheusService (NAMESPACE/NAME:PORT, through
@@ -59,6 +64,8 @@ func (u UsageConfig) Validate() error {
 		return fmt.Errorf("--usage-window must not be negative, got %s", u.Window)
 	case u.MinWindow < 0:
 		return fmt.Errorf("--usage-min-window must not be negative, got %s", u.MinWindow)
+	case u.History < 0:
+		return fmt.Errorf("--usage-history must not be negative, got %s", u.History)
 	case !u.Skip && u.Window > MaxMetricsWindow && u.PrometheusURL == "" && u.PrometheusService == "":
 		return fmt.Errorf("--usage-window %s would wait that long between two reads of each API server's /metrics; over %s, give --prometheus-url or --prometheus-service", u.Window, MaxMetricsWindow)
 	case u.PrometheusURL != "" && u.PrometheusService != "":
@@ -169,7 +176,7 @@ func (u *Usage) Needs(crd *apiextensionsv1.CustomResourceDefinition) []access.Ne
 // or the end of ctx; everything a source could not see is in the
 // assessments, never an error.
 func (u *Usage) Measure(ctx context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error) {
-	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window, MinWindow: u.Config.MinWindow})
+	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window, MinWindow: u.Config.MinWindow, History: u.Config.History})
 }
 
 // ClientUsage is the client-usage check of one version from its

@@ -156,7 +156,7 @@ func TestPlanInUseWaysOut(t *testing.T) {
 	step := Plan(s3, "v1", Facts{Usage: &a, StaleManagedFields: none()})[0]
 	ev := strings.Join(step.Evidence, "\n")
 	for _, want := range []string{
-		"way out: the managedFields entries of kubectl-annotate record writes through stable.example.com/v1 inside the 5m0s window, the last at 2026-12-01T10:00:00Z",
+		"way out: the managedFields entries of kubectl-annotate record writes through stable.example.com/v1 in the last 5m0s, the last at 2026-12-01T10:00:00Z",
 		"a re-run after 2026-12-01T10:05:00Z", "cleaning managedFields is no way out",
 		"way out: once you know by other means that no client uses stable.example.com/v1: --skip-usage-check",
 	} {

@@ -55,6 +55,27 @@ type Client struct {
 	// InWindow is true when Last is inside the measured window: the client
 	// is in use now.
 	InWindow bool `json:"inWindow"`
+	// InHistory is true when Last is before the window but inside the
+	// history span (Options.History, --usage-history): a client whose
+	// period is longer than the window, which may call again. It counts
+	// as in use, as InWindow does.
+	InHistory bool `json:"inHistory,omitempty"`
+}
+
+// Active reports whether the client counts as in use: its last request
+// or write is inside the window or the history span.
+func (c Client) Active() bool { return c.InWindow || c.InHistory }
+
+// note is the client's place in time for people: " (inside the
+// window)", " (before the window, inside the 24h0m0s history)" or "".
+func (c Client) note(history time.Duration) string {
+	switch {
+	case c.InWindow:
+		return " (inside the window)"
+	case c.InHistory:
+		return fmt.Sprintf(" (before the window, inside the %s history: it may call again)", roundDuration(history.Seconds()))
+	}
+	return ""
 }
 
 // String is the client in one line, e.g. `manager my-operator (Update)
@@ -80,6 +101,12 @@ type SourceReport struct {
 	Verdict Verdict `json:"verdict"`
 	// WindowSeconds is the time the source looked at, in seconds.
 	WindowSeconds float64 `json:"windowSeconds"`
+	// HistorySeconds is the span before the end of the window, in
+	// seconds, in which this source's evidence of a client still counts
+	// (--usage-history): managedFields writes and audited requests with
+	// their times, and the request counters since each instance started
+	// (which carry no time). 0: the window only.
+	HistorySeconds float64 `json:"historySeconds,omitempty"`
 	// Requests counts requests by verb that finished in the window,
 	// summed over every instance the source saw.
 	Requests map[string]int64 `json:"requests,omitempty"`
@@ -99,8 +126,9 @@ type SourceReport struct {
 }
 
 // Settle sets the verdict from what the source saw: InUse when a request
-// finished or was open in the window or a named client was active in it,
-// else Unknown when anything is unseen, else NotInUse.
+// finished or was open in the window or a named client was active in it
+// or in the history span (Client.Active), else Unknown when anything is
+// unseen, else NotInUse.
 func (s *SourceReport) Settle() {
 	s.Verdict = NotInUse
 	if len(s.Unseen) > 0 {
@@ -108,7 +136,7 @@ func (s *SourceReport) Settle() {
 	}
 	inUse := positive(s.Requests) || positive(s.Open) || positive(s.MaxOpen)
 	for _, c := range s.Clients {
-		inUse = inUse || c.InWindow
+		inUse = inUse || c.Active()
 	}
 	if inUse {
 		s.Verdict = InUse
@@ -133,7 +161,11 @@ type Assessment struct {
 	Resource string `json:"resource"`
 	// WindowSeconds is the window asked for, in seconds.
 	WindowSeconds float64 `json:"windowSeconds"`
-	// Verdict: InUse when any source saw a client in the window; else
+	// HistorySeconds is the history span asked for (--usage-history), in
+	// seconds; each source's own is in Sources.
+	HistorySeconds float64 `json:"historySeconds,omitempty"`
+	// Verdict: InUse when any source saw a client in the window (or, for
+	// the sources that name clients with times, in the history span); else
 	// Unknown when any source could not see everything, or no source that
 	// counts every request (metrics, Prometheus) was consulted; else
 	// NotInUse.
@@ -142,7 +174,8 @@ type Assessment struct {
 }
 
 // Combine settles each source and assesses gvr over window from them
-// (see Assessment.Verdict).
+// (see Assessment.Verdict). The history span, when the caller looked at
+// one, is set on the result by Measure.
 func Combine(gvr schema.GroupVersionResource, window time.Duration, sources ...SourceReport) Assessment {
 	a := Assessment{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, WindowSeconds: window.Seconds(), Verdict: NotInUse}
 	counted := false
@@ -173,12 +206,9 @@ func (a Assessment) GroupVersion() string {
 func (a Assessment) Clients() []string {
 	var out []string
 	for _, s := range a.Sources {
+		history := time.Duration(s.HistorySeconds * float64(time.Second))
 		for _, c := range s.Clients {
-			line := c.String(a.GroupVersion())
-			if c.InWindow {
-				line += " (inside the window)"
-			}
-			out = append(out, line)
+			out = append(out, c.String(a.GroupVersion())+c.note(history))
 		}
 	}
 	return out
@@ -277,37 +307,47 @@ func (a Assessment) WaysOut() []string {
 
 // InUseWaysOut are the ways out of an InUse verdict, without repeats:
 // moving the clients; for the field managers whose managedFields entries
-// name the version inside the window, when they stop counting (their
-// last write plus the window) and that cleaning managedFields is no way
-// out (those are writes, not leftovers); ending with --skip-usage-check.
-// Empty unless the verdict is InUse.
+// name the version inside the window or the history span, when they stop
+// counting (their last write plus the span) and that cleaning
+// managedFields is no way out (those are writes, not leftovers); ending
+// with --skip-usage-check. Empty unless the verdict is InUse.
 func (a Assessment) InUseWaysOut() []string {
 	if a.Verdict != InUse {
 		return nil
 	}
 	gv := a.GroupVersion()
 	out := []string{"move the clients to another version, then re-run"}
-	window := time.Duration(a.WindowSeconds * float64(time.Second))
 	for _, s := range a.Sources {
 		if s.Source != SourceManagedFields {
 			continue
 		}
-		var managers []string
-		var last time.Time
+		var managers, earlier []string
+		var last, lastEarlier time.Time
 		for _, c := range s.Clients {
-			if !c.InWindow {
+			if !c.Active() {
 				continue
 			}
 			managers = append(managers, c.Manager)
 			if c.Last.After(last) {
 				last = c.Last
 			}
+			if c.InHistory {
+				earlier = append(earlier, c.Manager)
+				if c.Last.After(lastEarlier) {
+					lastEarlier = c.Last
+				}
+			}
 		}
 		if len(managers) == 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("the managedFields entries of %s record writes through %s inside the %s window, the last at %s: they stop counting once the manager writes through another version (which relabels its entry) or once the window no longer reaches that write (a re-run after %s); cleaning managedFields is no way out (retire's --clean-managed-fields relabels entries for the removal, unserve has none): these are writes, not leftovers",
-			joinAnd(managers), gv, roundDuration(a.WindowSeconds), last.UTC().Format(time.RFC3339), last.Add(window).UTC().Format(time.RFC3339)))
+		span := time.Duration(max(a.WindowSeconds, s.WindowSeconds, s.HistorySeconds) * float64(time.Second))
+		line := fmt.Sprintf("the managedFields entries of %s record writes through %s in the last %s, the last at %s: they stop counting once the manager writes through another version (which relabels its entry) or once that write is older than %s (a re-run after %s)",
+			joinAnd(managers), gv, roundDuration(span.Seconds()), last.UTC().Format(time.RFC3339), roundDuration(span.Seconds()), last.Add(span).UTC().Format(time.RFC3339))
+		if len(earlier) > 0 {
+			line += fmt.Sprintf("; when you know that %s no longer write(s) through %s (a one-off apply, a controller since upgraded), a --usage-history that does not reach back to %s says so", joinAnd(earlier), gv, lastEarlier.UTC().Format(time.RFC3339))
+		}
+		out = append(out, line+"; cleaning managedFields is no way out (retire's --clean-managed-fields relabels entries for the removal, unserve has none): these are writes, not leftovers")
 	}
 	return append(out, fmt.Sprintf("once you know by other means that no client uses %s: --skip-usage-check", gv))
 }

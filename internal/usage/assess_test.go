@@ -82,38 +82,60 @@ func mustMetrics(t *testing.T, text string, at time.Time) *Metrics {
 
 // TestAssessInstancesPartial: the metrics source never says NotInUse when
 // an instance was not read, restarted between the reads, or the window
-// is 0; it sums what every instance saw.
+// is 0, or (with a history span) counted requests before the window that
+// the window does not explain (issue 33: a client that lists every 10 s
+// passed a 3 s window); it sums what every instance saw.
 func TestAssessInstancesPartial(t *testing.T) {
 	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
 	set := InstanceSet{Instances: []Instance{{Lease: "apiserver-a", Address: "10.0.0.1:6443"}, {Lease: "apiserver-b", Address: "10.0.0.2:6443"}}, Leases: 2, Endpoints: 2}
 	quiet := func(at time.Time) *Metrics { return mustMetrics(t, metrics(4, 0, 0, 0, false, "1.7e+09"), at) }
 	busy := func(at time.Time) *Metrics { return mustMetrics(t, metrics(9, 0, 0, 0, false, "1.7e+09"), at) }
 	restarted := func(at time.Time) *Metrics { return mustMetrics(t, metrics(1, 0, 0, 0, false, "1.8e+09"), at) }
+	never := func(at time.Time) *Metrics { return mustMetrics(t, metrics(0, 0, 0, 0, false, "1.7e+09"), at) }
 	t1 := t0.Add(10 * time.Second)
 	a, b := set.Instances[0], set.Instances[1]
+	const day = 24 * time.Hour
 	for _, tc := range []struct {
 		name    string
 		samples []InstanceSample
 		window  time.Duration
+		history time.Duration
 		verdict Verdict
 		want    string
 	}{
-		{"both quiet", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: quiet(t1)}}, 10 * time.Second, NotInUse, "apiserver-b at 10.0.0.2:6443: no request in the last 10s"},
-		{"the second busy", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: busy(t1)}}, 10 * time.Second, InUse, "apiserver-b at 10.0.0.2:6443: requests in the last 10s: LIST 5"},
-		{"the second unread", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, Err: errors.New("dial tcp 10.0.0.2:6443: connect: connection refused")}}, 10 * time.Second, Unknown, "apiserver-b at 10.0.0.2:6443: its /metrics cannot be read: dial tcp"},
-		{"the second unread, the first busy", []InstanceSample{{Instance: a, First: quiet(t0), Second: busy(t1)}, {Instance: b, Err: errors.New("x509")}}, 10 * time.Second, InUse, "LIST 5"},
-		{"the second restarted", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: restarted(t1)}}, 10 * time.Second, Unknown, "apiserver-b at 10.0.0.2:6443: the two samples came from API server instances started at different times"},
-		{"a zero window", []InstanceSample{{Instance: a, First: quiet(t0)}, {Instance: b, First: quiet(t0)}}, 0, Unknown, "the window is 0"},
-		{"no sample", nil, 10 * time.Second, Unknown, "no API server instance was read"},
+		{"requests before the window, with a history", []InstanceSample{{Instance: a, First: never(t0), Second: never(t1)}, {Instance: b, First: quiet(t0), Second: quiet(t1)}}, 10 * time.Second, day, Unknown,
+			"apiserver-b at 10.0.0.2:6443: 4 request(s) to stable.example.com/v1 since it started at 2023-11-14T22:13:20Z came before the last 10s (LIST 4); the counters carry no time, so they may be a client that calls less often than once every 10s and will call again"},
+		{"never requested, with a history", []InstanceSample{{Instance: a, First: never(t0), Second: never(t1)}, {Instance: b, First: never(t0), Second: never(t1)}}, 10 * time.Second, day, NotInUse, "apiserver-b at 10.0.0.2:6443: no request in the last 10s"},
+		{"requests inside the window only, with a history", []InstanceSample{{Instance: a, First: never(t0), Second: never(t1)}, {Instance: b, First: never(t0), Second: quiet(t1)}}, 10 * time.Second, day, InUse, "apiserver-b at 10.0.0.2:6443: requests in the last 10s: LIST 4"},
+		{"requests before and inside the window, with a history", []InstanceSample{{Instance: a, First: never(t0), Second: never(t1)}, {Instance: b, First: quiet(t0), Second: busy(t1)}}, 10 * time.Second, day, InUse, "4 request(s) to stable.example.com/v1 since it started"},
+		{"requests before the window, restarted, with a history", []InstanceSample{{Instance: a, First: never(t0), Second: never(t1)}, {Instance: b, First: quiet(t0), Second: restarted(t1)}}, 10 * time.Second, day, Unknown, "the two samples came from API server instances started at different times"},
+		{"both quiet", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: quiet(t1)}}, 10 * time.Second, 0, NotInUse, "apiserver-b at 10.0.0.2:6443: no request in the last 10s"},
+		{"the second busy", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: busy(t1)}}, 10 * time.Second, 0, InUse, "apiserver-b at 10.0.0.2:6443: requests in the last 10s: LIST 5"},
+		{"the second unread", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, Err: errors.New("dial tcp 10.0.0.2:6443: connect: connection refused")}}, 10 * time.Second, 0, Unknown, "apiserver-b at 10.0.0.2:6443: its /metrics cannot be read: dial tcp"},
+		{"the second unread, the first busy", []InstanceSample{{Instance: a, First: quiet(t0), Second: busy(t1)}, {Instance: b, Err: errors.New("x509")}}, 10 * time.Second, 0, InUse, "LIST 5"},
+		{"the second restarted", []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, First: quiet(t0), Second: restarted(t1)}}, 10 * time.Second, 0, Unknown, "apiserver-b at 10.0.0.2:6443: the two samples came from API server instances started at different times"},
+		{"a zero window", []InstanceSample{{Instance: a, First: quiet(t0)}, {Instance: b, First: quiet(t0)}}, 0, 0, Unknown, "the window is 0"},
+		{"no sample", nil, 10 * time.Second, 0, Unknown, "no API server instance was read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := set
 			if tc.samples == nil {
 				s = InstanceSet{}
 			}
-			r := AssessInstances(g, s, tc.samples, tc.window)
+			r := AssessInstances(g, s, tc.samples, tc.window, tc.history)
 			if r.Verdict != tc.verdict {
 				t.Errorf("verdict %s, want %s: %+v", r.Verdict, tc.verdict, r)
+			}
+			// The requests before the window are named only with a
+			// history span, and their ways out come with them.
+			before := strings.Contains(strings.Join(r.Unseen, "\n"), "came before the last")
+			if want := tc.history > 0 && strings.Contains(tc.want, "came before the last"); before != want && tc.verdict != InUse {
+				t.Errorf("requests before the window named: %t, want %t: %v", before, want, r.Unseen)
+			}
+			if before && !slices.ContainsFunc(r.WaysOut, func(w string) bool {
+				return strings.HasPrefix(w, "once you know what sent the requests before the window") && strings.HasSuffix(w, "--usage-history 0 looks at the window only")
+			}) {
+				t.Errorf("ways out: %v", r.WaysOut)
 			}
 			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
 				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
@@ -127,7 +149,7 @@ func TestAssessInstancesPartial(t *testing.T) {
 			}
 		})
 	}
-	r := AssessInstances(g, set, []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, Err: errors.New("403"), Forbidden: true}}, time.Second)
+	r := AssessInstances(g, set, []InstanceSample{{Instance: a, First: quiet(t0), Second: quiet(t1)}, {Instance: b, Err: errors.New("403"), Forbidden: true}}, time.Second, 0)
 	if w := strings.Join(r.WaysOut, "\n"); !strings.Contains(w, "--prometheus-url") || !strings.Contains(w, "nonResourceURLs") {
 		t.Errorf("ways out of a forbidden instance: %s", w)
 	}
@@ -182,12 +204,15 @@ func (f *fakeProm) Query(_ context.Context, q string, _ time.Time) (model.Value,
 	if f.err != nil {
 		return nil, f.err
 	}
-	for prefix, v := range f.answers {
-		if strings.HasPrefix(q, prefix) {
-			return v, nil
+	// The longest prefix that matches answers.
+	var v model.Value = model.Vector{}
+	longest := -1
+	for prefix, a := range f.answers {
+		if strings.HasPrefix(q, prefix) && len(prefix) > longest {
+			v, longest = a, len(prefix)
 		}
 	}
-	return model.Vector{}, nil
+	return v, nil
 }
 
 func upSeries(instance string, from, to time.Time, every time.Duration, fail ...time.Time) *model.SampleStream {
@@ -234,6 +259,7 @@ func TestAssessPrometheus(t *testing.T) {
 		set     *InstanceSet
 		err     error
 		window  time.Duration
+		history time.Duration
 		verdict Verdict
 		want    string
 	}{
@@ -260,6 +286,19 @@ func TestAssessPrometheus(t *testing.T) {
 		{name: "unreachable", err: errors.New(`Post "http://127.0.0.1:1/api/v1/query": dial tcp 127.0.0.1:1: connect: connection refused`), verdict: Unknown, want: "Prometheus cannot be queried: Post"},
 		{name: "a window shorter than two scrapes", window: 45 * time.Second, verdict: Unknown, want: "shorter than two scrape intervals (30s)"},
 		{name: "a zero window", window: -1, verdict: Unknown, want: "the window is 0"},
+		// Issue 33: requests before the window, inside the history span,
+		// are a client with a longer period; none there leaves the
+		// window's verdict.
+		{name: "requests before the window", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m[`sum by (verb) (increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[23h50m])`] = vec("LIST", 0.4)
+		}, verdict: Unknown, want: "requests to stable.example.com/v1beta1 crontabs from 2026-11-30T10:00:00Z to 2026-12-01T09:50:00Z, before the window (LIST 1): a client that calls less often than once every 10m0s may call again"},
+		{name: "a series born before the window", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m[`sum by (verb) (last_over_time(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[23h50m])`] = vec("GET", 2.0)
+		}, verdict: Unknown, want: "before the window (GET 2)"},
+		{name: "quiet before the window too", history: 24 * time.Hour, verdict: NotInUse, want: "2 API server target(s) scraped every 30s"},
+		{name: "requests before the window, no history", edit: func(m map[string]model.Value) {
+			m[`sum by (verb) (increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[23h50m])`] = vec("LIST", 4.0)
+		}, verdict: NotInUse, want: "no request to stable.example.com/v1beta1 crontabs in the last 10m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			answers := base()
@@ -278,7 +317,7 @@ func TestAssessPrometheus(t *testing.T) {
 			if tc.set != nil {
 				s = tc.set
 			}
-			r := AssessPrometheus(context.Background(), &fakeProm{answers: answers, err: tc.err}, "Prometheus http://p", g, w, now, s)
+			r := AssessPrometheus(context.Background(), &fakeProm{answers: answers, err: tc.err}, "Prometheus http://p", g, w, tc.history, now, s)
 			if r.Verdict != tc.verdict {
 				t.Errorf("verdict %s, want %s: seen %v unseen %v", r.Verdict, tc.verdict, r.Seen, r.Unseen)
 			}
@@ -296,7 +335,7 @@ func TestAssessPrometheus(t *testing.T) {
 	}
 	// The queries name the resource version and the window.
 	f := &fakeProm{answers: base()}
-	AssessPrometheus(context.Background(), f, "p", g, 7*24*time.Hour, now, nil)
+	AssessPrometheus(context.Background(), f, "p", g, 7*24*time.Hour, 0, now, nil)
 	if q := strings.Join(f.asked, "\n"); !strings.Contains(q, `increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[1w])`) {
 		t.Errorf("queries:\n%s", q)
 	}
@@ -322,7 +361,7 @@ func TestAssessManagedFields(t *testing.T) {
 		{Manager: "old-tool", Operation: "Apply", Objects: 2, Last: t0.Add(-48 * time.Hour)},
 		{Manager: Self, Operation: "Update", Objects: 5, Last: t0},
 	}
-	r := AssessManagedFields(g, writers, 100, nil, 10*time.Minute, t0)
+	r := AssessManagedFields(g, writers, 100, nil, 10*time.Minute, 0, t0)
 	if r.Verdict != InUse || len(r.Clients) != 2 {
 		t.Fatalf("%s %+v", r.Verdict, r.Clients)
 	}
@@ -332,10 +371,30 @@ func TestAssessManagedFields(t *testing.T) {
 			t.Errorf("lacks %q:\n%s", want, ev)
 		}
 	}
-	if r := AssessManagedFields(g, writers[1:], 100, nil, 10*time.Minute, t0); r.Verdict != NotInUse {
+	if r := AssessManagedFields(g, writers[1:], 100, nil, 10*time.Minute, 0, t0); r.Verdict != NotInUse {
 		t.Errorf("old writers only: %s", r.Verdict)
 	}
-	if r := AssessManagedFields(g, nil, 0, errors.New(`crontabs.stable.example.com is forbidden: User "bob" cannot list`), 10*time.Minute, t0); r.Verdict != Unknown || !strings.Contains(r.Unseen[0], "cannot be listed") {
+	// A write before the window but inside the history span is a client
+	// whatever the window (issue 33: an operator that applies the same
+	// object every 10 s changes nothing, and its entry keeps the time of
+	// its last change); one older than the span is not.
+	for _, tc := range []struct {
+		history time.Duration
+		verdict Verdict
+		note    string
+	}{
+		{47 * time.Hour, NotInUse, ""},
+		{49 * time.Hour, InUse, "manager old-tool (Apply) wrote 2 object(s) through stable.example.com/v1beta1, last 2026-11-29T10:00:00Z (before the window, inside the 49h0m0s history: it may call again)"},
+	} {
+		r := AssessManagedFields(g, writers[1:], 100, nil, 10*time.Minute, tc.history, t0)
+		if r.Verdict != tc.verdict || r.HistorySeconds != tc.history.Seconds() || (tc.note != "") != r.Clients[0].InHistory || r.Clients[0].InWindow {
+			t.Errorf("history %s: %s %+v", tc.history, r.Verdict, r.Clients)
+		}
+		if tc.note != "" && !slices.Contains(r.Seen, tc.note) {
+			t.Errorf("history %s: seen %q", tc.history, r.Seen)
+		}
+	}
+	if r := AssessManagedFields(g, nil, 0, errors.New(`crontabs.stable.example.com is forbidden: User "bob" cannot list`), 10*time.Minute, 0, t0); r.Verdict != Unknown || !strings.Contains(r.Unseen[0], "cannot be listed") {
 		t.Errorf("list forbidden: %s %v", r.Verdict, r.Unseen)
 	}
 }
@@ -363,6 +422,7 @@ func TestAssessAudit(t *testing.T) {
 	}{
 		{"both instances, a client", []*auditlog.Summary{auditSummary("a.log", from, t0, []string{"apiserver-a"}, alice), auditSummary("b.log", from, t0, []string{"apiserver-b"})}, InUse, `user alice, agent "backup/1.0": LIST 3, last 2026-12-01T09:00:00Z (inside the window)`},
 		{"both instances, an old client", []*auditlog.Summary{auditSummary("a.log", from, t0, []string{"apiserver-a"}, oldAlice), auditSummary("b.log", from, t0, []string{"apiserver-b"})}, NotInUse, "LIST 3, last 2026-11-29T18:00:00Z"},
+		{"both instances, an old client inside the history", []*auditlog.Summary{auditSummary("a.log", from, t0, []string{"apiserver-a"}, oldAlice), auditSummary("b.log", from, t0, []string{"apiserver-b"})}, InUse, "LIST 3, last 2026-11-29T18:00:00Z (before the window, inside the 48h0m0s history: it may call again)"},
 		{"one instance's log only", []*auditlog.Summary{auditSummary("a.log", from, t0, []string{"apiserver-a"}, oldAlice)}, Unknown, "no audit log of apiserver-b at 10.0.0.2:6443"},
 		{"logs of no identity", []*auditlog.Summary{auditSummary("a.log", from, t0, nil)}, Unknown, "which instances wrote them is unknown"},
 		{"another week", []*auditlog.Summary{auditSummary("a.log", t0.Add(-14*24*time.Hour), t0.Add(-7*24*time.Hour), []string{"apiserver-a"}), auditSummary("b.log", t0.Add(-14*24*time.Hour), t0.Add(-7*24*time.Hour), []string{"apiserver-b"})}, Unknown, "the audit logs do not span the window"},
@@ -371,25 +431,22 @@ func TestAssessAudit(t *testing.T) {
 		{"another cluster", []*auditlog.Summary{auditSummary("x.log", from, t0, []string{"apiserver-zzz"}, alice)}, Unknown, "x.log was written by API server instance(s) apiserver-zzz, none of which belongs to this cluster (apiserver-a, apiserver-b)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := AssessAudit(g, tc.logs, window, t0, set)
+			var history time.Duration
+			if strings.HasSuffix(tc.name, "inside the history") {
+				history = 48 * time.Hour
+			}
+			r := AssessAudit(g, tc.logs, window, history, t0, set)
 			if r.Verdict != tc.verdict {
 				t.Errorf("verdict %s, want %s: seen %v unseen %v", r.Verdict, tc.verdict, r.Seen, r.Unseen)
 			}
 			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
 				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
 			}
-			// An instance restarted between the reads saw an unknown
-			// number of requests, not none (issue 33).
-			for _, line := range r.Seen {
-				if tc.name == "the second restarted" && strings.HasPrefix(line, "apiserver-b") && !strings.Contains(line, "the requests of the last 10s are not known (its counters restarted between the reads)") {
-					t.Errorf("the restarted instance's line: %q", line)
-				}
-			}
 		})
 	}
 	bad := auditSummary("a.log", from, t0, []string{"apiserver-a", "apiserver-b"})
 	bad.Malformed, bad.FirstMalformed = 2, 17
-	if r := AssessAudit(g, []*auditlog.Summary{bad}, window, t0, set); r.Verdict != Unknown || !strings.Contains(strings.Join(r.Unseen, "\n"), "2 malformed line(s) (the first: line 17)") {
+	if r := AssessAudit(g, []*auditlog.Summary{bad}, window, 0, t0, set); r.Verdict != Unknown || !strings.Contains(strings.Join(r.Unseen, "\n"), "2 malformed line(s) (the first: line 17)") {
 		t.Errorf("malformed: %s %v", r.Verdict, r.Unseen)
 	}
 }
@@ -571,7 +628,7 @@ func TestInUseWaysOut(t *testing.T) {
 	ways := strings.Join(a.InUseWaysOut(), "\n")
 	for _, want := range []string{
 		"move the clients to another version, then re-run",
-		"the managedFields entries of kubectl-annotate record writes through example.com/v1 inside the 5m0s window, the last at 2026-12-01T10:00:00Z",
+		"the managedFields entries of kubectl-annotate record writes through example.com/v1 in the last 5m0s, the last at 2026-12-01T10:00:00Z",
 		"a re-run after 2026-12-01T10:05:00Z",
 		"retire's --clean-managed-fields relabels entries for the removal, unserve has none",
 		"--skip-usage-check",
@@ -582,6 +639,24 @@ func TestInUseWaysOut(t *testing.T) {
 	}
 	if strings.Contains(ways, "old-operator") {
 		t.Errorf("a write outside the window is named:\n%s", ways)
+	}
+	if strings.Contains(ways, "--usage-history") {
+		t.Errorf("without a history span, a shorter one is offered:\n%s", ways)
+	}
+	// With a history span, a write before the window counts until it is
+	// older than the span, and a span that leaves it out is the way to
+	// say that the manager stopped (issue 33).
+	mf.HistorySeconds = (2 * time.Hour).Seconds()
+	mf.Clients[0].InHistory = true
+	ways = strings.Join(Combine(gvr, 5*time.Minute, metrics, mf).InUseWaysOut(), "\n")
+	for _, want := range []string{
+		"the managedFields entries of old-operator and kubectl-annotate record writes through example.com/v1 in the last 2h0m0s, the last at 2026-12-01T10:00:00Z",
+		"a re-run after 2026-12-01T12:00:00Z",
+		"when you know that old-operator no longer write(s) through example.com/v1 (a one-off apply, a controller since upgraded), a --usage-history that does not reach back to 2026-12-01T09:00:00Z says so",
+	} {
+		if !strings.Contains(ways, want) {
+			t.Errorf("ways out lack %q:\n%s", want, ways)
+		}
 	}
 	if got := Combine(gvr, 5*time.Minute, metrics).InUseWaysOut(); got != nil {
 		t.Errorf("ways out of a NotInUse verdict: %v", got)
@@ -634,4 +709,65 @@ func TestMeasureBelowTheFloor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMeasureHistory (issue 33, the first two attacks): Measure hands
+// Options.History to every source, so that requests an instance counted
+// before the window make the verdict Unknown, a managedFields write
+// before the window but inside the span is a client, and the assessment
+// records the span; with no history only the window counts.
+func TestMeasureHistory(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	quiet := metrics(4, 0, 0, 0, false, "1.7e+09")
+	never := metrics(0, 0, 0, 0, false, "1.7e+09")
+	one := InstanceSet{Instances: []Instance{{Lease: "apiserver-a", Address: "10.0.0.1:6443"}}, Leases: 1, Endpoints: 1}
+	start := time.Now()
+	applier := []managedfields.Writer{{Manager: "my-operator", Operation: "Apply", Objects: 1, Last: start.Add(-2 * time.Minute)}}
+	for _, tc := range []struct {
+		name    string
+		history time.Duration
+		text    string
+		writers []managedfields.Writer
+		want    Verdict
+		says    string
+	}{
+		{"a lister with a longer period", 24 * time.Hour, quiet, nil, Unknown, "4 request(s) to stable.example.com/v1 since it started at 2023-11-14T22:13:20Z came before the last"},
+		{"a lister with a longer period, no history", 0, quiet, nil, NotInUse, "no client of stable.example.com/v1 crontabs seen"},
+		{"an applier that changes nothing", 24 * time.Hour, never, applier, InUse, "clients still use stable.example.com/v1 crontabs (seen by: managedFields of crontabs)"},
+		{"an applier that changes nothing, no history", 0, never, applier, NotInUse, "no client of stable.example.com/v1 crontabs seen"},
+		{"never used", 24 * time.Hour, never, nil, NotInUse, "no client of stable.example.com/v1 crontabs seen"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fakeCluster{set: one, texts: map[string][]string{"10.0.0.1:6443": {tc.text, tc.text}}}
+			immediate := func(time.Duration) <-chan time.Time {
+				ch := make(chan time.Time, 1)
+				ch <- time.Now()
+				return ch
+			}
+			mf := fakeWriters(tc.writers)
+			as, err := Measure(context.Background(), Sources{Cluster: c, ManagedFields: mf}, []schema.GroupVersionResource{g},
+				Options{Window: 15 * time.Second, MinWindow: 15 * time.Second, History: tc.history, After: immediate, Now: func() time.Time { return start }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := as[g]
+			if a.Verdict != tc.want || !strings.Contains(a.Message(), tc.says) {
+				t.Errorf("verdict %s, want %s: %s", a.Verdict, tc.want, a.Message())
+			}
+			if a.HistorySeconds != tc.history.Seconds() {
+				t.Errorf("historySeconds %v", a.HistorySeconds)
+			}
+			for _, s := range a.Sources {
+				if s.HistorySeconds != tc.history.Seconds() {
+					t.Errorf("%s: historySeconds %v", s.Name, s.HistorySeconds)
+				}
+			}
+		})
+	}
+}
+
+type fakeWriters []managedfields.Writer
+
+func (f fakeWriters) Writers(context.Context, schema.GroupVersionResource) ([]managedfields.Writer, int, error) {
+	return f, 1, nil
 }

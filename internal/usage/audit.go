@@ -20,7 +20,9 @@ const AuditTailGrace = time.Minute
 // AssessAudit is the audit-log source for gvr over [now-window, now]: the
 // clients (user, user agent, verb) of the version in the logs, with their
 // request counts and last request. A client whose last request is inside
-// the window, or whose watch is still open at the end of a log, is in use.
+// the window, or whose watch is still open at the end of a log, is in use
+// (InWindow), and so is one whose last request is inside [now-history,
+// now-window] (InHistory: a client with a longer period than the window).
 // The logs see the whole window only when together they span it (up to
 // AuditTailGrace at its end) and, on a cluster with several API server
 // instances (set), when there is a log of every instance: each log is
@@ -28,12 +30,12 @@ const AuditTailGrace = time.Minute
 // A log that records only instances the cluster does not have is of
 // another cluster (or of instances since replaced). Malformed lines are
 // reported.
-func AssessAudit(gvr schema.GroupVersionResource, logs []*auditlog.Summary, window time.Duration, now time.Time, set *InstanceSet) (r SourceReport) {
+func AssessAudit(gvr schema.GroupVersionResource, logs []*auditlog.Summary, window, history time.Duration, now time.Time, set *InstanceSet) (r SourceReport) {
 	var names []string
 	for _, l := range logs {
 		names = append(names, l.Name)
 	}
-	r = SourceReport{Source: SourceAuditLog, Name: "audit log " + strings.Join(names, ", "), WindowSeconds: window.Seconds()}
+	r = SourceReport{Source: SourceAuditLog, Name: "audit log " + strings.Join(names, ", "), WindowSeconds: window.Seconds(), HistorySeconds: history.Seconds()}
 	defer r.Settle()
 	since := now.Add(-window)
 	type span struct{ from, to time.Time }
@@ -125,6 +127,7 @@ func AssessAudit(gvr schema.GroupVersionResource, logs []*auditlog.Summary, wind
 		}
 	}
 	for _, c := range byClient {
+		c.InHistory = !c.InWindow && history > window && !c.Last.Before(now.Add(-history))
 		r.Clients = append(r.Clients, *c)
 	}
 	slices.SortFunc(r.Clients, func(a, b Client) int {
@@ -135,11 +138,7 @@ func AssessAudit(gvr schema.GroupVersionResource, logs []*auditlog.Summary, wind
 	})
 	gv := schema.GroupVersion{Group: gvr.Group, Version: gvr.Version}.String()
 	for _, c := range r.Clients {
-		line := c.String(gv)
-		if c.InWindow {
-			line += " (inside the window)"
-		}
-		r.Seen = append(r.Seen, line)
+		r.Seen = append(r.Seen, c.String(gv)+c.note(history))
 	}
 	if len(r.Clients) == 0 {
 		r.Seen = append(r.Seen, "no request to "+gv+" "+gvr.Resource)

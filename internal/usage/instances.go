@@ -221,9 +221,18 @@ type InstanceSample struct {
 // the second. The source sees everything only when every instance of set
 // was read twice without a restart in between; otherwise the instances not
 // seen are named (Unseen). window is the time asked for between the reads.
-func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples []InstanceSample, window time.Duration) SourceReport {
+//
+// The counters also hold every request since each instance started. With
+// a history span (history > 0, --usage-history), requests an instance
+// counted before the window make the source Unknown: the counters carry
+// no time, so they may come from a client that calls less often than once
+// a window and will call again (a CronJob, a dashboard, a reconcile loop
+// on a timer). Zero since a start long ago is strong evidence; a count the
+// window does not explain is not.
+func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples []InstanceSample, window, history time.Duration) SourceReport {
 	gv := schema.GroupVersion{Group: gvr.Group, Version: gvr.Version}.String()
-	r := SourceReport{Source: SourceMetrics, Name: fmt.Sprintf("/metrics of %d API server instance(s)", len(set.Instances)), WindowSeconds: window.Seconds()}
+	r := SourceReport{Source: SourceMetrics, Name: fmt.Sprintf("/metrics of %d API server instance(s)", len(set.Instances)), WindowSeconds: window.Seconds(), HistorySeconds: history.Seconds()}
+	earlier := false
 	r.Unseen = append(r.Unseen, set.Unseen...)
 	r.Seen = append(r.Seen, set.Notes...)
 	var unread []string
@@ -278,12 +287,26 @@ func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples [
 			line += "; apiserver_requested_deprecated_apis records " + gv + " as requested"
 		}
 		r.Seen = append(r.Seen, line)
+		if before := beforeWindow(rep); history > 0 && rep.Verdict != Unknown && rep.WindowSeconds > 0 && len(before) > 0 {
+			earlier = true
+			started := "it started"
+			if rep.ServerStart != nil {
+				started = fmt.Sprintf("it started at %s", rep.ServerStart.Format(time.RFC3339))
+			}
+			r.Unseen = append(r.Unseen, fmt.Sprintf("%s: %d request(s) to %s since %s came before the last %s (%s); the counters carry no time, so they may be a client that calls less often than once every %s and will call again",
+				name, sum(before), gv, started, roundDuration(rep.WindowSeconds), byVerb(before), roundDuration(rep.WindowSeconds)))
+		}
 	}
 	if len(samples) == 0 && len(set.Unseen) == 0 {
 		r.Unseen = append(r.Unseen, "no API server instance was read")
 	}
 	if window == 0 {
 		r.Unseen = append(r.Unseen, "the window is 0: one read of /metrics shows open watches only, not the requests that come and go")
+	}
+	if earlier {
+		r.WaysOut = append(r.WaysOut, WayPrometheus+", with a --usage-window as long as the longest period of the version's clients (24h, 7d): it has the times the counters lack",
+			"give the audit logs that span the time since the API servers started (--audit-log): they name who sent those requests and when",
+			fmt.Sprintf("once you know what sent the requests before the window (the objects' creation, this tool's own reads at %s while it migrated, a job that has finished): --usage-history 0 looks at the window only", gv))
 	}
 	r.Unseen = append(r.Unseen, set.Changed...)
 	if len(set.Changed) > 0 {
@@ -300,6 +323,26 @@ func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples [
 	}
 	r.Settle()
 	return r
+}
+
+// beforeWindow are the requests by verb that an instance counted since it
+// started and before the window: its lifetime totals less the window's.
+func beforeWindow(rep Report) map[string]int64 {
+	out := map[string]int64{}
+	for verb, n := range rep.Lifetime {
+		if d := n - rep.Window[verb]; d > 0 {
+			out[verb] = d
+		}
+	}
+	return out
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func addCounts(into, from map[string]int64) map[string]int64 {

@@ -70,6 +70,14 @@ type Options struct {
 	// cannot say NotInUse — a client that calls less often than once a
 	// window falls between its reads — and is Unknown. 0: no floor.
 	MinWindow time.Duration
+	// History is how far back from the measurement's start evidence of a
+	// client still counts when it is older than the window
+	// (--usage-history): managedFields writes and audited requests inside
+	// it are clients (Client.InHistory), and the requests each instance's
+	// counters hold from before the window make the metrics source
+	// Unknown (they carry no time), as do the requests Prometheus counted
+	// in the span before the window. 0 looks at the window only.
+	History time.Duration
 	// Now is the clock (time.Now when nil), and After waits (time.After
 	// when nil).
 	Now   func() time.Time
@@ -129,7 +137,7 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 		for _, gvr := range targets {
 			wg.Go(func() {
 				writers, n, err := src.ManagedFields.Writers(ctx, gvr)
-				add(gvr, AssessManagedFields(gvr, writers, n, err, opts.Window, start))
+				add(gvr, AssessManagedFields(gvr, writers, n, err, opts.Window, opts.History, start))
 			})
 		}
 	}
@@ -138,7 +146,7 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 	case src.Prometheus != nil:
 		counted = map[schema.GroupVersionResource]SourceReport{}
 		for _, gvr := range targets {
-			counted[gvr] = AssessPrometheus(ctx, src.Prometheus, src.PrometheusName, gvr, opts.Window, start, set)
+			counted[gvr] = AssessPrometheus(ctx, src.Prometheus, src.PrometheusName, gvr, opts.Window, opts.History, start, set)
 		}
 	case set != nil:
 		after := opts.After
@@ -158,7 +166,7 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 		}
 		counted = map[schema.GroupVersionResource]SourceReport{}
 		for _, gvr := range targets {
-			counted[gvr] = AssessInstances(gvr, seen, samples, opts.Window)
+			counted[gvr] = AssessInstances(gvr, seen, samples, opts.Window, opts.History)
 		}
 	}
 	wg.Wait()
@@ -170,9 +178,11 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 		}
 		rs = append(rs, reports[gvr]...)
 		if len(logs) > 0 {
-			rs = append(rs, AssessAudit(gvr, logs, opts.Window, start, set))
+			rs = append(rs, AssessAudit(gvr, logs, opts.Window, opts.History, start, set))
 		}
-		out[gvr] = Combine(gvr, opts.Window, rs...)
+		a := Combine(gvr, opts.Window, rs...)
+		a.HistorySeconds = opts.History.Seconds()
+		out[gvr] = a
 	}
 	return out, nil
 }

@@ -57,8 +57,14 @@ func promDuration(d time.Duration) string {
 // failed scrape. When set is non-nil, every instance it names must be
 // among the scraped targets (matched by address, else by count). name
 // names the server for people ("Prometheus http://…").
-func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schema.GroupVersionResource, window time.Duration, now time.Time, set *InstanceSet) (r SourceReport) {
-	r = SourceReport{Source: SourcePrometheus, Name: name, WindowSeconds: window.Seconds()}
+//
+// With a history span longer than the window (--usage-history), the
+// requests Prometheus counted in [now-history, now-window] make the
+// source Unknown: a client whose period is longer than the window may
+// call again. Their absence proves nothing more than the window does (the
+// scrape is checked over the window only).
+func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schema.GroupVersionResource, window, history time.Duration, now time.Time, set *InstanceSet) (r SourceReport) {
+	r = SourceReport{Source: SourcePrometheus, Name: name, WindowSeconds: window.Seconds(), HistorySeconds: history.Seconds()}
 	defer r.Settle()
 	fail := func(what string, err error) SourceReport {
 		r.Unseen = append(r.Unseen, fmt.Sprintf("%s: %s", what, oneLine(err)))
@@ -146,6 +152,37 @@ func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schem
 		}
 	}
 	gv := schema.GroupVersion{Group: gvr.Group, Version: gvr.Version}.String()
+	if history > window {
+		// The requests before the window: the same two queries over
+		// [now-history, start], evaluated at start.
+		earlier := promDuration(history - window)
+		var before map[string]int64
+		for _, query := range []string{
+			fmt.Sprintf(`sum by (verb) (increase(apiserver_request_total%s[%s]) and apiserver_request_total%s offset %s)`, sel, earlier, sel, earlier),
+			fmt.Sprintf(`sum by (verb) (last_over_time(apiserver_request_total%s[%s]) unless apiserver_request_total%s offset %s)`, sel, earlier, sel, earlier),
+		} {
+			v, err := q.Query(ctx, query, start)
+			if err != nil {
+				return fail("Prometheus cannot be queried", err)
+			}
+			for _, s := range asVector(v) {
+				if s.Value <= 0 {
+					continue
+				}
+				if before == nil {
+					before = map[string]int64{}
+				}
+				// A rise, however extrapolated, is a request.
+				before[string(s.Metric["verb"])] += max(int64(math.Round(float64(s.Value))), 1)
+			}
+		}
+		if len(before) > 0 {
+			r.Unseen = append(r.Unseen, fmt.Sprintf("requests to %s %s from %s to %s, before the window (%s): a client that calls less often than once every %s may call again",
+				gv, gvr.Resource, now.Add(-history).UTC().Format(time.RFC3339), start.UTC().Format(time.RFC3339), byVerb(before), roundDuration(window.Seconds())))
+			r.WaysOut = append(r.WaysOut, "find who sent them: the API servers' audit logs of that time name each request's user and user agent (--audit-log)",
+				fmt.Sprintf("once you know what sent the requests before the window (the objects' creation, this tool's own reads at %s while it migrated, a job that has finished): --usage-history 0 looks at the window only", gv))
+		}
+	}
 	if len(r.Requests) > 0 {
 		r.Seen = append(r.Seen, fmt.Sprintf("requests to %s %s in the last %s: %s", gv, gvr.Resource, roundDuration(window.Seconds()), byVerb(r.Requests)))
 	} else {

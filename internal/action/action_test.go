@@ -54,6 +54,10 @@ func (f *fake) Measure(_ context.Context, targets ...schema.GroupVersionResource
 
 func (f *fake) Describe() string { return "the fake's sources" }
 
+func (f *fake) Writers(_ context.Context, gvr schema.GroupVersionResource) usage.SourceReport {
+	return usage.SourceReport{Source: usage.SourceManagedFields, Name: "managedFields of " + gvr.Resource}
+}
+
 func (f *fake) Missing(context.Context, []access.Need) ([]access.Need, bool) {
 	f.calls = append(f.calls, "access")
 	return f.missing, true

@@ -104,6 +104,20 @@ func (r *Retire) ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomRes
 	return &a, nil
 }
 
+// RecentWriters is the managedFields source of Usage on version of crd
+// (the field managers that wrote through it, and when); nil without a
+// Usage (--skip-usage-check).
+func (r *Retire) RecentWriters(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.SourceReport, error) {
+	if r.Usage == nil {
+		return nil, nil
+	}
+	rep := r.Usage.Writers(ctx, cluster.GVR(crd, version))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
 // StaleManagedFields lists, Engine.ChunkSize per page, the objects whose
 // managedFields name version: those of the client-usage check's scan when
 // it made one (one list per run; the first look only), else a list of

@@ -21,6 +21,8 @@ type UsageMeasurer interface {
 	Measure(ctx context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error)
 	// Describe names the sources, for the line printed before.
 	Describe() string
+	// Writers is the managedFields source alone (preflight.Usage.Writers).
+	Writers(ctx context.Context, gvr schema.GroupVersionResource) usage.SourceReport
 }
 
 // UsageOptions are the inputs of the client-usage check.

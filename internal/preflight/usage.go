@@ -179,6 +179,21 @@ func (u *Usage) Measure(ctx context.Context, targets ...schema.GroupVersionResou
 	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window, MinWindow: u.Config.MinWindow, History: u.Config.History})
 }
 
+// Writers is the managedFields source alone on gvr, over Config.Window
+// and Config.History, at now: the field managers that wrote through
+// gvr's version and whether each wrote inside the window or the history
+// span (usage.AssessManagedFields). It serves a version no longer served,
+// whose clients the counters cannot show, but whose recent writers are
+// still named by their entries. Without a managedFields source, the
+// report says it was not consulted (Unseen).
+func (u *Usage) Writers(ctx context.Context, gvr schema.GroupVersionResource) usage.SourceReport {
+	if u.Sources.ManagedFields == nil {
+		return usage.SourceReport{Source: usage.SourceManagedFields, Name: "managedFields of " + gvr.Resource, Unseen: []string{"the managedFields source was not consulted"}}
+	}
+	writers, n, err := u.Sources.ManagedFields.Writers(ctx, gvr)
+	return usage.AssessManagedFields(gvr, writers, n, err, u.Config.Window, u.Config.History, time.Now())
+}
+
 // ClientUsage is the client-usage check of one version from its
 // assessment: a client seen fails it, an unknown verdict fails it
 // (unknown is not pass), no client seen passes it. The message is the

@@ -35,6 +35,11 @@ type Cluster interface {
 	// verdict), never an error; an error is one line (an audit log that is
 	// not one, the end of ctx).
 	ClientUsage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.Assessment, error)
+	// RecentWriters is the managedFields source of the usage check on
+	// version of crd: the field managers whose entries name it, and
+	// whether each wrote inside the usage window or history span
+	// (usage.AssessManagedFields). Nil when the usage check is skipped.
+	RecentWriters(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.SourceReport, error)
 	// StaleManagedFields lists the objects of crd whose managedFields have
 	// an entry naming version, without requesting version itself.
 	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) ([]ObjectRef, error)

@@ -232,6 +232,13 @@ func (r *run) measure(ctx context.Context) error {
 		r.facts.Usage, r.res.Usage = a, a
 		r.observe(ClientsMoved, append([]string{"client usage: " + a.Message()}, a.Evidence()...)...)
 	}
+	if v != nil && !v.Served && !v.Storage && r.opts.CleanManagedFields && !r.opts.SkipUsageCheck && !r.usageMeasured && r.facts.Writers == nil {
+		w, err := r.e.Cluster.RecentWriters(ctx, r.crd, r.old)
+		if err != nil {
+			return fmt.Errorf("reading the managedFields writers of %s: %w", lifecycle.GroupVersion(r.crd, r.old), err)
+		}
+		r.facts.Writers = w
+	}
 	if v != nil && !v.Storage && r.facts.StaleManagedFields == nil {
 		stale, err := r.e.Cluster.StaleManagedFields(ctx, r.crd, r.old)
 		if apierrors.IsForbidden(err) {

@@ -27,7 +27,9 @@ type fakeCluster struct {
 	calls []string
 
 	usage *usage.Assessment
-	stale []ObjectRef
+	// writers answers RecentWriters (the managedFields writers of OLD).
+	writers *usage.SourceReport
+	stale   []ObjectRef
 	// staleErr answers the list of the objects' managedFields.
 	staleErr error
 	// missing are the permissions the user lacks.
@@ -108,6 +110,11 @@ func (f *fakeCluster) WaitServed(context.Context, string) error { return nil }
 func (f *fakeCluster) ClientUsage(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*usage.Assessment, error) {
 	f.log("usage")
 	return f.usage, nil
+}
+
+func (f *fakeCluster) RecentWriters(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*usage.SourceReport, error) {
+	f.log("managedFields writers")
+	return f.writers, nil
 }
 
 func (f *fakeCluster) StaleManagedFields(context.Context, *apiextensionsv1.CustomResourceDefinition, string) ([]ObjectRef, error) {
@@ -278,6 +285,12 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 				return nil
 			}
 		}, 6, "policy: versions are never removed", true},
+		// Issue 33: v1 is no longer served, so no request is counted, but
+		// my-operator's entry records a write through it two minutes back:
+		// a client, whose entries the clean-up would relabel.
+		{"a recent writer of an unserved version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), func(f *fakeCluster) {
+			f.stale, f.writers = []ObjectRef{{Namespace: "default", Name: "a"}}, recentWriter()
+		}, 5, "manager my-operator (Apply) wrote through stable.example.com/v1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(tc.crd)

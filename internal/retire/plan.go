@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -232,6 +233,14 @@ func (p *planner) managedFields(s *Step) {
 		s.set(ToDo, nil, "look for objects whose managedFields name %s/%s", p.group, old)
 	case len(*f.StaleManagedFields) == 0:
 		s.set(Done, nil, "no object's managedFields names %s/%s", p.group, old)
+	case f.CleanManagedFields && !v.Storage && !f.SkipUsage && activeWriters(f.Writers) != nil:
+		// Issue 33: the advice after unserve is this step, and a manager
+		// that applies the same object again and again keeps its entry's
+		// time: relabelling it would hide a client, not a leftover.
+		w := f.Writers
+		s.set(Blocked, p.retire(""), "%s wrote through %s/%s inside the last %s (the usage window and --usage-history): a client, not a leftover; its entries are not rewritten. Move it to %s, then re-run; once you know it no longer writes through %s, a --usage-history that does not reach back to its last write says so (or --skip-usage-check)",
+			strings.Join(activeWriters(w), ", "), p.group, old, roundSeconds(max(w.WindowSeconds, w.HistorySeconds)), p.storageVersion, old)
+		s.Evidence = append(s.Evidence, w.Seen...)
 	case f.CleanManagedFields && !v.Storage:
 		s.set(ToDo, nil, "rewrite the managedFields entries of %d object(s) from %s to %s", len(*f.StaleManagedFields), old, p.storageVersion)
 	default:
@@ -343,4 +352,23 @@ func sample(refs []ObjectRef) string {
 		names[i] = r.String()
 	}
 	return lifecycle.Some(names, 3)
+}
+
+// activeWriters names the managers of w that wrote inside its window or
+// history span ("manager my-operator (Apply)"); nil when none (or w is nil).
+func activeWriters(w *usage.SourceReport) []string {
+	if w == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range w.Clients {
+		if c.Active() {
+			out = append(out, fmt.Sprintf("manager %s (%s)", c.Manager, c.Operation))
+		}
+	}
+	return out
+}
+
+func roundSeconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }

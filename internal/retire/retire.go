@@ -109,6 +109,12 @@ type Facts struct {
 	SkipUsage bool
 	// StaleManagedFields lists the objects whose managedFields name OLD.
 	StaleManagedFields *[]ObjectRef
+	// Writers is the managedFields source's report on OLD, looked at
+	// while OLD is not served (the usage check then has nothing to count):
+	// a manager that wrote through OLD inside the window or the history
+	// span is a client, not a leftover, and step 5 does not relabel its
+	// entries.
+	Writers *usage.SourceReport
 	// Writes are the API server's answers to the server-side dry runs of
 	// the plan's CRD writes (Unserved, Removed), by step, made on the CRD
 	// the plan is made from.

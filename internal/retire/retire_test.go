@@ -10,10 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
 var v1 = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 // assessed is the assessment of v1 from one metrics source that saw
 // requests (LIST 3), nothing or (with unseen) not everything.
@@ -28,7 +31,20 @@ func assessed(requests int64, unseen ...string) *usage.Assessment {
 }
 
 func notInUse() *usage.Assessment { return assessed(0) }
-func none() *[]ObjectRef          { return &[]ObjectRef{} }
+
+// recentWriter and oldWriter are the managedFields source's reports on v1:
+// my-operator wrote through it two minutes ago, inside a day of history,
+// or two days ago.
+func recentWriter() *usage.SourceReport {
+	r := usage.AssessManagedFields(v1, []managedfields.Writer{{Manager: "my-operator", Operation: "Apply", Objects: 1, Last: t0.Add(-2 * time.Minute)}}, 4, nil, 15*time.Second, 24*time.Hour, t0)
+	return &r
+}
+
+func oldWriter() *usage.SourceReport {
+	r := usage.AssessManagedFields(v1, []managedfields.Writer{{Manager: "my-operator", Operation: "Apply", Objects: 1, Last: t0.Add(-48 * time.Hour)}}, 4, nil, 15*time.Second, 24*time.Hour, t0)
+	return &r
+}
+func none() *[]ObjectRef { return &[]ObjectRef{} }
 
 // statuses renders a plan as "1=done 2=to do …".
 func statuses(steps []Step) string {
@@ -82,6 +98,13 @@ func TestPlan(t *testing.T) {
 		{"S5, stale managedFields, given --migrate and --skip-usage-check", s5, Facts{StaleManagedFields: stale, Migrate: true, SkipUsage: true}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5,
 			"kubectl crdversion retire crontabs.stable.example.com v1 --migrate --clean-managed-fields --skip-usage-check"},
 		{"S5, stale managedFields, clean", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
+		// Issue 33: a manager that wrote through v1 inside the window or
+		// the history span is a client; its entries are not relabelled,
+		// unless the usage check is skipped.
+		{"S5, stale managedFields, clean, a recent writer", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true, Writers: recentWriter()}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5,
+			"manager my-operator (Apply) wrote through stable.example.com/v1 inside the last 24h0m0s (the usage window and --usage-history): a client, not a leftover; its entries are not rewritten"},
+		{"S5, stale managedFields, clean, an old writer", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true, Writers: oldWriter()}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
+		{"S5, stale managedFields, clean, a recent writer, usage check skipped", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true, SkipUsage: true, Writers: recentWriter()}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
 		{"S5, clean", s5, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, "remove v1"},
 		{"S6: already retired", s6, Facts{}, "1=done 2=done 3=done 4=done 5=done 6=done 7=info", 0, ""},
 		{"removed while still stored", lost, Facts{}, "1=done 2=done 3=done 4=blocked 5=done 6=done 7=info", 4, "add-version crontabs.stable.example.com v1 --from v2 --served=false"},

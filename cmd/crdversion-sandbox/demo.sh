@@ -53,11 +53,20 @@ if command -v kubectl >/dev/null 2>&1; then
 	sleep 1 # let its last request finish
 fi
 
-# The example route was written through v1beta1, so its managedFields name
-# it: server-side apply would fail once v1beta1 is gone. retire refuses
-# until the entries are rewritten, which --clean-managed-fields does.
+# The client stopped, but its requests stay in the API server's counters,
+# which carry no time, and the example route's managedFields record a write
+# through v1beta1 minutes ago (the sandbox installed it). Within
+# --usage-history (a day by default) both count: a client that calls less
+# often than once a window, or an operator that applies the same object
+# again and again, looks just like that. retire refuses, naming both.
 crdversion retire httproutes.gateway.networking.k8s.io v1beta1 || echo "(refused, exit code $?; nothing was changed)"
-crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --clean-managed-fields
+
+# We know both are done, and say so: --usage-history 0 looks at the window
+# only. The route's managedFields still name v1beta1, so server-side apply
+# would fail once v1beta1 is gone: retire refuses until the entries are
+# rewritten, which --clean-managed-fields does.
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 || echo "(refused, exit code $?; nothing was changed)"
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 --clean-managed-fields
 crdversion status httproutes.gateway.networking.k8s.io
 
 # ReferenceGrant stores v1alpha2 and serves v1beta1 beside it: a promotion

@@ -235,6 +235,7 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"deprecate", "x.example.com", "v1", "--warning", "w", "--undo"}, "--warning and --undo cannot be combined"},
 		{[]string{"unserve", "x.example.com", "v1", "--usage-window", "-1s"}, "--usage-window must not be negative"},
 		{[]string{"retire", "x.example.com", "v1", "--usage-min-window", "-1s"}, "--usage-min-window must not be negative"},
+		{[]string{"unserve", "x.example.com", "v1", "--usage-history", "-1h"}, "--usage-history must not be negative"},
 		{[]string{"serve", "x.example.com", "v1", "-o", "name", "-f", manifest}, "-o cannot be used with -f"},
 
 		{[]string{"diff", "x.example.com", "v1"}, "CRD FROM TO (three arguments) or --old FILE --new FILE is required, got 2 arguments"},

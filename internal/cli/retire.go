@@ -29,11 +29,12 @@ var retireLong = templates.LongDesc(`
 	Retire an old version of a CustomResourceDefinition: take, in order, the
 	steps of the Kubernetes task page "Versions in CustomResourceDefinitions"
 	for removing it, each after its preflight: 1. clients moved off the
-	version (no request, watch or write seen during --usage-window); 2. the
+	version (no request, watch or write seen during --usage-window, nor
+	before it within --usage-history); 2. the
 	version unserved; 3. another version the storage version; 4. every object
 	rewritten at the storage version and status.storedVersions trimmed
 	(--migrate); 5. no managedFields entry naming the version
-	(--clean-managed-fields); 6. the version removed from spec.versions;
+	(--clean-managed-fields, not a recent writer's); 6. the version removed from spec.versions;
 	7. what the conversion can drop now.
 
 	retire plans every step, measures client usage, checks its permissions

@@ -42,7 +42,11 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			(each one's /metrics, read twice --usage-window apart, or the
 			history of --prometheus-url / --prometheus-service), no write through
 			it in the objects' managedFields, and, with --audit-log, no client of
-			it in the audit logs. When an instance or a source cannot be read the
+			it in the audit logs. Evidence from before the window counts too
+			(--usage-history, a day by default): requests an instance counted
+			since it started that the window does not explain make the verdict
+			unknown, and a managedFields write or an audited request inside the
+			span is a client. When an instance or a source cannot be read the
 			verdict is unknown and unserve refuses, naming what it could not see
 			and the ways to see it. The evidence is printed; --skip-usage-check
 			skips the check, and the output records it. Objects stay readable

@@ -16,6 +16,7 @@ import (
 type UsageFlags struct {
 	UsageWindow       time.Duration
 	UsageMinWindow    time.Duration
+	UsageHistory      time.Duration
 	SkipUsageCheck    bool
 	PrometheusURL     string
 	PrometheusService string
@@ -28,6 +29,8 @@ func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
 	f.Var(&windowValue{d: &u.UsageWindow, flag: "--usage-window"}, "usage-window", "How far back to look for clients of the version: the time between two reads of every API server instance's /metrics (the command waits that long; at most 30m), or, with a Prometheus source, the history it queries (7d, 24h); also the window of the managedFields and audit-log sources.")
 	u.UsageMinWindow = DefaultUsageMinWindow
 	f.Var(&windowValue{d: &u.UsageMinWindow, flag: "--usage-min-window"}, "usage-min-window", "The floor of proof: a --usage-window shorter than this cannot show that no client uses the version (a client calling less often falls between the reads), only that one does; the verdict is then unknown. Lower it only when you know every client's period.")
+	u.UsageHistory = DefaultUsageHistory
+	f.Var(&windowValue{d: &u.UsageHistory, flag: "--usage-history"}, "usage-history", "How far back evidence older than --usage-window still counts as a client that may call again: a managedFields write or an audited request through the version in that time is a client, and requests that an API server counted since it started, before the window, make the verdict unknown (its counters carry no time). 0 looks at the window only: give it once you know who sent the earlier requests.")
 	f.BoolVar(&u.SkipUsageCheck, "skip-usage-check", false, "Do not check for clients of the version (the output records that the check was skipped).")
 	f.StringVar(&u.PrometheusURL, "prometheus-url", "", "Read the API servers' request counters over --usage-window from this Prometheus server (http(s)://HOST:PORT[/PREFIX]), which must scrape every API server instance, instead of reading each instance's /metrics.")
 	f.StringVar(&u.PrometheusService, "prometheus-service", "", "Like --prometheus-url, through the API server's service proxy to this Service: NAMESPACE/NAME:PORT (for example monitoring/prometheus-k8s:9090; NAMESPACE/https:NAME:PORT for TLS).")
@@ -36,13 +39,19 @@ func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
 
 // config is the check's configuration for preflight.
 func (u *UsageFlags) config() preflight.UsageConfig {
-	return preflight.UsageConfig{Window: u.UsageWindow, MinWindow: u.UsageMinWindow, Skip: u.SkipUsageCheck, PrometheusURL: u.PrometheusURL,
+	return preflight.UsageConfig{Window: u.UsageWindow, MinWindow: u.UsageMinWindow, History: u.UsageHistory, Skip: u.SkipUsageCheck, PrometheusURL: u.PrometheusURL,
 		PrometheusService: u.PrometheusService, AuditLogs: u.AuditLogs}
 }
 
 // DefaultUsageMinWindow is --usage-min-window's default: unserve's and
 // retire's default --usage-window, the shortest window that may pass.
 const DefaultUsageMinWindow = 15 * time.Second
+
+// DefaultUsageHistory is --usage-history's default: a day holds the
+// periods of ordinary periodic clients (CronJobs up to daily, dashboards,
+// reconcile loops on a timer) and of a GitOps tool that applies the same
+// manifests again and again (issue 33).
+const DefaultUsageHistory = 24 * time.Hour
 
 // windowValue is a duration flag that also takes Prometheus durations
 // (7d, 2w); flag names it in errors.

@@ -109,7 +109,7 @@ func TestFaultPermissionPreflight(t *testing.T) {
 	}
 	// Without /metrics the usage check is unknown: retire is blocked, and
 	// says how to go on.
-	r := refused(t, c, name, []string{"stopped at step 1", "is unknown"}, "retire", name, "v1", "--usage-window=0", "--as", "perm-no-status")
+	r := refused(t, c, name, []string{"stopped at step 1", "is unknown"}, "retire", name, "v1", "--usage-window=0", "--usage-history=0", "--as", "perm-no-status")
 	if !strings.Contains(r.stdout, "way out: ") || !strings.Contains(r.stdout, "--skip-usage-check") {
 		t.Errorf("retire does not name the ways out:\n%s", r.stdout)
 	}

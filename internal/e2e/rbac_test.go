@@ -114,15 +114,15 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 		}},
 		{"crdversion-promote-storage", lifecycle.StateS1, lifecycle.StateS2, [][]string{{"promote-storage", "CRD", "v2"}}},
 		{"crdversion-migrate", lifecycle.StateS2, lifecycle.StateS3, [][]string{{"migrate", "CRD"}}},
-		{"crdversion-unserve", lifecycle.StateS4, lifecycle.StateS5, [][]string{{"unserve", "CRD", "v1", "--usage-window=1s", "--usage-min-window=1s"}}},
+		{"crdversion-unserve", lifecycle.StateS4, lifecycle.StateS5, [][]string{{"unserve", "CRD", "v1", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}}},
 		{"crdversion-retire", lifecycle.StateS2, lifecycle.StateS6, [][]string{
-			{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s"},
+			{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"},
 		}},
 		{"crdversion-diff", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"diff", "CRD", "v1", "v2"}}},
 		{"crdversion-check-upgrade", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"check-upgrade", "CRD", "-f", "FILE"}}},
 		{"crdversion-doctor", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"doctor", "CRD"}}},
 		{"crdversion-operator", lifecycle.StateS1, lifecycle.StateS6, [][]string{
-			{"status", "CRD"}, {"promote-storage", "CRD", "v2"}, {"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s"},
+			{"status", "CRD"}, {"promote-storage", "CRD", "v2"}, {"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"},
 		}},
 	}
 	// Last: the storage version migrator it needs runs a garbage
@@ -231,8 +231,8 @@ func TestEachPermissionIsNeeded(t *testing.T) {
 		{"crdversion-promote-storage", lifecycle.StateS1, []string{"promote-storage", "CRD", "v2"}},
 		{"crdversion-migrate", lifecycle.StateS2, []string{"migrate", "CRD"}},
 		{"crdversion-migrate-server", lifecycle.StateS2, []string{"migrate", "CRD", "--engine=server"}},
-		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=1s", "--usage-min-window=1s"}},
-		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s"}},
+		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}},
+		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}},
 	}
 	// Either is enough to count the API server instances (the identity
 	// leases, else the kubernetes Service's EndpointSlices); Services and

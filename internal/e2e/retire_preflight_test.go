@@ -271,7 +271,7 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 	crd := advance(t, c, "records.example.com", apiextensionsv1.NamespaceScoped, 3, lifecycle.StateS3)
 	name := crd.Name
 	writesSettled(t, c, crd, time.Second)
-	r := mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "-o", "json")
+	r := mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0", "-o", "json")
 	var rep struct {
 		Outcome string `json:"outcome"`
 		Steps   []struct {

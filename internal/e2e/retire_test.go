@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,19 +242,110 @@ func TestUsageWindowBelowTheFloor(t *testing.T) {
 	c := newClients(t)
 	crd := advance(t, c, "floor.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS4)
 	name := crd.Name
+	// The objects' creation through v1 came before every window here: the
+	// test knows it, and says so (--usage-history=0, TestUsageHistory).
 	for _, window := range []string{"1ns", "1ms", "3s"} {
 		refused(t, c, name, []string{"whether clients still use floor.example.com/v1 crontabs is unknown",
 			"the window of " + window + " is shorter than the floor of 15s (--usage-min-window)",
 			"look back at least 15s: --usage-window 15s or longer"},
-			"unserve", name, "v1", "--usage-window="+window)
+			"unserve", name, "v1", "--usage-window="+window, "--usage-history=0")
 	}
 	refused(t, c, name, []string{"stopped at step 1", "shorter than the floor of 15s"},
-		"retire", name, "v1", "--usage-window=1ns", "--clean-managed-fields")
+		"retire", name, "v1", "--usage-window=1ns", "--usage-history=0", "--clean-managed-fields")
 	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {
 		t.Fatal("refused, yet v1 is no longer served")
 	}
-	r := mustRun(t, "unserve", name, "v1", "--usage-window=1s", "--usage-min-window=1s")
+	// The objects' creation through v1 came before the window: the test
+	// knows it, and says so (TestUsageHistory).
+	r := mustRun(t, "unserve", name, "v1", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0")
 	mustContain(t, "unserve's output", r.stdout, "no client of floor.example.com/v1 crontabs seen in the last 1s")
+}
+
+// TestUsageHistory (issue 33, the first two attacks). A client that lists
+// the version less often than once a window, checked between two of its
+// LISTs, passed: the window saw nothing, and the counters' own record of
+// its earlier LISTs was printed and ignored. An operator that applies the
+// same object again and again changes nothing, so its managedFields entry
+// keeps the time of its last change, two minutes back: outside the window,
+// it passed, and the next step's advice (retire --clean-managed-fields)
+// would relabel its entries. Now requests counted before the window make
+// the verdict unknown, a write inside --usage-history is a client, the
+// advice printed once the user says otherwise (--usage-history 0) is
+// refused by retire's own check, and nothing is changed by any refusal.
+func TestUsageHistory(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	// advance creates the objects through v1 and rewrites them through v2.
+	crd := advance(t, c, "history.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS4)
+	name := crd.Name
+	short := []string{"--usage-window=2s", "--usage-min-window=2s"}
+	before := regexp.MustCompile(`(\d+) request\(s\) to history\.example\.com/v1 since it started at \S+ came before the last [0-9.]+s \(([^)]*)\)`)
+
+	// Before the lister: the objects' creation (a POST through v1) is what
+	// came before the window, and its managedFields entry (manager
+	// e2e.test, seconds old) is a writer inside the history span.
+	creator := regexp.MustCompile(`managedFields of crontabs \[InUse\]: manager e2e\.test \(Update\) wrote 1 object\(s\) through history\.example\.com/v1, last \S+ \((inside the window|before the window, inside the 24h0m0s history: it may call again)\)`)
+	r := refused(t, c, name, []string{"clients still use history.example.com/v1 crontabs (seen by: managedFields of crontabs)"},
+		append([]string{"unserve", name, "v1"}, short...)...)
+	m := before.FindStringSubmatch(r.stdout)
+	if m == nil || m[2] != "POST 1" || !creator.MatchString(r.stdout) {
+		t.Fatalf("before any LIST: the requests before the window %v, want POST 1 (the creation), and the creator's entry:\n%s", m, r.stdout)
+	}
+	// The lister, between two of its LISTs: its LIST came before the
+	// window; the metrics source is Unknown whatever the others say.
+	v1 := resource(c, crd, "v1", "team-a")
+	if _, err := v1.List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = refused(t, c, name, []string{"/metrics of 1 API server instance(s) [Unknown]: NOT SEEN:"}, append([]string{"unserve", name, "v1"}, short...)...)
+	if m := before.FindStringSubmatch(r.stdout); m == nil || m[2] != "LIST 1, POST 1" {
+		t.Errorf("the LIST before the window is not named: %v\n%s", m, r.stdout)
+	}
+
+	// The no-op applier: its entry names v1 with the time of its last
+	// change, two minutes back (written here through v2, so that v1's
+	// counters do not move).
+	last := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
+	v2 := resource(c, crd, "v2", "team-a")
+	obj, err := v2.Get(context.Background(), "crontab-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := append(obj.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: "my-operator", Operation: metav1.ManagedFieldsOperationApply,
+		APIVersion: "history.example.com/v1", Time: &metav1.Time{Time: last}, FieldsType: "FieldsV1",
+		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:image":{}}}`)})
+	obj.SetManagedFields(entries)
+	if _, err := v2.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applier := "manager my-operator (Apply) wrote 1 object(s) through history.example.com/v1, last " + last.Format(time.RFC3339) + " (before the window, inside the 24h0m0s history: it may call again)"
+	refused(t, c, name, []string{"clients still use history.example.com/v1 crontabs (seen by: managedFields of crontabs)", applier,
+		"no longer write(s) through history.example.com/v1 (a one-off apply, a controller since upgraded)"}, append([]string{"unserve", name, "v1"}, short...)...)
+	refused(t, c, name, []string{"stopped at step 1", "clients still use history.example.com/v1 crontabs", applier},
+		append([]string{"retire", name, "v1", "--clean-managed-fields"}, short...)...)
+
+	// The user knows the earlier requests and says so: unserve passes on
+	// the window alone, and its advice is retire --clean-managed-fields,
+	// which checks with the default history and refuses.
+	r = mustRun(t, append([]string{"unserve", name, "v1", "--usage-history=0"}, short...)...)
+	mustContain(t, "unserve's output", r.stdout, "no client of history.example.com/v1 crontabs seen in the last 2s")
+	next := regexp.MustCompile(`(?m)^Next: kubectl crdversion (retire \S+ v1 --clean-managed-fields.*)$`).FindStringSubmatch(r.stdout)
+	if next == nil {
+		t.Fatalf("no retire --clean-managed-fields advice:\n%s", r.stdout)
+	}
+	// v1 is no longer served: no request can be counted, but the entry
+	// still records my-operator's write, and the clean-up would relabel it.
+	refused(t, c, name, []string{"stopped at step 5", "manager my-operator (Apply) wrote through history.example.com/v1 inside the last 24h0m0s", "a client, not a leftover; its entries are not rewritten", applier},
+		append(strings.Fields(next[1]), short...)...)
+	got, err := v2.Get(context.Background(), "crontab-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == "my-operator" && e.APIVersion == "history.example.com/v1"
+	}) {
+		t.Errorf("the applier's entry was relabelled: %+v", got.GetManagedFields())
+	}
 }
 
 // TestRetireClientUsage: a client of the old version during the window
@@ -307,11 +400,13 @@ func TestRetireClientUsage(t *testing.T) {
 		t.Errorf("retire does not report the open watch:\n%s", r.stdout)
 	}
 	stopWatching()
+	// The clients' requests came before the windows below: the test knows
+	// they stopped, and says so (--usage-history=0, TestUsageHistory).
 	waitFor(t, "the watch to end on the server", func() (bool, error) {
-		return plugin(t, "retire", name, "v1", "--usage-window=500ms", "--usage-min-window=500ms", "--dry-run", "--clean-managed-fields").err == nil, nil
+		return plugin(t, "retire", name, "v1", "--usage-window=500ms", "--usage-min-window=500ms", "--usage-history=0", "--dry-run", "--clean-managed-fields").err == nil, nil
 	})
 
-	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--usage-min-window=200ms", "--clean-managed-fields")
+	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--usage-min-window=200ms", "--usage-history=0", "--clean-managed-fields")
 	healthy(t, name, lifecycle.StateS6)
 }
 

@@ -238,9 +238,14 @@ func (p *planner) managedFields(s *Step) {
 		// that applies the same object again and again keeps its entry's
 		// time: relabelling it would hide a client, not a leftover.
 		w := f.Writers
-		s.set(Blocked, p.retire(""), "%s wrote through %s/%s inside the last %s (the usage window and --usage-history): a client, not a leftover; its entries are not rewritten. Move it to %s, then re-run; once you know it no longer writes through %s, a --usage-history that does not reach back to its last write says so (or --skip-usage-check)",
+		s.set(Blocked, p.retire(""), "%s wrote through %s/%s inside the last %s (the usage window and --usage-history): a client, not a leftover; its entries are not rewritten. Move it to %s, then re-run; once you know it no longer writes through %s, --usage-history 0 says so (or --skip-usage-check)",
 			strings.Join(activeWriters(w), ", "), p.group, old, roundSeconds(max(w.WindowSeconds, w.HistorySeconds)), p.storageVersion, old)
 		s.Evidence = append(s.Evidence, w.Seen...)
+	case f.CleanManagedFields && !v.Storage && !f.SkipUsage && f.Writers != nil && f.Writers.Verdict == usage.Unknown:
+		// Not knowing whether a manager still writes is not knowing that
+		// none does (the scan failed, or an entry has no time).
+		s.set(Blocked, p.retire(""), "whether a field manager still writes through %s/%s is unknown (%s): its entries are not rewritten until it is known, or the usage check is skipped (--skip-usage-check)",
+			p.group, old, strings.Join(f.Writers.Unseen, "; "))
 	case f.CleanManagedFields && !v.Storage:
 		s.set(ToDo, nil, "rewrite the managedFields entries of %d object(s) from %s to %s", len(*f.StaleManagedFields), old, p.storageVersion)
 	default:

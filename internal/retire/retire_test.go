@@ -1,6 +1,7 @@
 package retire
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,6 +38,11 @@ func notInUse() *usage.Assessment { return assessed(0) }
 // or two days ago.
 func recentWriter() *usage.SourceReport {
 	r := usage.AssessManagedFields(v1, []managedfields.Writer{{Manager: "my-operator", Operation: "Apply", Objects: 1, Last: t0.Add(-2 * time.Minute)}}, 4, nil, 15*time.Second, 24*time.Hour, t0)
+	return &r
+}
+
+func unknownWriters() *usage.SourceReport {
+	r := usage.AssessManagedFields(v1, nil, 0, errors.New("the server was unable to return a response in the time allotted"), 15*time.Second, 24*time.Hour, t0)
 	return &r
 }
 
@@ -103,6 +109,8 @@ func TestPlan(t *testing.T) {
 		// unless the usage check is skipped.
 		{"S5, stale managedFields, clean, a recent writer", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true, Writers: recentWriter()}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5,
 			"manager my-operator (Apply) wrote through stable.example.com/v1 inside the last 24h0m0s (the usage window and --usage-history): a client, not a leftover; its entries are not rewritten"},
+		{"S5, stale managedFields, clean, the writers not known", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true, Writers: unknownWriters()}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5,
+			"whether a field manager still writes through stable.example.com/v1 is unknown (the objects of crontabs.stable.example.com cannot be listed: the server was unable to return a response in the time allotted)"},
 		{"S5, stale managedFields, clean, an old writer", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true, Writers: oldWriter()}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
 		{"S5, stale managedFields, clean, a recent writer, usage check skipped", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true, SkipUsage: true, Writers: recentWriter()}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
 		{"S5, clean", s5, Facts{StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", 6, "remove v1"},

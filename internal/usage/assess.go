@@ -95,9 +95,10 @@ type SourceReport struct {
 	// Name says which one, for people: "2 API server instances",
 	// "Prometheus http://prometheus:9090", "audit log /var/log/audit.log".
 	Name string `json:"name"`
-	// Verdict is InUse when the source saw a client in the window,
-	// Unknown when it saw none but could not see everything (Unseen), and
-	// NotInUse otherwise. It is computed by Settle, never set by hand.
+	// Verdict is InUse when the source saw a client in the window (or a
+	// named client in the history span), Unknown when it saw none but
+	// could not see everything (Unseen), and NotInUse otherwise. It is
+	// computed by Settle, never set by hand.
 	Verdict Verdict `json:"verdict"`
 	// WindowSeconds is the time the source looked at, in seconds.
 	WindowSeconds float64 `json:"windowSeconds"`
@@ -345,7 +346,7 @@ func (a Assessment) InUseWaysOut() []string {
 		line := fmt.Sprintf("the managedFields entries of %s record writes through %s in the last %s, the last at %s: they stop counting once the manager writes through another version (which relabels its entry) or once that write is older than %s (a re-run after %s)",
 			joinAnd(managers), gv, roundDuration(span.Seconds()), last.UTC().Format(time.RFC3339), roundDuration(span.Seconds()), last.Add(span).UTC().Format(time.RFC3339))
 		if len(earlier) > 0 {
-			line += fmt.Sprintf("; when you know that %s no longer write(s) through %s (a one-off apply, a controller since upgraded), a --usage-history that does not reach back to %s says so", joinAnd(earlier), gv, lastEarlier.UTC().Format(time.RFC3339))
+			line += fmt.Sprintf("; when you know that %s no longer write(s) through %s (a one-off apply, a controller since upgraded), a --usage-history that does not reach back to %s says so (with the API servers' /metrics as the counting source only 0 does: their counters carry no time)", joinAnd(earlier), gv, lastEarlier.UTC().Format(time.RFC3339))
 		}
 		out = append(out, line+"; cleaning managedFields is no way out (retire's --clean-managed-fields relabels entries for the removal, unserve has none): these are writes, not leftovers")
 	}

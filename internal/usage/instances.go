@@ -232,7 +232,7 @@ type InstanceSample struct {
 func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples []InstanceSample, window, history time.Duration) SourceReport {
 	gv := schema.GroupVersion{Group: gvr.Group, Version: gvr.Version}.String()
 	r := SourceReport{Source: SourceMetrics, Name: fmt.Sprintf("/metrics of %d API server instance(s)", len(set.Instances)), WindowSeconds: window.Seconds(), HistorySeconds: history.Seconds()}
-	earlier := false
+	earlier, young := false, false
 	r.Unseen = append(r.Unseen, set.Unseen...)
 	r.Seen = append(r.Seen, set.Notes...)
 	var unread []string
@@ -296,6 +296,17 @@ func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples [
 			r.Unseen = append(r.Unseen, fmt.Sprintf("%s: %d request(s) to %s since %s came before the last %s (%s); the counters carry no time, so they may be a client that calls less often than once every %s and will call again",
 				name, sum(before), gv, started, roundDuration(rep.WindowSeconds), byVerb(before), roundDuration(rep.WindowSeconds)))
 		}
+		// An instance younger than the history span counted nothing of
+		// what came before its start (a restart, a rolling upgrade): zero
+		// since then is no evidence for the rest of the span.
+		if taken := s.First.taken; history > 0 && rep.Verdict != Unknown && rep.WindowSeconds > 0 && (rep.ServerStart == nil || rep.ServerStart.After(taken.Add(-history))) {
+			young = true
+			since := "its start is unknown (no process_start_time_seconds)"
+			if rep.ServerStart != nil {
+				since = fmt.Sprintf("it started at %s, %s before the first read", rep.ServerStart.Format(time.RFC3339), roundDuration(taken.Sub(*rep.ServerStart).Seconds()))
+			}
+			r.Unseen = append(r.Unseen, fmt.Sprintf("%s: its counters cover only the time since it started, and %s, inside the %s history: the requests of the rest of the span are not known", name, since, roundDuration(history.Seconds())))
+		}
 	}
 	if len(samples) == 0 && len(set.Unseen) == 0 {
 		r.Unseen = append(r.Unseen, "no API server instance was read")
@@ -303,10 +314,14 @@ func AssessInstances(gvr schema.GroupVersionResource, set InstanceSet, samples [
 	if window == 0 {
 		r.Unseen = append(r.Unseen, "the window is 0: one read of /metrics shows open watches only, not the requests that come and go")
 	}
+	if earlier || young {
+		r.WaysOut = append(r.WaysOut, WayPrometheus+", with a --usage-window as long as the longest period of the version's clients (24h, 7d): it has the times the counters lack")
+	}
 	if earlier {
-		r.WaysOut = append(r.WaysOut, WayPrometheus+", with a --usage-window as long as the longest period of the version's clients (24h, 7d): it has the times the counters lack",
-			"give the audit logs that span the time since the API servers started (--audit-log): they name who sent those requests and when",
-			fmt.Sprintf("once you know what sent the requests before the window (the objects' creation, this tool's own reads at %s while it migrated, a job that has finished): --usage-history 0 looks at the window only", gv))
+		r.WaysOut = append(r.WaysOut, fmt.Sprintf("once you know what sent the requests before the window (the objects' creation, this tool's own reads at %s while it migrated, a job that has finished): --usage-history 0 looks at the window only (the counters carry no time, so no shorter span can leave them out)", gv))
+	}
+	if young {
+		r.WaysOut = append(r.WaysOut, "once you know that no client of the version calls less often than the API servers have run: a --usage-history no longer than their uptime (or 0)")
 	}
 	r.Unseen = append(r.Unseen, set.Changed...)
 	if len(set.Changed) > 0 {

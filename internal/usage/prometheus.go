@@ -28,13 +28,13 @@ type PromQuerier interface {
 func ParseWindow(s string) (time.Duration, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
-			return 0, fmt.Errorf("the usage window must not be negative, got %s", s)
+			return 0, fmt.Errorf("a duration here must not be negative, got %s", s)
 		}
 		return d, nil
 	}
 	d, err := model.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("the usage window %q is not a duration (for example 30s, 10m, 24h, 7d)", s)
+		return 0, fmt.Errorf("%q is not a duration (for example 30s, 10m, 24h, 7d)", s)
 	}
 	return time.Duration(d), nil
 }

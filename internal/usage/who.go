@@ -48,6 +48,11 @@ func AssessManagedFields(gvr schema.GroupVersionResource, writers []managedfield
 			self += w.Objects
 			continue
 		}
+		if w.Last.IsZero() {
+			// An entry without a time may be a write of any age.
+			r.Unseen = append(r.Unseen, fmt.Sprintf("manager %s (%s) wrote %d object(s) through %s, at no recorded time (managedFields entries without time): whether it still writes is not known", w.Manager, w.Operation, w.Objects, gv))
+			continue
+		}
 		c := Client{Manager: w.Manager, Operation: w.Operation, Count: int64(w.Objects), Last: w.Last, InWindow: window > 0 && !w.Last.Before(since)}
 		c.InHistory = !c.InWindow && history > window && !w.Last.Before(before)
 		r.Clients = append(r.Clients, c)

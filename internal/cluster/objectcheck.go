@@ -74,6 +74,17 @@ type CheckObjectsOptions struct {
 	// UpdateOnly leaves out the dry-run create: the check of a step that
 	// writes every object as an update and none as new (migrate).
 	UpdateOnly bool
+	// Through, when set, is the version the dry-run update is sent through
+	// instead of To. With a conversion webhook and the objects stored at
+	// From, an update through From is stored at the storage version and
+	// its answer converted back: the round trip From -> storage -> From,
+	// which is what a migration keeps of the object, seen at From.
+	Through string
+	// Whole compares the object read at From with the dry-run update's
+	// answer as whole objects (CompareObjects: values and metadata too)
+	// instead of by the keys present (LostPaths). The two must have the
+	// same shape: Through is From, or conversion is None.
+	Whole bool
 	// RoundTrip, with a conversion webhook and From the storage version,
 	// also reads each object at To (a GET: From -> To, what a migration
 	// will store) and compares it with the dry-run update's answer, which
@@ -126,6 +137,17 @@ type ObjectsCheck struct {
 	Forbidden []ObjectProblem `json:"forbidden,omitempty"`
 	// Lost are the objects with fields present at From and absent at To.
 	Lost []ObjectLoss `json:"lost,omitempty"`
+	// Changed are the objects whose dry-run update changes values (Whole).
+	Changed []ObjectLoss `json:"changed,omitempty"`
+	// Set are the objects whose dry-run update sets fields they lack or
+	// hold as null: defaults, admission (Whole).
+	Set []ObjectLoss `json:"set,omitempty"`
+	// NullsDropped are the objects whose explicit nulls the dry-run
+	// update drops (Whole).
+	NullsDropped []ObjectLoss `json:"nullsDropped,omitempty"`
+	// GenerationChanged are the objects whose metadata.generation the
+	// dry-run update changes (Whole): controllers reconcile them again.
+	GenerationChanged []string `json:"generationChanged,omitempty"`
 	// NotRoundTripped are the objects with fields at To that do not come
 	// back from a conversion to From and back (see
 	// CheckObjectsOptions.RoundTrip).
@@ -161,6 +183,10 @@ type ObjectsCheck struct {
 func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o CheckObjectsOptions) (*ObjectsCheck, error) {
 	start := time.Now()
 	from, to := c.Dynamic.Resource(GVR(crd, o.From)), c.Dynamic.Resource(GVR(crd, o.To))
+	through := to
+	if o.Through != "" {
+		through = c.Dynamic.Resource(GVR(crd, o.Through))
+	}
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 	at := func(res dynamic.NamespaceableResourceInterface, ns string) dynamic.ResourceInterface {
 		if namespaced {
@@ -201,7 +227,8 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 				out.Validated++
 			}
 			g.Go(func() error {
-				f, err := c.checkObject(gctx, at(from, u.GetNamespace()), at(to, u.GetNamespace()), u, validate, o)
+				ns := u.GetNamespace()
+				f, err := c.checkObject(gctx, at(from, ns), at(to, ns), at(through, ns), u, validate, o)
 				if err != nil {
 					return err
 				}
@@ -230,7 +257,8 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
 	sort.Strings(out.Unrecorded)
-	for _, s := range [][]ObjectLoss{out.Lost, out.NotRoundTripped, out.RecordedMissing} {
+	sort.Strings(out.GenerationChanged)
+	for _, s := range [][]ObjectLoss{out.Lost, out.Changed, out.Set, out.NullsDropped, out.NotRoundTripped, out.RecordedMissing} {
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
 	out.ElapsedSeconds = time.Since(start).Seconds()
@@ -245,6 +273,7 @@ type objectFinding struct {
 	deleted                                                   bool
 	invalid, invalidNew, notCheckedNew, unreadable, forbidden string
 	lost, notBack, recordedMissing                            []string
+	changes                                                   Changes
 	unrecorded                                                bool
 }
 
@@ -271,6 +300,17 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 	if len(f.lost) > 0 {
 		out.Lost = append(out.Lost, ObjectLoss{Object: name, Paths: f.lost})
 	}
+	for _, l := range []struct {
+		to    *[]ObjectLoss
+		paths []string
+	}{{&out.Changed, f.changes.Changed}, {&out.Set, f.changes.Set}, {&out.NullsDropped, f.changes.NullsDropped}} {
+		if len(l.paths) > 0 {
+			*l.to = append(*l.to, ObjectLoss{Object: name, Paths: l.paths})
+		}
+	}
+	if f.changes.GenerationChanged {
+		out.GenerationChanged = append(out.GenerationChanged, name)
+	}
 	if len(f.notBack) > 0 {
 		out.NotRoundTripped = append(out.NotRoundTripped, ObjectLoss{Object: name, Paths: f.notBack})
 	}
@@ -282,19 +322,21 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 	}
 }
 
-// checkObject checks u, read at from: the dry-run no-op update through to
-// (when validate), else or when refused a read at to; then the comparison.
+// checkObject checks u, read at from: the dry-run no-op update through
+// through (to unless o.Through is set; when validate), else or when
+// refused a read at to; then the comparison (whole objects with o.Whole,
+// when the update was answered).
 // An object changed meanwhile is read again at from (a few times); one
 // deleted meanwhile is skipped. Errors the API server did not answer (the
 // connection, the context) are returned.
-func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInterface, u *unstructured.Unstructured, validate bool, o CheckObjectsOptions) (objectFinding, error) {
+func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.ResourceInterface, u *unstructured.Unstructured, validate bool, o CheckObjectsOptions) (objectFinding, error) {
 	fieldManager := o.FieldManager
 	var f objectFinding
 	var at *unstructured.Unstructured
 	if validate {
 		for attempt := 0; ; attempt++ {
 			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.GetUID(), "resourceVersion": u.GetResourceVersion()}})
-			got, err := to.Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+			got, err := through.Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
 			if err == nil {
 				at = got
 				break
@@ -360,6 +402,7 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 		f.notBack = LostPaths(direct.Object, at.Object)
 		at = direct
 	}
+	answered := at != nil
 	if at == nil {
 		got, err := to.Get(ctx, u.GetName(), metav1.GetOptions{})
 		switch {
@@ -380,7 +423,16 @@ func (c *Client) checkObject(ctx context.Context, from, to dynamic.ResourceInter
 		}
 		at = got
 	}
-	f.lost = LostPaths(u.Object, at.Object)
+	switch {
+	case o.Whole && answered:
+		f.changes = CompareObjects(u.Object, at.Object)
+		f.lost, f.changes.Dropped = f.changes.Dropped, nil
+	case o.Whole && f.invalid != "":
+		// Refused: the refusal is the finding; the read at to has
+		// another shape than u when through is not to.
+	default:
+		f.lost = LostPaths(u.Object, at.Object)
+	}
 	if len(o.Recorded) > 0 {
 		var recorded bool
 		f.recordedMissing, recorded = RecordedMissing(u, at.Object, o.Recorded)

@@ -252,6 +252,7 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"migrate", "x.example.com", "--chunk-size", "0"}, "--chunk-size must be positive"},
 		{[]string{"retire", "x.example.com", "v1", "--allow-pruning"}, "--allow-pruning applies to --migrate only"},
 		{[]string{"migrate", "x.example.com", "--concurrency", "0"}, "--concurrency must be positive"},
+		{[]string{"migrate", "x.example.com", "--concurrency", "10000000"}, "--concurrency 10000000 is more than 1000 writes in flight"},
 		{[]string{"migrate", "x.example.com", "--retries", "-1"}, "--retries must not be negative"},
 		{[]string{"migrate", "x.example.com", "--unreachable-timeout", "-1s"}, "--unreachable-timeout must not be negative"},
 		{[]string{"migrate", "x.example.com", "--qps", "-1"}, "--qps must not be negative"},

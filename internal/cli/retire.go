@@ -208,6 +208,8 @@ func (o *RetireOptions) Validate() error {
 		return fmt.Errorf("--chunk-size must be positive, got %d", o.Engine.ChunkSize)
 	case o.Engine.Concurrency <= 0:
 		return fmt.Errorf("--concurrency must be positive, got %d", o.Engine.Concurrency)
+	case o.Engine.Concurrency > migrate.MaxConcurrency:
+		return fmt.Errorf("--concurrency %d is more than %d writes in flight, more than an API server serves at once (600 by default)", o.Engine.Concurrency, migrate.MaxConcurrency)
 	case o.Engine.FieldManager == "":
 		return fmt.Errorf("--field-manager must not be empty")
 	}

@@ -61,6 +61,7 @@ func TestRetireFlags(t *testing.T) {
 		{[]string{crd, "v1", "-o", "wide"}, `unable to match a printer suitable for the output format "wide"`},
 		{[]string{crd, "v1", "--chunk-size", "0"}, "--chunk-size must be positive, got 0"},
 		{[]string{crd, "v1", "--concurrency", "-1"}, "--concurrency must be positive, got -1"},
+		{[]string{crd, "v1", "--concurrency", "1001"}, "--concurrency 1001 is more than 1000 writes in flight"},
 		{[]string{crd, "v1", "--field-manager", ""}, "--field-manager must not be empty"},
 		{[]string{crd, "v1", "--usage-window", "-1s"}, "--usage-window must not be negative, got -1s"},
 		{[]string{crd, "v1", "--usage-window", "fortnight"}, `invalid argument "fortnight" for "--usage-window" flag`},

@@ -118,6 +118,8 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "chunk size zero for doctor", args: []string{"doctor", crd, "--chunk-size", "0"}, code: 2, want: "--chunk-size must be positive"},
 		{name: "concurrency zero", args: []string{"migrate", crd, "--concurrency", "0"}, want: "--concurrency must be positive, got 0"},
 		{name: "concurrency zero for retire", args: []string{"retire", crd, "v1", "--concurrency", "0"}, want: "--concurrency must be positive, got 0"},
+		// B22: ten million workers held 23 GB and never finished.
+		{name: "concurrency past any API server", args: []string{"migrate", crd, "--concurrency", "10000000"}, want: "--concurrency 10000000 is more than 1000 writes in flight"},
 		{name: "negative qps", args: []string{"migrate", crd, "--qps", "-1"}, want: "--qps must not be negative, got -1"},
 		{name: "negative burst", args: []string{"migrate", crd, "--burst", "-1"}, want: "--burst must not be negative, got -1"},
 		{name: "negative unreachable timeout", args: []string{"migrate", crd, "--unreachable-timeout", "-1s"}, want: "--unreachable-timeout must not be negative, got -1s"},

@@ -57,6 +57,13 @@ const (
 	EngineServer    = result.EngineServer
 )
 
+// MaxConcurrency is the most writes in flight Options.Concurrency may ask
+// for. An API server serves 600 requests at once by default (its
+// --max-requests-inflight 400 plus --max-mutating-requests-inflight 200,
+// which API Priority and Fairness shares out as seats); more writes in
+// flight only queue, and each costs the run a worker.
+const MaxConcurrency = 1000
+
 // Options tune a run. The zero value is not valid; start from DefaultOptions.
 type Options struct {
 	// ChunkSize is the page size of the list (limit).

@@ -70,16 +70,19 @@ func Migrate(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {
 }
 
 // MigrateServer is what migrate --engine=server needs on crd: list its
-// objects (to count them), create a StorageVersionMigration and follow it
-// (get, list and watch), and, unless trim is false, update the CRD's status
-// (storedVersions) should the controller not trim it. The controller's own
-// permissions are the kube-controller-manager's.
-func MigrateServer(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {
+// objects (to count them), with measure patch them (the loss measurement's
+// server-side dry runs, loss.Measure), create a StorageVersionMigration and
+// follow it (get, list and watch), and, unless trim is false, update the
+// CRD's status (storedVersions) should the controller not trim it. The
+// controller's own permissions are the kube-controller-manager's.
+func MigrateServer(crd *apiextensionsv1.CustomResourceDefinition, trim, measure bool) []Need {
 	const group, resource = "storagemigration.k8s.io", "storageversionmigrations"
-	out := []Need{
-		{Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to count the objects"},
-		{Verb: "create", Group: group, Resource: resource, Why: "to create the StorageVersionMigration"},
+	out := []Need{{Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Why: "to count the objects"}}
+	if measure {
+		out = append(out, Need{Verb: "patch", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural,
+			Why: "to measure what the rewrite loses: server-side dry runs, nothing written; --allow-pruning does without"})
 	}
+	out = append(out, Need{Verb: "create", Group: group, Resource: resource, Why: "to create the StorageVersionMigration"})
 	for _, verb := range []string{"get", "list", "watch"} {
 		out = append(out, Need{Verb: verb, Group: group, Resource: resource, Why: "to follow the StorageVersionMigration"})
 	}

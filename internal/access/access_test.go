@@ -41,16 +41,17 @@ func TestMigrateServerNeeds(t *testing.T) {
 	crd := crdtest.New("crontabs.stable.example.com").CRD()
 	want := []string{
 		"list crontabs.stable.example.com (to count the objects)",
+		"patch crontabs.stable.example.com (to measure what the rewrite loses: server-side dry runs, nothing written; --allow-pruning does without)",
 		"create storageversionmigrations.storagemigration.k8s.io (to create the StorageVersionMigration)",
 		"get storageversionmigrations.storagemigration.k8s.io (to follow the StorageVersionMigration)",
 		"list storageversionmigrations.storagemigration.k8s.io (to follow the StorageVersionMigration)",
 		"watch storageversionmigrations.storagemigration.k8s.io (to follow the StorageVersionMigration)",
 		"update customresourcedefinitions/status.apiextensions.k8s.io (to trim status.storedVersions)",
 	}
-	if got := strings.Join(needStrings(MigrateServer(crd, true)), "\n"); got != strings.Join(want, "\n") {
+	if got := strings.Join(needStrings(MigrateServer(crd, true, true)), "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("needs:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
-	if got := MigrateServer(crd, false); len(got) != 5 || got[4].Subresource != "" {
+	if got := MigrateServer(crd, false, false); len(got) != 5 || got[4].Subresource != "" || got[1].Verb != "create" {
 		t.Errorf("without a trim: %v", got)
 	}
 }

@@ -165,7 +165,7 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 		trim := !o.Client.NoTrim
 		needs := access.Migrate(crd, trim)
 		if server {
-			needs = access.MigrateServer(crd, trim)
+			needs = access.MigrateServer(crd, trim, measure)
 		}
 		if missing, _ := c.Missing(ctx, needs); len(missing) > 0 {
 			return nil, &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}

@@ -229,7 +229,7 @@ func TestMigrate(t *testing.T) {
 		{name: "the measurement finds a loss: nothing written", in: pruning(),
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": lost("v1")} },
 			calls: []string{wait, acc, objects},
-			err: []string{"refusing to migrate widgets.example.com, nothing was changed: rewriting the objects at v2 loses data; the lines above say how to proceed", "Each object read and dry-run written through v2, compared:\n  - 1 object(s) have fields at v1 that v2 drops: default/w1: .spec.colour",
+			err: []string{"refusing to migrate widgets.example.com, nothing was changed: rewriting the objects at v2 loses data; the lines above say how to proceed", "Each object read and dry-run written, compared as a whole:\n  - 1 object(s) have fields at v1 that v2 drops: default/w1: .spec.colour",
 				"or pass --allow-pruning"}},
 		{name: "the measurement clears the prediction", in: pruning(),
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },

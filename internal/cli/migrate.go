@@ -143,7 +143,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	c.DurationVar(&fl.Engine.Unreachable, "unreachable-timeout", fl.Engine.Unreachable, "How long a write keeps being retried while the API server cannot be reached at all (refused or lost connections, as during a control-plane restart); not counted in --retries.")
 	c.BoolVar(&fl.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
 	c.StringVar(&fl.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
-	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when objects lose fields: read at an old stored version and dry-run written through the storage version, or, with conversion strategy None, predicted from the schemas.")
+	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when objects lose or change fields, or cannot be measured: neither the measurement (each object read and sent the run's update as a server-side dry run, compared as a whole) nor the schemas' prediction runs.")
 	c.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar with rate and ETA, or with --engine=server the migration's status (on a terminal only).")
 	c.StringVar(&fl.EngineName, "engine", fl.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
 	addVersionOrderFlag(c, &fl.VersionOrder)

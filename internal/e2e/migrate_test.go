@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -289,7 +290,11 @@ func freeze(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefiniti
 
 // TestFaultMigrateFailuresBlockTheTrim: an object that an admission policy
 // denies, then an object whose conversion webhook call fails, are each
-// reported by name; storedVersions is not trimmed; the exit code is 1.
+// reported by name; storedVersions is not trimmed; the exit code is 1. The
+// loss measurement sees the denial first and refuses before any write
+// (B13); the run's own handling of failed writes (which a rule added
+// between the measurement and the run causes) is tested with
+// --allow-pruning, which skips the measurement.
 func TestFaultMigrateFailuresBlockTheTrim(t *testing.T) {
 	c := newClients(t)
 	hook := newConversionWebhook(t)
@@ -304,7 +309,12 @@ func TestFaultMigrateFailuresBlockTheTrim(t *testing.T) {
 	// A ValidatingAdmissionPolicy that denies every update of frozen objects.
 	allow := denyFrozen(t, c, crd)
 
-	m, r := migrationJSON(t, crd.Name)
+	before := storedAt(t, crd)
+	refuses(t, c, []string{crd.Name}, []string{"the API server refuses to rewrite some objects at v2", "fail-a/crontab-00011: ", "frozen objects cannot change"}, "migrate", crd.Name)
+	if after := storedAt(t, crd); !maps.Equal(after, before) {
+		t.Errorf("the refused migrate wrote objects: stored %v, before %v", after, before)
+	}
+	m, r := migrationJSON(t, crd.Name, "--allow-pruning")
 	if r.err == nil || !strings.Contains(r.err.Error(), "1 object(s) of "+crd.Name+" failed to migrate; status.storedVersions was not trimmed") {
 		t.Errorf("error = %v", r.err)
 	}
@@ -333,7 +343,7 @@ func TestFaultMigrateFailuresBlockTheTrim(t *testing.T) {
 		return err == nil, nil
 	})
 	hook.failFor.Store("crontab-00011")
-	bin := binary(t, nil, "migrate", crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir())
+	bin := binary(t, nil, "migrate", crd.Name, "--kubeconfig", srv.Kubeconfig, "--cache-dir", t.TempDir(), "--allow-pruning")
 	if bin.code != 1 || !strings.Contains(bin.stdout, "FAILED fail-a/crontab-00011: ") ||
 		!strings.Contains(bin.stdout, "the test cannot convert crontab-00011") || !strings.Contains(bin.stdout, "not trimmed") {
 		t.Errorf("binary: exit %d\n%s\n%s", bin.code, bin.stdout, bin.stderr)
@@ -345,9 +355,12 @@ func TestFaultMigrateFailuresBlockTheTrim(t *testing.T) {
 
 // TestFaultMigrateNamesEveryUnreadableObject: with the conversion webhook
 // failing for every object still stored at the old version, the list
-// stops at the first page. migrate names each of them — from the causes of
-// the API server's StorageReadError, whose message names only the first —
-// headlines Failed (not Interrupted), exits 1 and trims nothing.
+// stops at the first page. The loss measurement cannot read them and
+// refuses as unknown, writing nothing (B18). Past it (--allow-pruning, or a
+// webhook that fails after the measurement), migrate names each of them —
+// from the causes of the API server's StorageReadError, whose message names
+// only the first — headlines Failed (not Interrupted), exits 1 and trims
+// nothing.
 func TestFaultMigrateNamesEveryUnreadableObject(t *testing.T) {
 	c := newClients(t)
 	hook := newConversionWebhook(t)
@@ -357,7 +370,8 @@ func TestFaultMigrateNamesEveryUnreadableObject(t *testing.T) {
 	hook.failing.Store(true)
 	setStorage(t, c, crd.Name, "v2")
 
-	m, r := migrationJSON(t, crd.Name)
+	refuses(t, c, []string{crd.Name}, []string{"what the migration loses is unknown", "cannot be listed at v1", "conversion disabled by the test"}, "migrate", crd.Name)
+	m, r := migrationJSON(t, crd.Name, "--allow-pruning")
 	var names []string
 	for _, f := range m.Failures {
 		names = append(names, f.Object)
@@ -370,7 +384,7 @@ func TestFaultMigrateNamesEveryUnreadableObject(t *testing.T) {
 	if r.err == nil || m.Failed != 6 || m.Total != 6 || !slices.Equal(names, want) || m.Trim.Trimmed {
 		t.Errorf("error %v; total %d, failed %d, failures %v, trimmed %v; want the 6 objects named, nothing trimmed", r.err, m.Total, m.Failed, names, m.Trim.Trimmed)
 	}
-	text := plugin(t, "migrate", crd.Name)
+	text := plugin(t, "migrate", crd.Name, "--allow-pruning")
 	if text.err == nil || !strings.HasPrefix(text.stdout, "Failed "+crd.Name) || strings.Count(text.stdout, "FAILED unread-a/") != 6 {
 		t.Errorf("text: %v\n%s", text.err, text.stdout)
 	}

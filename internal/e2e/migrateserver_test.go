@@ -132,7 +132,11 @@ func TestMigrateServerEngineFailed(t *testing.T) {
 	denyFrozen(t, c, crd)
 	startSVMController(t)
 
-	m, r := migrationJSON(t, crd.Name, "--engine=server", "--timeout=3m")
+	// The loss measurement's dry run is denied too: refused before the
+	// StorageVersionMigration is created (B13). Past the measurement, the
+	// controller's failure is handled as below.
+	refuses(t, c, []string{crd.Name}, []string{"the API server refuses to rewrite some objects at v2", "svm-fail/crontab-00007: "}, "migrate", crd.Name, "--engine=server")
+	m, r := migrationJSON(t, crd.Name, "--engine=server", "--timeout=3m", "--allow-pruning")
 	printed := r.stderr + errorLine(r.err)
 	if r.err == nil || !strings.Contains(printed, "frozen objects cannot change") {
 		t.Errorf("error = %v, want the failed migration with the controller's message", r.err)

@@ -33,7 +33,11 @@ type conversionWebhook struct {
 	delay     atomic.Int64
 	failFor   atomic.Value // an object name whose conversion fails
 	drop      atomic.Value // "VERSION:FIELD": spec.FIELD is dropped from objects converted to VERSION
-	calls     atomic.Int64
+	// edit, when set, is called with every object the webhook converts
+	// (apiVersion already set to the desired one) and the desired
+	// version: a renaming or a lossy conversion.
+	edit  atomic.Pointer[func(version string, obj map[string]any)]
+	calls atomic.Int64
 }
 
 func newConversionWebhook(t *testing.T) *conversionWebhook {
@@ -119,6 +123,10 @@ func (w *conversionWebhook) handler() http.Handler {
 					if spec, ok := obj["spec"].(map[string]any); ok && strings.HasSuffix(review.Request.DesiredAPIVersion, "/"+version) {
 						delete(spec, field)
 					}
+				}
+				if edit := w.edit.Load(); edit != nil {
+					_, version, _ := strings.Cut(review.Request.DesiredAPIVersion, "/")
+					(*edit)(version, obj)
 				}
 				out, _ := json.Marshal(obj)
 				resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})

@@ -93,8 +93,19 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	hidden := map[string][]string{}
 	unrecorded := map[string]bool{}
 	seenAll := true
+	var refused, unmeasured []string
 	measure := func(from string) error {
-		co := cluster.CheckObjectsOptions{From: from, To: storage, PageSize: o.PageSize,
+		// Under a conversion webhook the update goes through from: its
+		// answer is what the storage version keeps of the object,
+		// converted back to from (a lossless renaming webhook gives the
+		// object back). Under None, conversion changes apiVersion alone,
+		// and the update takes migrate's own path, through the storage
+		// version, with its defaults and admission.
+		through := storage
+		if webhook && from != storage {
+			through = from
+		}
+		co := cluster.CheckObjectsOptions{From: from, To: storage, Through: through, Whole: true, PageSize: o.PageSize,
 			Concurrency: o.Concurrency, FieldManager: o.FieldManager, UpdateOnly: true, Recorded: recorded}
 		if o.Progress != nil {
 			update, stop := o.Progress(from)
@@ -107,11 +118,16 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		}
 		if found.ListError != "" {
 			seenAll = false
-			out.Warnings = append(out.Warnings, fmt.Sprintf("what the migration loses was not measured for objects read at %s: they cannot be listed there: %s", from, found.ListError))
+			unmeasured = append(unmeasured, fmt.Sprintf("the objects cannot be listed at %s: %s", from, found.ListError))
 			return nil
 		}
 		if len(found.Forbidden)+len(found.Unreadable) > 0 {
 			seenAll = false
+			problems := append(slices.Clone(found.Unreadable), found.Forbidden...)
+			unmeasured = append(unmeasured, fmt.Sprintf("%d object(s) could not be read or dry-run written through %s: %s", len(problems), through, describeProblems(problems, 3)))
+		}
+		if len(found.Problems) > 0 {
+			refused = append(refused, fmt.Sprintf("%d object(s) read at %s that the API server refuses to write through %s: %s", len(found.Problems), from, through, describeProblems(found.Problems, 10)))
 		}
 		for _, l := range found.RecordedMissing {
 			hidden[l.Object] = append(hidden[l.Object], l.Paths...)
@@ -119,9 +135,15 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		for _, name := range found.Unrecorded {
 			unrecorded[name] = true
 		}
-		out.Passes = append(out.Passes, result.Measurement{From: from, Objects: found.Listed, Lost: len(found.Lost), ElapsedSeconds: found.ElapsedSeconds})
+		pass := result.Measurement{From: from, Through: through, Objects: found.Listed, Lost: len(found.Lost), Changed: len(found.Changed),
+			Set: countPaths(found.Set), NullsDropped: countPaths(found.NullsDropped), GenerationChanged: len(found.GenerationChanged),
+			ElapsedSeconds: found.ElapsedSeconds}
+		out.Passes = append(out.Passes, pass)
 		if len(found.Lost) > 0 {
 			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), from, storage, found.Describe(10)))
+		}
+		if len(found.Changed) > 0 {
+			refusals = append(refusals, fmt.Sprintf("%d object(s) have values at %s that the rewrite at %s changes: %s", len(found.Changed), from, storage, describeLosses(found.Changed, 10)))
 		}
 		return nil
 	}
@@ -150,14 +172,24 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			return nil, err
 		}
 	}
+	if len(refused) > 0 {
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "the API server refuses to rewrite some objects at " + storage,
+			WayOut:       "fix those objects (or the rule that refuses them) first: the run would write the others and leave a mix",
+			DetailsTitle: "Each object sent migrate's update as a server-side dry run", Details: refused}
+	}
+	if len(unmeasured) > 0 {
+		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "what the migration loses is unknown for objects that could not be measured",
+			WayOut:       "make them readable (the conversion webhook, your permissions) and run again, or pass --allow-pruning to accept what cannot be measured",
+			DetailsTitle: "Not measured", Details: unmeasured}
+	}
 	if len(refusals) == 0 && len(hidden) > 0 {
 		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
 			WayOut: "keep the fields as the lines above say, or pass --allow-pruning to accept the loss", Details: []string{hiddenText(storage, predicted, hidden)}}
 	}
 	if len(refusals) > 0 {
 		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
-			WayOut:       "make " + storage + "'s schema keep these fields (or the admission that removes them spare them), or pass --allow-pruning to accept the loss",
-			DetailsTitle: "Each object read and dry-run written through " + storage + ", compared", Details: refusals}
+			WayOut:       "make " + storage + "'s schema keep these fields (or the admission or conversion that changes them spare them), or pass --allow-pruning to accept the loss",
+			DetailsTitle: "Each object read and dry-run written, compared as a whole", Details: refusals}
 	}
 	// Every pass lists every object, whatever version it is stored at:
 	// with none, nothing is stored at the unserved versions either.
@@ -203,6 +235,40 @@ type Measurement struct {
 	// UnrecordedText names the objects without managedFields, which keep
 	// the prediction standing.
 	UnrecordedText string
+}
+
+// describeProblems names the first limit objects with their messages.
+func describeProblems(ps []cluster.ObjectProblem, limit int) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.String()
+	}
+	return lifecycle.Shorten(parts, limit, "; ", "; and %d more")
+}
+
+// describeLosses names the first limit objects with their paths.
+func describeLosses(ls []cluster.ObjectLoss, limit int) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = l.String()
+	}
+	return lifecycle.Shorten(parts, limit, "; ", "; and %d more")
+}
+
+// countPaths counts, for each path, the objects it was found in; sorted by
+// path.
+func countPaths(ls []cluster.ObjectLoss) []result.PathCount {
+	counts := map[string]int{}
+	for _, l := range ls {
+		for _, p := range l.Paths {
+			counts[p]++
+		}
+	}
+	out := make([]result.PathCount, 0, len(counts))
+	for _, p := range slices.Sorted(maps.Keys(counts)) {
+		out = append(out, result.PathCount{Path: p, Objects: counts[p]})
+	}
+	return out
 }
 
 // hiddenText says which objects hold data that no read shows: their

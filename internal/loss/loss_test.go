@@ -22,7 +22,10 @@ type fakeChecker struct {
 }
 
 func (f *fakeChecker) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error) {
-	f.asked = append(f.asked, o.From+">"+o.To)
+	if !o.Whole {
+		f.asked = append(f.asked, "not whole")
+	}
+	f.asked = append(f.asked, o.From+">"+o.Through+">"+o.To)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -38,6 +41,9 @@ func TestMeasure(t *testing.T) {
 	webhookUnserved := crdtest.New("widgets.example.com").Version("v1").
 		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
 	webhookUnserved.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	webhookServed := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	webhookServed.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
 	storageUnserved := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
 		Version("v2", crdtest.Storage).Stored("v1", "v2").CRD()
 	broken := errors.New("connection refused")
@@ -51,20 +57,35 @@ func TestMeasure(t *testing.T) {
 		wantErr string // "" for a measurement
 		passes  int
 	}{
-		{"nothing lost", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 3}}, nil, "v1>v2", "", 1},
+		{"nothing lost", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 3}}, nil, "v1>v2>v2", "", 1},
 		{"field pruned", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 3,
 			Lost: []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.color"}}}}}, nil,
-			"v1>v2", "loses data", 0},
+			"v1>v2>v2", "loses data", 0},
+		{"value changed (B17)", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 3,
+			Changed: []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.size"}}}}}, nil,
+			"v1>v2>v2", "values at v1 that the rewrite at v2 changes: default/a: .spec.size", 0},
+		{"defaults, nulls and generation are reported, not refused (B11)", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 2,
+			Set:               []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.mode"}}, {Object: "default/b", Paths: []string{".spec.mode"}}},
+			NullsDropped:      []cluster.ObjectLoss{{Object: "default/b", Paths: []string{".spec.opt"}}},
+			GenerationChanged: []string{"default/a", "default/b"}}}, nil, "v1>v2>v2", "", 1},
+		{"refused dry runs stop the run before it writes (B13)", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 10,
+			Problems: []cluster.ObjectProblem{{Object: "default/o03", Message: "transition rule"}, {Object: "default/o07", Message: "transition rule"}}}}, nil,
+			"v1>v2>v2", "the API server refuses to rewrite some objects", 0},
+		{"an object that cannot be read is unknown (B18)", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 3,
+			Unreadable: []cluster.ObjectProblem{{Object: "default/nodown1", Message: "conversion webhook failed"}}}}, nil,
+			"v1>v2>v2", "unknown for objects that could not be measured", 0},
+		{"webhook: the round trip through the version read at", webhookServed,
+			map[string]*cluster.ObjectsCheck{"v1": {Listed: 2}}, nil, "v1>v1>v2", "", 1},
 		{"hidden: managedFields record a field that no read shows", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 1,
 			RecordedMissing: []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.color"}}}}}, nil,
-			"v1>v2", "loses data that no read shows", 0},
+			"v1>v2>v2", "loses data that no read shows", 0},
 		{"unknown: webhook conversion from an unserved version", webhookUnserved,
-			map[string]*cluster.ObjectsCheck{"v2": {Listed: 2}}, nil, "v2>v2", "unknown for objects stored at v1", 0},
-		{"no object at all: the unserved version holds none", webhookUnserved, nil, nil, "v2>v2", "", 1},
-		{"blind: objects that cannot be listed are a warning", twoServed,
-			map[string]*cluster.ObjectsCheck{"v1": {ListError: "forbidden"}}, nil, "v1>v2", "", 0},
+			map[string]*cluster.ObjectsCheck{"v2": {Listed: 2}}, nil, "v2>v2>v2", "unknown for objects stored at v1", 0},
+		{"no object at all: the unserved version holds none", webhookUnserved, nil, nil, "v2>v2>v2", "", 1},
+		{"objects that cannot be listed are unknown (B18)", twoServed,
+			map[string]*cluster.ObjectsCheck{"v1": {ListError: "forbidden"}}, nil, "v1>v2>v2", "cannot be listed at v1: forbidden", 0},
 		{"storage version not served", storageUnserved, nil, nil, "", "not served", 0},
-		{"error from the API server", twoServed, nil, broken, "v1>v2", "connection refused", 0},
+		{"error from the API server", twoServed, nil, broken, "v1>v2>v2", "connection refused", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,8 +95,12 @@ func TestMeasure(t *testing.T) {
 				t.Errorf("checked %q, want %q", got, tt.asked)
 			}
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				text := ""
+				if r := (*lifecycle.RefusalError)(nil); errors.As(err, &r) {
+					text = strings.Join(r.Details, "\n")
+				}
+				if err == nil || !strings.Contains(err.Error()+"\n"+text, tt.wantErr) {
+					t.Fatalf("error %v (%s), want one containing %q", err, text, tt.wantErr)
 				}
 				if tt.err != nil && !errors.Is(err, tt.err) {
 					t.Errorf("error %v does not wrap the API server's %v", err, tt.err)
@@ -94,9 +119,30 @@ func TestMeasure(t *testing.T) {
 			if len(m.Passes) != tt.passes {
 				t.Errorf("%d passes, want %d", len(m.Passes), tt.passes)
 			}
-			if blind := tt.answers["v1"] != nil && tt.answers["v1"].ListError != ""; blind != (len(m.Warnings) == 1) {
+			if len(m.Warnings) > 0 {
 				t.Errorf("warnings %q", m.Warnings)
 			}
 		})
+	}
+}
+
+// TestMeasureReportsWhatTheRewriteSets: the paths a rewrite sets or whose
+// nulls it drops are counted per path, and the objects whose generation
+// changes, in the pass (text and JSON of migrate).
+func TestMeasureReportsWhatTheRewriteSets(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	f := &fakeChecker{answers: map[string]*cluster.ObjectsCheck{"v1": {Listed: 2,
+		Set:               []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.mode", ".spec.paused"}}, {Object: "default/b", Paths: []string{".spec.mode"}}},
+		NullsDropped:      []cluster.ObjectLoss{{Object: "default/b", Paths: []string{".spec.opt"}}},
+		GenerationChanged: []string{"default/a", "default/b"}}}}
+	m, err := Measure(context.Background(), f, crd, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Passes[0]
+	if len(p.Set) != 2 || p.Set[0].Path != ".spec.mode" || p.Set[0].Objects != 2 || p.Set[1].Path != ".spec.paused" || p.Set[1].Objects != 1 ||
+		len(p.NullsDropped) != 1 || p.NullsDropped[0].Objects != 1 || p.GenerationChanged != 2 || p.Through != "v2" {
+		t.Errorf("pass %+v", p)
 	}
 }

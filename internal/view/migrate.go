@@ -52,8 +52,15 @@ func Migration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun) {
 			r.Total, r.Rewritten, r.Current, r.Conflicts, r.Deleted, r.Failed)
 	}
 	for _, m := range r.Measured {
-		fmt.Fprintf(w, "  measured first: %d object(s) read at %s and dry-run written through %s in %.1fs, %d losing a field\n",
-			m.Objects, m.From, r.StorageVersion, m.ElapsedSeconds, m.Lost)
+		through := cmp.Or(m.Through, r.StorageVersion)
+		if through != r.StorageVersion {
+			through += " (a round trip through " + r.StorageVersion + ")"
+		}
+		fmt.Fprintf(w, "  measured first: %d object(s) read at %s and dry-run written through %s in %.1fs, %d losing a field, %d changing a value\n",
+			m.Objects, m.From, through, m.ElapsedSeconds, m.Lost, m.Changed)
+		if line := rewriteSets(m); line != "" {
+			fmt.Fprintf(w, "  the rewrite %s\n", line)
+		}
 	}
 	if c := r.Concurrency; c != nil {
 		limit := fmt.Sprintf("%d writes in flight (--max-speed)", c.Max)
@@ -120,4 +127,28 @@ func ServerMigration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun, wou
 	}
 	fmt.Fprintf(w, "status.storedVersions: %s, not trimmed: %s\n", after, r.Trim.Reason)
 	return nil
+}
+
+// rewriteSets says what the measured rewrite sets without losing anything:
+// paths it sets (defaults, admission), explicit nulls it drops, and how
+// many objects' metadata.generation it changes; "" when none.
+func rewriteSets(m result.Measurement) string {
+	counts := func(ps []result.PathCount) string {
+		parts := make([]string, len(ps))
+		for i, p := range ps {
+			parts[i] = fmt.Sprintf("%s (%d)", p.Path, p.Objects)
+		}
+		return lifecycle.Shorten(parts, 5, ", ", ", and %d more paths (-o json lists all)")
+	}
+	var parts []string
+	if len(m.Set) > 0 {
+		parts = append(parts, "sets "+counts(m.Set)+" (defaults of the schema or admission)")
+	}
+	if len(m.NullsDropped) > 0 {
+		parts = append(parts, "drops the explicit null of "+counts(m.NullsDropped))
+	}
+	if m.GenerationChanged > 0 {
+		parts = append(parts, fmt.Sprintf("changes metadata.generation of %d object(s): their controllers reconcile them again", m.GenerationChanged))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -221,18 +221,41 @@ type Result struct {
 }
 
 // Measurement is one pass of the loss measurement that runs before a
-// migration (action.MeasureMigrationLoss): every object read at From and
-// sent the migration's own no-op update through the storage version as a
-// server-side dry run, the two compared field by field.
+// migration (loss.Measure): every object read at From and sent the
+// migration's own no-op update as a server-side dry run — through the
+// storage version, or under a conversion webhook through From (Through),
+// whose answer is the round trip From -> storage -> From — the two
+// compared as whole objects (cluster.CompareObjects).
 type Measurement struct {
 	// From is the version the objects were read at.
 	From string `json:"from"`
 	// Objects is the number of objects read and dry-run written.
 	Objects int `json:"objects"`
+	// Through is the version the dry-run updates went through.
+	Through string `json:"through,omitempty"`
 	// Lost is the number of objects with a field the write would drop.
 	Lost int `json:"lost"`
+	// Changed is the number of objects with a value the write would
+	// change.
+	Changed int `json:"changed"`
+	// Set are the paths the write would set (defaults of the schema,
+	// admission) with the number of objects for each.
+	Set []PathCount `json:"set,omitempty"`
+	// NullsDropped are the paths whose explicit null the write would drop,
+	// with the number of objects for each.
+	NullsDropped []PathCount `json:"nullsDropped,omitempty"`
+	// GenerationChanged is the number of objects whose
+	// metadata.generation the write would change (controllers reconcile
+	// them again).
+	GenerationChanged int `json:"generationChanged"`
 	// ElapsedSeconds times the pass.
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
+}
+
+// PathCount is a JSON path and the number of objects it was found in.
+type PathCount struct {
+	Path    string `json:"path"`
+	Objects int    `json:"objects"`
 }
 
 // PriorityAndFairness is where API Priority and Fairness (APF) classified

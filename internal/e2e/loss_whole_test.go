@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The loss measurement of migrate compares whole objects: the object read
+// at the version it is stored at with the API server's answer to migrate's
+// own no-op update as a server-side dry run — under a conversion webhook
+// sent through that version, so that the answer is the round trip through
+// the storage version. Values, metadata, defaults and nulls all count
+// (issue 34: B11, B13, B16, B17, B19). Each test fails on the key-presence
+// comparison it replaced.
+
+// webhookStoragePending creates crontabs.<group> with objects created at
+// v1 (the storage version), adds v2 with schema v2 (nil: CronTab's) under
+// Webhook conversion through hook, and makes v2 the storage version:
+// storedVersions [v1, v2], every object still stored at v1.
+func webhookStoragePending(t *testing.T, c clients, hook *conversionWebhook, group string, v2 *apiextensionsv1.JSONSchemaProps, objects ...*unstructured.Unstructured) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	ctx := context.Background()
+	crd := createCRD(t, c, crontab(group, apiextensionsv1.NamespaceScoped))
+	ensureNamespace(t, c, "default")
+	for _, u := range objects {
+		u.SetAPIVersion(group + "/v1")
+		u.SetKind("CronTab")
+		if _, err := resource(c, crd, "v1", "default").Create(ctx, u, metav1.CreateOptions{FieldManager: "e2e"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := hook.URL + "/convert"
+	version := crontabVersion("v2", true, false)
+	if v2 != nil {
+		version.Schema.OpenAPIV3Schema = v2
+	}
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, version)
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})},
+			ConversionReviewVersions: []string{"v1"}}}
+	})
+	crd = setStorage(t, c, crd.Name, "v2")
+	waitFor(t, "v2 served through the webhook", func() (bool, error) {
+		_, err := resource(c, crd, "v2", "default").List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Fatalf("storedVersions %s, want v1,v2", got)
+	}
+	return crd
+}
+
+func cronTabObject(name string, spec map[string]any, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetName(name)
+	u.SetNamespace("default")
+	u.SetLabels(labels)
+	return u
+}
+
+// wholeObjects reads every object of crd at version, whole but for the
+// metadata that every write changes.
+func wholeObjects(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version string) string {
+	t.Helper()
+	list, err := resource(c, crd, version, "default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, u := range list.Items {
+		u.SetManagedFields(nil)
+		u.SetResourceVersion("")
+		b, _ := json.Marshal(u.Object)
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
+}
+
+// TestMigrateWebhookRenameIsLossless (B19): the canonical conversion
+// webhook renames .spec.image at v1 to .spec.containerImage at v2 and back.
+// A comparison of keys across versions called every object lossy and left
+// --allow-pruning, which switches the whole measurement off, as the only
+// way on. The round trip gives every object back: migrate runs, and every
+// object reads at v1 as before.
+func TestMigrateWebhookRenameIsLossless(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	rename := func(version string, obj map[string]any) {
+		spec, _ := obj["spec"].(map[string]any)
+		from, to := "image", "containerImage"
+		if version == "v1" {
+			from, to = to, from
+		}
+		if v, ok := spec[from]; ok {
+			spec[to] = v
+			delete(spec, from)
+		}
+	}
+	hook.edit.Store(&rename)
+	v2 := crontabVersion("v2", true, false).Schema.OpenAPIV3Schema
+	spec := v2.Properties["spec"]
+	spec.Properties["containerImage"] = spec.Properties["image"]
+	delete(spec.Properties, "image")
+	v2.Properties["spec"] = spec
+	crd := webhookStoragePending(t, c, hook, "rename-webhook.example.com", v2,
+		cronTabObject("a", map[string]any{"image": "nginx:1", "replicas": int64(2)}, nil),
+		cronTabObject("b", map[string]any{"image": "redis:7"}, map[string]string{"app": "b"}))
+	before := wholeObjects(t, c, crd, "v1")
+
+	r := succeeds(t, "migrate", crd.Name)
+	if !strings.Contains(r.stdout, "status.storedVersions: [v1, v2] -> [v2]") ||
+		!strings.Contains(r.stdout, "dry-run written through v1 (a round trip through v2)") || !strings.Contains(r.stdout, "0 losing a field, 0 changing a value") {
+		t.Errorf("migrate output:\n%s", r.stdout)
+	}
+	if after := wholeObjects(t, c, crd, "v1"); after != before {
+		t.Errorf("objects at v1 changed:\n got %s\nwant %s", after, before)
+	}
+}
+
+// TestMigrateWebhookChangesValuesAndLabels (B16, B17): identical schemas;
+// the webhook's conversion to v2 sets .spec.replicas of "changed" to 0 and
+// drops the label "legacy" of "relabelled". Keys compared across versions
+// saw nothing (replicas is still there; metadata was skipped). The round
+// trip shows both: migrate refuses, naming the objects and paths, and
+// nothing is written.
+func TestMigrateWebhookChangesValuesAndLabels(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	lossy := func(version string, obj map[string]any) {
+		if version != "v2" {
+			return
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		switch meta["name"] {
+		case "changed":
+			obj["spec"].(map[string]any)["replicas"] = int64(0)
+		case "relabelled":
+			labels, _ := meta["labels"].(map[string]any)
+			delete(labels, "legacy")
+		}
+	}
+	hook.edit.Store(&lossy)
+	crd := webhookStoragePending(t, c, hook, "lossy-values.example.com", nil,
+		cronTabObject("changed", map[string]any{"image": "nginx:1", "replicas": int64(5)}, nil),
+		cronTabObject("relabelled", map[string]any{"image": "nginx:1"}, map[string]string{"legacy": "yes", "app": "x"}),
+		cronTabObject("kept", map[string]any{"image": "nginx:1"}, nil))
+	before := wholeObjects(t, c, crd, "v1")
+
+	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "nothing was changed", "rewriting the objects at v2 loses data",
+		"1 object(s) have values at v1 that the rewrite at v2 changes: default/changed: .spec.replicas",
+		"1 object(s) have fields at v1 that v2 drops: default/relabelled: .metadata.labels.legacy"}, "migrate", crd.Name)
+	if after := wholeObjects(t, c, crd, "v1"); after != before {
+		t.Errorf("objects at v1 changed:\n got %s\nwant %s", after, before)
+	}
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Errorf("storedVersions %s, want v1,v2", got)
+	}
+}
+
+// TestMigrateReportsWhatTheRewriteSets (B11): conversion None; v2 gives
+// .spec.mode and .spec.paused defaults and makes .spec.opt not nullable.
+// Nothing is lost, so migrate runs, but the run's report names every path
+// the rewrite sets and every explicit null it drops, with counts, and
+// that it changes metadata.generation (controllers reconcile the objects
+// again); -o json carries the same.
+func TestMigrateReportsWhatTheRewriteSets(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	ctx := context.Background()
+	schema := func(defaults bool) *apiextensionsv1.JSONSchemaProps {
+		spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"mode":   {Type: "string", Nullable: true},
+			"opt":    {Type: "string", Nullable: true},
+			"paused": {Type: "boolean"},
+		}}
+		if defaults {
+			mode, opt, paused := spec.Properties["mode"], spec.Properties["opt"], spec.Properties["paused"]
+			mode.Default = &apiextensionsv1.JSON{Raw: []byte(`"fast"`)}
+			opt.Nullable = false
+			paused.Default = &apiextensionsv1.JSON{Raw: []byte(`false`)}
+			spec.Properties["mode"], spec.Properties["opt"], spec.Properties["paused"] = mode, opt, paused
+		}
+		return &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec}}
+	}
+	def := crontab("rewrite-sets.example.com", apiextensionsv1.NamespaceScoped)
+	def.Spec.Versions[0].Schema.OpenAPIV3Schema = schema(false)
+	crd := createCRD(t, c, def)
+	ensureNamespace(t, c, "default")
+	for _, o := range []*unstructured.Unstructured{cronTabObject("o1", map[string]any{}, nil), cronTabObject("o2", map[string]any{"opt": nil}, nil)} {
+		o.SetAPIVersion(crd.Spec.Group + "/v1")
+		o.SetKind("CronTab")
+		if _, err := resource(c, crd, "v1", "default").Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveVersion(t, c, crd, "v2", schema(true))
+	crd = setStorage(t, c, crd.Name, "v2")
+
+	m, r := migrationJSON(t, crd.Name, "--dry-run=server")
+	if r.err != nil || len(m.Measured) != 1 {
+		t.Fatalf("migrate --dry-run=server -o json: %v, %+v\n%s", r.err, m.Measured, r.stderr)
+	}
+	p := m.Measured[0]
+	set, _ := json.Marshal(p.Set)
+	nulls, _ := json.Marshal(p.NullsDropped)
+	if string(set) != `[{"path":".spec.mode","objects":2},{"path":".spec.paused","objects":2}]` || string(nulls) != `[{"path":".spec.opt","objects":1}]` ||
+		p.GenerationChanged != 2 || p.Lost != 0 || p.Changed != 0 {
+		t.Errorf("measurement: set %s, nulls dropped %s, %+v", set, nulls, p)
+	}
+	text := succeeds(t, "migrate", crd.Name)
+	for _, want := range []string{"the rewrite sets .spec.mode (2), .spec.paused (2) (defaults of the schema or admission)",
+		"drops the explicit null of .spec.opt (1)", "changes metadata.generation of 2 object(s)", "status.storedVersions: [v1, v2] -> [v2]"} {
+		if !strings.Contains(text.stdout, want) {
+			t.Errorf("migrate output does not say %q:\n%s", want, text.stdout)
+		}
+	}
+}
+
+// TestMigrateStopsWhenItsDryRunsAreRefused (B13): v2 adds a transition
+// rule that refuses every update of an object whose .spec.image is "bad".
+// The measurement's dry runs are refused for those two; the run used to
+// write the other objects anyway and fail on them, leaving a mix. Now it
+// refuses before writing anything, naming both.
+func TestMigrateStopsWhenItsDryRunsAreRefused(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	ctx := context.Background()
+	crd := createCRD(t, c, crontab("refused-dryrun.example.com", apiextensionsv1.NamespaceScoped))
+	ensureNamespace(t, c, "default")
+	for i, image := range []string{"ok", "bad", "ok", "bad", "ok"} {
+		o := cronTabObject("o"+itoa(i), map[string]any{"image": image}, nil)
+		o.SetAPIVersion(crd.Spec.Group + "/v1")
+		o.SetKind("CronTab")
+		if _, err := resource(c, crd, "v1", "default").Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2 := crontabVersion("v2", true, false).Schema.OpenAPIV3Schema
+	spec := v2.Properties["spec"]
+	spec.XValidations = apiextensionsv1.ValidationRules{{Rule: "!has(oldSelf.image) || oldSelf.image != 'bad'", Message: "bad images cannot be updated"}}
+	v2.Properties["spec"] = spec
+	serveVersion(t, c, crd, "v2", v2)
+	crd = setStorage(t, c, crd.Name, "v2")
+	versions := func() string {
+		list, err := resource(c, crd, "v1", "default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rvs []string
+		for _, u := range list.Items {
+			rvs = append(rvs, u.GetName()+"@"+u.GetResourceVersion())
+		}
+		return strings.Join(rvs, ",")
+	}
+	before := versions()
+	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "the API server refuses to rewrite some objects at v2",
+		"2 object(s) read at v1 that the API server refuses to write through v2", "default/o1: ", "default/o3: ", "bad images cannot be updated"}, "migrate", crd.Name)
+	if after := versions(); after != before {
+		t.Errorf("the refused migrate wrote objects: %s, before %s", after, before)
+	}
+}

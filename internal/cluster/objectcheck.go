@@ -120,7 +120,7 @@ type ObjectsCheck struct {
 	Problems []ObjectProblem `json:"problems,omitempty"`
 	// InvalidAsNew are the objects whose update the API server accepted
 	// but which it refuses as new objects at To (a server-side dry-run
-	// create under a generated name: the whole schema and its CEL rules,
+	// create under its own name: the whole schema and its CEL rules,
 	// without the ratcheting that lets an update keep an unchanged invalid
 	// field).
 	InvalidAsNew []ObjectProblem `json:"invalidAsNew,omitempty"`
@@ -176,8 +176,8 @@ type ObjectsCheck struct {
 // at o.From that it lacks is recorded as lost. Objects past o.Sample, and
 // objects the dry run refused, are read at o.To instead (a GET) and compared
 // the same way. An object whose update was accepted is also sent, as the
-// preflight did before, a server-side dry-run create at o.To under a
-// generated name: the whole schema without ratcheting (InvalidAsNew; not
+// preflight did before, a server-side dry-run create at o.To under
+// its own name: the whole schema without ratcheting (InvalidAsNew; not
 // with o.UpdateOnly). Up to o.Concurrency objects are checked at once.
 // Nothing is persisted.
 func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o CheckObjectsOptions) (*ObjectsCheck, error) {
@@ -374,6 +374,10 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 				return f, err
 			}
 			switch {
+			case apierrors.IsAlreadyExists(err):
+				// The object's own name: the API server looks in
+				// storage only after the schema, its rules and
+				// admission accepted the object as new.
 			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 				// Forbidden, but not for a permission: nothing is
 				// created in a namespace being deleted.
@@ -382,7 +386,7 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 				f.forbidden = apiMessage(err)
 				return f, nil
 			default:
-				f.invalidNew = generatedName.ReplaceAllLiteralString(apiMessage(err), u.GetName())
+				f.invalidNew = apiMessage(err)
 			}
 		}
 	}
@@ -521,14 +525,12 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-const validationPrefix = "crdversion-preflight-"
-
-// validationCandidate is u as a new object: same content, a generated name,
-// no server-set metadata.
+// validationCandidate is u as a new object: same content, its own name and
+// namespace (a rule on metadata.name judges the object's name, not one the
+// check made up), no server-set metadata. Its dry-run create is answered
+// AlreadyExists once everything else accepted it.
 func validationCandidate(u *unstructured.Unstructured) *unstructured.Unstructured {
 	c := u.DeepCopy()
-	c.SetGenerateName(validationPrefix)
-	c.SetName("")
 	c.SetResourceVersion("")
 	c.SetUID("")
 	c.SetManagedFields(nil)
@@ -540,10 +542,6 @@ func validationCandidate(u *unstructured.Unstructured) *unstructured.Unstructure
 	c.SetDeletionGracePeriodSeconds(nil)
 	return c
 }
-
-// generatedName matches the names the API server generates for the
-// dry-run creates (generateName plus five characters).
-var generatedName = regexp.MustCompile(`\b` + validationPrefix + `[a-z0-9]{5}\b`)
 
 func objectName(u *unstructured.Unstructured) string {
 	if ns := u.GetNamespace(); ns != "" {

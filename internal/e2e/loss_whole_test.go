@@ -271,3 +271,33 @@ func TestMigrateStopsWhenItsDryRunsAreRefused(t *testing.T) {
 		t.Errorf("the refused migrate wrote objects: %s, before %s", after, before)
 	}
 }
+
+// TestPromoteStorageJudgesObjectsByTheirOwnName (B12): v2 limits
+// metadata.name to 20 characters. promote-storage's check of each object as
+// new was a dry-run create under a generated name (26 characters), so every
+// object failed it. It now sends the object under its own name: o1 passes
+// (the API server answers AlreadyExists once the schema and admission
+// accepted it), and an object whose own name is too long is the one named.
+func TestPromoteStorageJudgesObjectsByTheirOwnName(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	crd := createCRD(t, c, crontab("own-name.example.com", apiextensionsv1.NamespaceScoped))
+	createObject(t, c, crd, "v1", "o1", map[string]any{"image": "nginx:1"})
+	v2 := crontabVersion("v2", true, false).Schema.OpenAPIV3Schema
+	v2.Properties["metadata"] = apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"name": {Type: "string", MaxLength: ptrInt64(20)}}}
+	serveVersion(t, c, crd, "v2", v2)
+
+	r := succeeds(t, "promote-storage", crd.Name, "v2", "--dry-run=server")
+	if !strings.Contains(r.stdout, "PASS  1 of 1 object(s) checked: the no-op update that migrate sends through v2 is accepted, and each is valid at v2 as a new object") {
+		t.Errorf("promote-storage --dry-run=server:\n%s", r.stdout)
+	}
+	const long = "abcdefghijklmnopqrstuvwx"
+	createObject(t, c, crd, "v1", long, map[string]any{"image": "nginx:1"})
+	r = refuses(t, c, []string{crd.Name}, []string{"default/" + long + ": ", "Too long"}, "promote-storage", crd.Name, "v2")
+	if strings.Contains(r.stdout+r.stderr, "default/o1:") {
+		t.Errorf("o1 is named as invalid:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }

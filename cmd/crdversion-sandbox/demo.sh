@@ -27,8 +27,10 @@ crdversion status httproutes.gateway.networking.k8s.io
 # none of the day that --usage-history looks back on by default (the check
 # would say unknown): the sandbox had no client before, and we say so with
 # --usage-history 0. On a real cluster, give Prometheus (--prometheus-url).
-crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --usage-history 0 --dry-run
-crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --usage-history 0
+# --migrate: status.storedVersions without v1alpha2 is a claim; the
+# migration pass proves it, writing only objects still stored there.
+crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --usage-history 0 --migrate --dry-run
+crdversion retire httproutes.gateway.networking.k8s.io v1alpha2 --usage-history 0 --migrate
 
 # HTTPRoute now has one version. Add v1 with v1beta1's schema (same schema,
 # so conversion None is safe), as Gateway API v1.0 did...
@@ -69,8 +71,8 @@ crdversion retire httproutes.gateway.networking.k8s.io v1beta1 || echo "(refused
 # only. The route's managedFields still name v1beta1, so server-side apply
 # would fail once v1beta1 is gone: retire refuses until the entries are
 # rewritten, which --clean-managed-fields does.
-crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 || echo "(refused, exit code $?; nothing was changed)"
-crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 --clean-managed-fields
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 --migrate || echo "(refused, exit code $?; nothing was changed)"
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 --migrate --clean-managed-fields
 crdversion status httproutes.gateway.networking.k8s.io
 
 # ReferenceGrant stores v1alpha2 and serves v1beta1 beside it: a promotion

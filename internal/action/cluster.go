@@ -72,6 +72,9 @@ type RetireCluster interface {
 	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, opts cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error)
 	// WaitServed waits until the CRD's served versions are in discovery.
 	WaitServed(ctx context.Context, name string, timeout time.Duration) error
+	// CountObjects counts the objects of crd through version, pageSize
+	// per page.
+	CountObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) (int, error)
 	// StaleManagedFields lists, pageSize per page, the objects whose
 	// managedFields name version.
 	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]retire.ObjectRef, error)

@@ -134,6 +134,12 @@ func (r *Retire) StaleManagedFields(ctx context.Context, crd *apiextensionsv1.Cu
 	return r.Cluster.StaleManagedFields(ctx, crd, version, r.Engine.ChunkSize)
 }
 
+// CountObjects counts the objects of crd through its storage version,
+// Engine.ChunkSize per page.
+func (r *Retire) CountObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	return r.Cluster.CountObjects(ctx, crd, lifecycle.StorageVersion(crd), r.Engine.ChunkSize)
+}
+
 // CleanManagedFields rewrites the stale entries of objs, Engine.Concurrency
 // writes in flight.
 func (r *Retire) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []retire.ObjectRef) (*retire.ManagedFieldsCleanup, error) {

@@ -100,10 +100,11 @@ func TestFaultPermissionPreflight(t *testing.T) {
 	}
 	setStoredVersions(t, c, name, "v2")
 
-	// retire needs patch on the objects to clean their managedFields: the
-	// refusal comes before v1 is unserved.
-	refused(t, c, name, []string{"refusing to retire v1 of", "patch crontabs.perm.example.com (to rewrite managedFields)"},
-		"retire", name, "v1", "--skip-usage-check", "--clean-managed-fields", "--as", "perm-no-patch")
+	// retire needs patch on the objects to clean their managedFields (and
+	// to prove, with --migrate, that none is stored at v1: storedVersions
+	// was trimmed by hand above): the refusal comes before v1 is unserved.
+	refused(t, c, name, []string{"refusing to retire v1 of", "patch crontabs.perm.example.com (to rewrite"},
+		"retire", name, "v1", "--migrate", "--skip-usage-check", "--clean-managed-fields", "--as", "perm-no-patch")
 	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {
 		t.Error("v1 was unserved before the refusal")
 	}

@@ -818,7 +818,7 @@ func TestCase24UnservedVersionBreaksClients(t *testing.T) {
 	t.Run("retire", func(t *testing.T) {
 		// The consumer applied its objects at v1alpha2: their managedFields
 		// name it, so retire rewrites them first.
-		succeeds(t, "retire", name, "v1alpha2", "--skip-usage-check", "--clean-managed-fields")
+		succeeds(t, "retire", name, "v1alpha2", "--migrate", "--skip-usage-check", "--clean-managed-fields")
 		if lifecycle.FindVersion(getCRD(t, c, name), "v1alpha2") != nil {
 			t.Error("retire left v1alpha2 in spec.versions")
 		}

@@ -191,18 +191,29 @@ func TestFleet(t *testing.T) {
 		t.Errorf("fleet doctor: exit %d\n%s\n%s", doc.code, doc.stdout, doc.stderr)
 	}
 
-	// retire: the migrated cluster advances to S6, the pending one is
-	// refused at step 4 (no --migrate) and left untouched, the unreachable
-	// one is reported.
+	// retire without --migrate: both reachable clusters are refused at
+	// step 4 and left untouched — the pending one lists v1 in
+	// storedVersions, and for the migrated one storedVersions without v1
+	// is a claim that only a migration pass proves (B24) — and the
+	// unreachable one is reported. With --migrate the migrated cluster
+	// advances to S6.
 	fpPending := fingerprint(t, pendingC, name)
+	fpMigrated := fingerprint(t, migratedC, name)
 	r = run("retire", name, "v1", "--all-contexts", "--skip-usage-check", "--clean-managed-fields")
 	if r.code == 0 {
-		t.Fatalf("fleet retire succeeded with a blocked and an unreachable cluster:\n%s", r.stdout)
+		t.Fatalf("fleet retire succeeded with blocked and unreachable clusters:\n%s", r.stdout)
 	}
-	for _, want := range []string{"migrated  ", "Complete", "Blocked", "stopped at step 4", "Unreachable", "did not finish in 2 of 3 cluster(s)"} {
+	for _, want := range []string{"migrated  ", "Blocked", "stopped at step 4", "Unreachable", "did not finish in 3 of 3 cluster(s)"} {
 		if !strings.Contains(r.stdout+r.stderr, want) {
 			t.Errorf("fleet retire output lacks %q:\n%s\n%s", want, r.stdout, r.stderr)
 		}
+	}
+	if fp := fingerprint(t, migratedC, name); fp != fpMigrated {
+		t.Errorf("the blocked migrated cluster's CRD was written (%s -> %s)", fpMigrated, fp)
+	}
+	r = run("retire", name, "v1", "--contexts", "migrated", "--skip-usage-check", "--clean-managed-fields", "--migrate")
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "Complete") {
+		t.Errorf("fleet retire --migrate of the migrated cluster: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if s := statusAt(t, migratedC, name); s.State != lifecycle.StateS6 {
 		t.Errorf("migrated cluster after fleet retire: %s", s.State)

@@ -11,6 +11,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
 
 // The loss measurement of migrate compares whole objects: the object read
@@ -301,3 +303,41 @@ func TestPromoteStorageJudgesObjectsByTheirOwnName(t *testing.T) {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// TestRetireProvesNothingIsStoredAtTheVersion (B24): objects stored at v1,
+// storage switched to v2 and status.storedVersions trimmed to [v2] by hand
+// (the status patch that upgrade guides pass around). retire used to take
+// storedVersions at its word, remove v1 and leave every object unreadable.
+// Now storedVersions without v1 is a claim: retire refuses at step 4 while
+// objects exist, naming --migrate; with it, the migration pass rewrites the
+// objects still stored at v1 before the removal, and every object reads at
+// v2 afterwards.
+func TestRetireProvesNothingIsStoredAtTheVersion(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	crd := createCRD(t, c, crontab("claimed-trim.example.com", apiextensionsv1.NamespaceScoped))
+	createCronTabs(t, c, crd, "v1", 3)
+	serveVersion(t, c, crd, "v2", crontabVersion("v2", true, false).Schema.OpenAPIV3Schema)
+	crd = setStorage(t, c, crd.Name, "v2")
+	setStoredVersions(t, c, crd.Name, "v2")
+	crd = updateCRD(t, c, crd.Name, unserveVersion("v1"))
+	if got := storedAt(t, crd); got[crd.Spec.Group+"/v1"] != 3 {
+		t.Fatalf("stored %v, want the 3 objects at v1", got)
+	}
+	before := contents(t, c, crd, "v2")
+
+	refuses(t, c, []string{crd.Name}, []string{"stopped at step 4", "does not list v1, but that is a claim", "none of the 3 object(s) is still stored at v1",
+		"retire " + crd.Name + " v1 --migrate"}, "retire", crd.Name, "v1", "--skip-usage-check", "--clean-managed-fields")
+	if lifecycle.FindVersion(getCRD(t, c, crd.Name), "v1") == nil {
+		t.Fatal("the refused retire removed v1")
+	}
+
+	succeeds(t, "retire", crd.Name, "v1", "--migrate", "--skip-usage-check", "--clean-managed-fields")
+	if got := storedAt(t, crd); got[crd.Spec.Group+"/v2"] != 3 || len(got) != 1 {
+		t.Errorf("stored %v after retire --migrate, want the 3 objects at v2", got)
+	}
+	if lifecycle.FindVersion(getCRD(t, c, crd.Name), "v1") != nil {
+		t.Error("retire --migrate left v1 in spec.versions")
+	}
+	wantContents(t, c, crd, "v2", before)
+}

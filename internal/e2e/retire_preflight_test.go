@@ -111,7 +111,7 @@ func unserveVersion(v string) func(*apiextensionsv1.CustomResourceDefinition) {
 func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
-	args := []string{"--skip-usage-check", "--clean-managed-fields"}
+	args := []string{"--migrate", "--skip-usage-check", "--clean-managed-fields"}
 
 	t.Run("removal refused", func(t *testing.T) {
 		crd := advance(t, c, "asks-remove.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
@@ -293,7 +293,8 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 		"Unserved checked":           "the API server accepts the write (server-side dry run)",
 		"Unserved did":               "set served: false on v1",
 		"StorageMoved checked":       "done: the storage version is v2",
-		"Migrated checked":           "done: status.storedVersions is [v2]",
+		"Migrated checked":           "status.storedVersions does not list v1; counted 3 object(s) of crontabs.records.example.com",
+		"Migrated did":               "migrated 3 object(s) at v2 (rewritten 0, already current 3",
 		"ManagedFieldsClean checked": "listed the objects: 3 have managedFields entries naming records.example.com/v1",
 		"ManagedFieldsClean did":     "rewrote the managedFields of 3 object(s)",
 		"Removed checked":            "the API server accepts the write (server-side dry run)",

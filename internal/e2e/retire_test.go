@@ -329,9 +329,9 @@ func TestUsageHistory(t *testing.T) {
 	// which checks with the default history and refuses.
 	r = mustRun(t, append([]string{"unserve", name, "v1", "--usage-history=0"}, short...)...)
 	mustContain(t, "unserve's output", r.stdout, "no client of history.example.com/v1 crontabs seen in the last 2s")
-	next := regexp.MustCompile(`(?m)^Next: kubectl crdversion (retire \S+ v1 --clean-managed-fields.*)$`).FindStringSubmatch(r.stdout)
+	next := regexp.MustCompile(`(?m)^Next: kubectl crdversion (retire \S+ v1 --migrate --clean-managed-fields.*)$`).FindStringSubmatch(r.stdout)
 	if next == nil {
-		t.Fatalf("no retire --clean-managed-fields advice:\n%s", r.stdout)
+		t.Fatalf("no retire --migrate --clean-managed-fields advice:\n%s", r.stdout)
 	}
 	// v1 is no longer served: no request can be counted, but the entry
 	// still records my-operator's write, and the clean-up would relabel it.
@@ -403,10 +403,10 @@ func TestRetireClientUsage(t *testing.T) {
 	// The clients' requests came before the windows below: the test knows
 	// they stopped, and says so (--usage-history=0, TestUsageHistory).
 	waitFor(t, "the watch to end on the server", func() (bool, error) {
-		return plugin(t, "retire", name, "v1", "--usage-window=500ms", "--usage-min-window=500ms", "--usage-history=0", "--dry-run", "--clean-managed-fields").err == nil, nil
+		return plugin(t, "retire", name, "v1", "--usage-window=500ms", "--usage-min-window=500ms", "--usage-history=0", "--dry-run", "--migrate", "--clean-managed-fields").err == nil, nil
 	})
 
-	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--usage-min-window=200ms", "--usage-history=0", "--clean-managed-fields")
+	mustRun(t, "retire", name, "v1", "--usage-window=200ms", "--usage-min-window=200ms", "--usage-history=0", "--migrate", "--clean-managed-fields")
 	healthy(t, name, lifecycle.StateS6)
 }
 
@@ -458,8 +458,8 @@ func TestRetireManagedFields(t *testing.T) {
 	// With retire: step 5 blocks without --clean-managed-fields.
 	fixed, obj := s5("mf-fixed.example.com")
 	name := fixed.Name
-	refused(t, c, name, []string{"stopped at step 5", "team-a/applied", "kubernetes/kubernetes#111937", "--clean-managed-fields"}, "retire", name, "v1", "--skip-usage-check")
-	mustRun(t, "retire", name, "v1", "--clean-managed-fields", "--skip-usage-check")
+	refused(t, c, name, []string{"stopped at step 5", "team-a/applied", "kubernetes/kubernetes#111937", "--clean-managed-fields"}, "retire", name, "v1", "--migrate", "--skip-usage-check")
+	mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check")
 	healthy(t, name, lifecycle.StateS6)
 	live, err := resource(c, fixed, "v2", "team-a").Get(context.Background(), "applied", metav1.GetOptions{})
 	if err != nil {

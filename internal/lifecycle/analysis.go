@@ -670,19 +670,24 @@ func nextStep(name string, a Analysis) *NextStep {
 		return next(fmt.Sprintf("stop serving %s once no client requests it", a.OldVersion),
 			Crdversion("unserve", name, a.OldVersion))
 	case StateS5:
+		// --migrate: status.storedVersions without OLD is a claim (a status
+		// trimmed by hand says the same), so retire proves that no object
+		// is stored at OLD with a pass of migrate before the removal; it
+		// writes only objects that are.
+		retire := Crdversion("retire", name, a.OldVersion).With("migrate", "")
+		proof := fmt.Sprintf("any object still stored at %s is rewritten first (--migrate: storedVersions alone does not prove none is)", a.OldVersion)
 		n, scanned := a.staleManaged[a.OldVersion]
 		switch {
 		case n > 0:
-			return next(fmt.Sprintf("remove %s from spec.versions; %d object(s) have managedFields entries naming %s, which --clean-managed-fields rewrites to %s first (server-side apply on them would fail once %s is gone)", a.OldVersion, n, a.OldVersion, a.StorageVersion, a.OldVersion),
-				Crdversion("retire", name, a.OldVersion).With("clean-managed-fields", ""))
+			return next(fmt.Sprintf("remove %s from spec.versions; %s; %d object(s) have managedFields entries naming %s, which --clean-managed-fields rewrites to %s first (server-side apply on them would fail once %s is gone)", a.OldVersion, proof, n, a.OldVersion, a.StorageVersion, a.OldVersion),
+				retire.With("clean-managed-fields", ""))
 		case !scanned:
 			// Not listed: retire refuses while an entry names OLD, so the
 			// command rewrites any first (a no-op when there is none).
-			return next(fmt.Sprintf("remove %s from spec.versions; objects whose managedFields name %s are rewritten to %s first (--clean-managed-fields; server-side apply on them would fail once %s is gone)", a.OldVersion, a.OldVersion, a.StorageVersion, a.OldVersion),
-				Crdversion("retire", name, a.OldVersion).With("clean-managed-fields", ""))
+			return next(fmt.Sprintf("remove %s from spec.versions; %s; objects whose managedFields name %s are rewritten to %s first (--clean-managed-fields; server-side apply on them would fail once %s is gone)", a.OldVersion, proof, a.OldVersion, a.StorageVersion, a.OldVersion),
+				retire.With("clean-managed-fields", ""))
 		}
-		return next(fmt.Sprintf("remove %s from spec.versions (no object's managedFields name it)", a.OldVersion),
-			Crdversion("retire", name, a.OldVersion))
+		return next(fmt.Sprintf("remove %s from spec.versions (no object's managedFields name it); %s", a.OldVersion, proof), retire)
 	}
 	return nil
 }

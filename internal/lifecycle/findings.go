@@ -669,7 +669,7 @@ func retirable(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Find
 		out = append(out, Finding{
 			Code: CodeVersionRetirable, Severity: SeverityInfo, Version: v.Name,
 			Message: fmt.Sprintf("%s is neither served nor in status.storedVersions: it can leave spec.versions", v.Name),
-			Fix:     "see what removing it takes (objects whose managedFields name it are rewritten first): " + Crdversion("retire", crd.Name, v.Name).With("dry-run", "").String(),
+			Fix:     "see what removing it takes (objects whose managedFields name it are rewritten first): " + Crdversion("retire", crd.Name, v.Name).With("migrate", "").With("dry-run", "").String(),
 		})
 	}
 	return out

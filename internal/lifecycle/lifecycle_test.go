@@ -43,7 +43,7 @@ func TestAnalyzeStates(t *testing.T) {
 		{"S4 deprecated", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Deprecate("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(),
 			StateS4, "v1", "v2", "unserve widgets.example.com v1", CodeDeprecatedServed},
 		{"S5 unserved", crdtest.New("widgets.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(),
-			StateS5, "v1", "v2", "retire widgets.example.com v1 --clean-managed-fields", ""},
+			StateS5, "v1", "v2", "retire widgets.example.com v1 --migrate --clean-managed-fields", ""},
 		{"S6 retired", crdtest.New("widgets.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").Annotate(RetiredVersionsAnnotation, "v1alpha1, v1").CRD(),
 			StateS6, "v1", "v2", "", ""},
 		{"no storage version", crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served).CRD(),
@@ -463,7 +463,7 @@ func TestRetirableVersions(t *testing.T) {
 	for _, f := range a.Findings {
 		if f.Code == CodeVersionRetirable {
 			got = append(got, f.Version)
-			if !strings.Contains(f.Fix, "kubectl crdversion retire widgets.example.com "+f.Version+" --dry-run") || len(f.Run) > 0 {
+			if !strings.Contains(f.Fix, "kubectl crdversion retire widgets.example.com "+f.Version+" --migrate --dry-run") || len(f.Run) > 0 {
 				t.Errorf("fix %q, run %v", f.Fix, f.Run)
 			}
 		}
@@ -491,9 +491,9 @@ func TestS5NextByManagedFields(t *testing.T) {
 		n       int
 		want    string
 	}{
-		{"not listed", false, 0, "kubectl crdversion retire widgets.example.com v1 --clean-managed-fields"},
-		{"listed, none", true, 0, "kubectl crdversion retire widgets.example.com v1"},
-		{"listed, two", true, 2, "kubectl crdversion retire widgets.example.com v1 --clean-managed-fields"},
+		{"not listed", false, 0, "kubectl crdversion retire widgets.example.com v1 --migrate --clean-managed-fields"},
+		{"listed, none", true, 0, "kubectl crdversion retire widgets.example.com v1 --migrate"},
+		{"listed, two", true, 2, "kubectl crdversion retire widgets.example.com v1 --migrate --clean-managed-fields"},
 	} {
 		a := Analyze(crd)
 		if tc.scanned {

@@ -40,6 +40,9 @@ type Cluster interface {
 	// whether each wrote inside the usage window or history span
 	// (usage.AssessManagedFields). Nil when the usage check is skipped.
 	RecentWriters(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*usage.SourceReport, error)
+	// CountObjects counts the objects of crd (listed through its storage
+	// version, metadata only).
+	CountObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error)
 	// StaleManagedFields lists the objects of crd whose managedFields have
 	// an entry naming version, without requesting version itself.
 	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) ([]ObjectRef, error)

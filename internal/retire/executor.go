@@ -239,6 +239,14 @@ func (r *run) measure(ctx context.Context) error {
 		}
 		r.facts.Writers = w
 	}
+	if v != nil && !slices.Contains(r.crd.Status.StoredVersions, r.old) && !r.facts.MigratedInRun && r.facts.Objects == nil {
+		n, err := r.e.Cluster.CountObjects(ctx, r.crd)
+		if err != nil {
+			return fmt.Errorf("counting the objects of %s: %w", r.crd.Name, err)
+		}
+		r.facts.Objects = &n
+		r.observe(Migrated, fmt.Sprintf("status.storedVersions does not list %s; counted %d object(s) of %s", r.old, n, r.crd.Name))
+	}
 	if v != nil && !v.Storage && r.facts.StaleManagedFields == nil {
 		stale, err := r.e.Cluster.StaleManagedFields(ctx, r.crd, r.old)
 		if apierrors.IsForbidden(err) {
@@ -429,10 +437,11 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 		}
 		r.did[s.ID] = append(r.did[s.ID], fmt.Sprintf("migrated %d object(s) at %s (rewritten %d, already current %d, conflicts %d, deleted %d, failed %d); %s",
 			m.Total, m.StorageVersion, m.Rewritten, m.Current, m.Conflicts, m.Deleted, m.Failed, trim))
-		if m.Failed > 0 || !m.Trimmed {
+		if m.Failed > 0 || !m.Complete || (!m.Trimmed && slices.Contains(m.StoredAfter, r.old)) {
 			return fmt.Errorf("the migration of %s did not finish (%d failed; status.storedVersions not trimmed: %s); fix the failures and re-run %s",
 				r.crd.Name, m.Failed, m.Reason, r.rerun())
 		}
+		r.facts.MigratedInRun = true
 	default:
 		return fmt.Errorf("internal error: retire cannot take step %s", s.ID)
 	}

@@ -42,12 +42,14 @@ type fakeCluster struct {
 	migrationFails  bool
 	// ineffective: CRD writes are answered but change nothing.
 	ineffective bool
+	// objects answers CountObjects.
+	objects int
 }
 
 func newFake(crd *apiextensionsv1.CustomResourceDefinition) *fakeCluster {
 	live := crd.DeepCopy()
 	live.ResourceVersion = "1"
-	return &fakeCluster{live: live, usage: notInUse()}
+	return &fakeCluster{live: live, usage: notInUse(), objects: 3}
 }
 
 func (f *fakeCluster) log(call string) { f.calls = append(f.calls, call) }
@@ -115,6 +117,11 @@ func (f *fakeCluster) ClientUsage(context.Context, *apiextensionsv1.CustomResour
 func (f *fakeCluster) RecentWriters(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*usage.SourceReport, error) {
 	f.log("managedFields writers")
 	return f.writers, nil
+}
+
+func (f *fakeCluster) CountObjects(context.Context, *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	f.log("count")
+	return f.objects, nil
 }
 
 func (f *fakeCluster) StaleManagedFields(context.Context, *apiextensionsv1.CustomResourceDefinition, string) ([]ObjectRef, error) {

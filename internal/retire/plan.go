@@ -186,9 +186,23 @@ func (p *planner) storage(s *Step) {
 func (p *planner) migration(s *Step) {
 	old, f, v, sim := p.old, p.f, p.version(), p.sim
 	stored := strings.Join(sim.Status.StoredVersions, ", ")
+	// storedVersions without OLD is a claim: a status trimmed by hand says
+	// the same while every object is still stored at OLD. Only a pass of
+	// migrate that found every object current, or no object at all,
+	// proves it before the removal makes such objects unreadable.
+	claim := !slices.Contains(sim.Status.StoredVersions, old)
 	switch {
-	case !slices.Contains(sim.Status.StoredVersions, old):
+	case claim && f.MigratedInRun:
+		s.set(Done, nil, "status.storedVersions is [%s], and every object was rewritten at %s in this run", stored, p.storageVersion)
+	case claim && !p.inSpec:
 		s.set(Done, nil, "status.storedVersions is [%s]", stored)
+	case claim && f.Objects == nil:
+		s.set(ToDo, nil, "status.storedVersions is [%s], a claim: the objects are counted next", stored)
+	case claim && *f.Objects == 0:
+		s.set(Done, nil, "status.storedVersions is [%s] and the CRD has no object", stored)
+	case claim && !f.Migrate:
+		s.set(Blocked, p.retire("migrate"), "status.storedVersions [%s] does not list %s, but that is a claim (a status trimmed by hand says the same): nothing proves that none of the %d object(s) is still stored at %s, which the removal would make unreadable; retire with --migrate rewrites every object still stored there first (objects already at %s are not written)",
+			stored, old, *f.Objects, old, p.storageVersion)
 	case v == nil:
 		s.set(Blocked, []lifecycle.Command{lifecycle.Crdversion("add-version", p.name, old).With("from", p.storageVersion).With("served", "false")},
 			"status.storedVersions lists %s but spec.versions does not: objects stored at it are unreadable until it is restored (unserved); then kubectl crdversion migrate %s", old, p.name)
@@ -212,6 +226,11 @@ func (p *planner) migration(s *Step) {
 			mc.Failed, mc.Total, p.storageVersion, first, p.name)
 		for _, o := range mc.Failures {
 			s.Evidence = append(s.Evidence, o.Object+": "+o.Message)
+		}
+	case claim:
+		s.set(ToDo, nil, "rewrite every object still stored at %s at %s (migrate): status.storedVersions [%s] does not list %s, but only the rewrite proves it", old, p.storageVersion, stored, old)
+		if mc := f.MigrationCheck; mc != nil {
+			s.Evidence = append(s.Evidence, fmt.Sprintf("the API server accepts the rewrite of all %d object(s) at %s (server-side dry run of the migration)", mc.Total, p.storageVersion))
 		}
 	default:
 		s.set(ToDo, nil, "rewrite every object at %s, then trim status.storedVersions [%s] to [%s] (migrate)", p.storageVersion, stored, p.storageVersion)

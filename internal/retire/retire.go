@@ -121,6 +121,14 @@ type Facts struct {
 	Writes map[StepID]WriteCheck
 	// MigrationCheck is the server-side dry run of the migration.
 	MigrationCheck *MigrationCheck
+	// Objects is the number of objects of the CRD, counted when
+	// status.storedVersions no longer lists OLD while spec.versions still
+	// does (nil until counted): with none, nothing can be stored at OLD.
+	Objects *int
+	// MigratedInRun is true once this run's migration rewrote every object
+	// at the storage version and storedVersions lacks OLD: the proof that
+	// no object is stored at OLD, which storedVersions alone is not.
+	MigratedInRun bool
 	// Migrate (--migrate) lets retire run the migration;
 	// CleanManagedFields (--clean-managed-fields) lets it rewrite
 	// managedFields entries.

@@ -135,6 +135,13 @@ func TestPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.crd.DeepCopy()
+			if tc.facts.Objects == nil {
+				// These rows are about the other steps: a CRD without
+				// objects, where storedVersions without v1 is proof
+				// (TestPlanStoredVersionsIsAClaim has the rest).
+				zero := 0
+				tc.facts.Objects = &zero
+			}
 			steps := Plan(tc.crd, "v1", tc.facts)
 			if got := statuses(steps); got != tc.want {
 				t.Errorf("plan:\n got %s\nwant %s", got, tc.want)
@@ -175,6 +182,48 @@ func TestPlan(t *testing.T) {
 // version is what keeps it in use, step 1 names the ways out that unserve
 // names: when the entry stops counting, that cleaning managedFields is no
 // way out, and --skip-usage-check.
+// TestPlanStoredVersionsIsAClaim (issue 34, B24): storedVersions without
+// v1 proves nothing while objects exist (a status trimmed by hand says the
+// same while every object is still stored at v1, which the removal makes
+// unreadable). Step 4 is done only with no object or after this run's
+// migration; otherwise it needs --migrate, whose pass rewrites what is
+// still stored at v1.
+func TestPlanStoredVersionsIsAClaim(t *testing.T) {
+	s5 := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	n := func(v int) *int { return &v }
+	for _, tc := range []struct {
+		name  string
+		facts Facts
+		want  string
+		in    string
+	}{
+		{"not counted yet", Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=done 3=done 4=to do 5=done 6=to do 7=info", "a claim: the objects are counted next"},
+		{"no object", Facts{Usage: notInUse(), StaleManagedFields: none(), Objects: n(0)}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=info", "no object"},
+		{"objects, no --migrate", Facts{Usage: notInUse(), StaleManagedFields: none(), Objects: n(3)}, "1=done 2=done 3=done 4=blocked 5=done 6=blocked 7=info",
+			"nothing proves that none of the 3 object(s) is still stored at v1"},
+		{"objects, --migrate", Facts{Usage: notInUse(), StaleManagedFields: none(), Objects: n(3), Migrate: true, MigrationCheck: &MigrationCheck{Total: 3}},
+			"1=done 2=done 3=done 4=to do 5=done 6=to do 7=info", "only the rewrite proves it"},
+		{"objects, --migrate, the rewrite refused", Facts{Usage: notInUse(), StaleManagedFields: none(), Objects: n(3), Migrate: true,
+			MigrationCheck: &MigrationCheck{Total: 3, Failed: 1, Failures: []ObjectFailure{{Object: "default/s1", Message: "sealed"}}}},
+			"1=done 2=done 3=done 4=blocked 5=done 6=blocked 7=info", "refuses the migration's rewrite of 1 of 3"},
+		{"migrated in this run", Facts{Usage: notInUse(), StaleManagedFields: none(), Objects: n(3), Migrate: true, MigratedInRun: true},
+			"1=done 2=done 3=done 4=done 5=done 6=to do 7=info", "rewritten at v2 in this run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := Plan(s5, "v1", tc.facts)
+			if got := statuses(steps); got != tc.want {
+				t.Errorf("plan:\n got %s\nwant %s", got, tc.want)
+			}
+			if s := steps[3]; !strings.Contains(s.Message, tc.in) {
+				t.Errorf("step 4 says %q, want %q in it", s.Message, tc.in)
+			}
+			if s := steps[3]; s.Status == Blocked && !tc.facts.Migrate && !strings.Contains(s.Command, "--migrate") {
+				t.Errorf("blocked step 4 does not say to run with --migrate: %q", s.Command)
+			}
+		})
+	}
+}
+
 func TestPlanInUseWaysOut(t *testing.T) {
 	last := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	mf := usage.SourceReport{Source: usage.SourceManagedFields, Name: "managedFields of crontabs", Clients: []usage.Client{

@@ -132,6 +132,21 @@ func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o Migrat
 	return nil
 }
 
+// breakGlassRefusal refuses a migration while conversion strategy None
+// stands in for a conversion webhook (lifecycle.BreakGlass): every object
+// would be stored unconverted, for good. --allow-pruning does not lift it.
+func breakGlassRefusal(crd *apiextensionsv1.CustomResourceDefinition) error {
+	webhook, on := lifecycle.BreakGlass(crd)
+	if !on {
+		return nil
+	}
+	return &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name,
+		Reason: "conversion strategy None stands in for the conversion webhook, a break-glass",
+		WayOut: "restore the webhook in spec.conversion once it answers, remove the " + lifecycle.BreakGlassAnnotation + " annotation, then migrate",
+		Details: []string{"the webhook: " + webhook + " (" + lifecycle.BreakGlassAnnotation + ", set by the break-glass patch that status prints)",
+			"under None nothing is converted: the migration would store every object as read at " + lifecycle.StorageVersion(crd) + ", not as the webhook converts it, for good"}}
+}
+
 // Migrate rewrites every object of crd at its storage version and trims
 // status.storedVersions under the guard of package migrate, through the
 // client engine (migrate.Engine) or a StorageVersionMigration (svm.Runner),
@@ -143,6 +158,9 @@ func serverEngineRefusal(crd *apiextensionsv1.CustomResourceDefinition, o Migrat
 // migrationRefusal. Per-object failures are in the result; see Outcome for
 // whether the run did what it should.
 func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*Migration, error) {
+	if err := breakGlassRefusal(crd); err != nil {
+		return nil, err
+	}
 	if err := orderRefusal(crd, o); err != nil {
 		return nil, err
 	}

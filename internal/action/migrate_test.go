@@ -162,6 +162,21 @@ func TestServerEngineRefusal(t *testing.T) {
 	}
 }
 
+// TestBreakGlassRefusal (issue 34, B20): while conversion None stands in
+// for a webhook, migrate refuses whatever the flags, before any request.
+func TestBreakGlassRefusal(t *testing.T) {
+	b := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2")
+	wantErr(t, breakGlassRefusal(b.CRD()))
+	wantErr(t, breakGlassRefusal(b.Annotate(lifecycle.BreakGlassAnnotation, "service x/y:443").CRD()),
+		"refusing to migrate widgets.example.com, nothing was changed: conversion strategy None stands in for the conversion webhook, a break-glass", "the webhook: service x/y:443",
+		"would store every object as read at v2, not as the webhook converts it")
+	f := &actiontest.Fake{}
+	_, err := Migrate(context.Background(), f, b.CRD(), MigrateOptions{AllowPruning: true})
+	if err == nil || len(f.Calls) > 0 {
+		t.Errorf("Migrate --allow-pruning under the break-glass: %v, calls %v", err, f.Calls)
+	}
+}
+
 func TestMeasuredPredictionRefusal(t *testing.T) {
 	const refused = "conversion strategy None and the schemas differ"
 	for _, tc := range []struct {

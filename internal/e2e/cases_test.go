@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -501,19 +502,33 @@ func TestCase17ConversionWebhookGone(t *testing.T) {
 
 	s := statusJSON(t, name)
 	f, found := finding(s, lifecycle.CodeObjectsUnreadable)
-	if !found || f.Version != "v1alpha2" || !strings.Contains(f.Fix, "service mesh-system/mesh-bootstrap:9443/convert/meshconfig") || !strings.HasSuffix(f.Fix, lifecycle.NoneConversionOn(name).String()) {
+	patch := lifecycle.NoneConversionOn(name, "service mesh-system/mesh-bootstrap:9443/convert/meshconfig")
+	if !found || f.Version != "v1alpha2" || !strings.Contains(f.Fix, "service mesh-system/mesh-bootstrap:9443/convert/meshconfig") || !strings.HasSuffix(f.Fix, patch.String()) {
 		t.Fatalf("status does not name the dead webhook and the way out: %+v", s.Findings)
 	}
 
-	// The break-glass status printed.
-	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, name, types.MergePatchType,
-		[]byte(`{"spec":{"conversion":{"strategy":"None","webhook":null}}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("switching to None: %v", err)
+	// The break-glass status printed: the real kubectl runs it.
+	if out, err := exec.Command("kubectl", append(patch.Argv(nil)[1:], "--kubeconfig", srv.Kubeconfig)...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", patch, err, out)
 	}
 	waitFor(t, "a list at v1alpha2", func() (bool, error) {
 		_, err := c.dyn.Resource(gvr(crd, "v1alpha2")).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
+	// None stands in for the webhook (B20): any write stores objects
+	// unconverted, so status says so and advises no migration, and
+	// migrate refuses.
+	s = statusJSON(t, name)
+	if f, found := finding(s, lifecycle.CodeConversionBreakGlass); !found || f.Severity != lifecycle.SeverityError || (s.Next != nil && len(s.Next.Run) > 0) {
+		t.Errorf("status under the break-glass: findings %+v, next %+v", s.Findings, s.Next)
+	}
+	refuses(t, c, []string{name}, []string{"conversion strategy None stands in for the conversion webhook", "a break-glass"}, "migrate", name)
+	// The mesh is gone for good and its versions need no conversion: the
+	// user keeps None and removes the mark, as the fix says.
+	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, name, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+lifecycle.BreakGlassAnnotation+`":null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing the mark: %v", err)
+	}
 	assertHealthy(t, c, name, before)
 	if err := resource(c, crd, "v1alpha2", "mesh-system").Delete(ctx, "mesh-config", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("deleting at v1alpha2 after the switch: %v", err)

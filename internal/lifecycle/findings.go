@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -30,6 +31,9 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		})
 	}
 
+	for _, f := range breakGlass(crd) {
+		add(f)
+	}
 	for _, s := range crd.Status.StoredVersions {
 		if FindVersion(crd, s) != nil {
 			continue
@@ -577,9 +581,59 @@ func WebhookRepair(a Analysis) string {
 	}
 	fix := "repair " + target + ": " + ask + " Until then objects stored at another version than the one requested cannot be read, written or deleted (namespace deletion and garbage collection hang on them too)"
 	if a.sameSchemas() {
-		fix += "; every version has the same schema, so conversion strategy None loses nothing (a reversible break-glass): " + NoneConversionOn(a.CRD.Name).String()
+		fix += "; every version has the same schema, so conversion strategy None makes the objects readable again (a break-glass: None converts nothing, so any write under it — a migration's too — stores objects as the webhook would not have; the patch marks the CRD so that migrate refuses until the webhook is back): " +
+			NoneConversionOn(a.CRD.Name, webhookName(a.Conversion.Webhook)).String()
 	}
 	return fix
+}
+
+// webhookName names a conversion webhook by its Service or URL.
+func webhookName(w *Webhook) string {
+	switch {
+	case w == nil:
+		return "webhook"
+	case w.Service != "":
+		return "service " + w.Service
+	case w.URL != "":
+		return w.URL
+	}
+	return "webhook"
+}
+
+// BreakGlassAnnotation marks a CRD whose conversion strategy None stands in
+// for a conversion webhook that does not answer (NoneConversionOn); its
+// value names the webhook. While it is set under None, reads work, but
+// every write stores objects unconverted: migrate refuses, and status
+// reports CodeConversionBreakGlass.
+const BreakGlassAnnotation = "crdversion.kubectl.io/conversion-break-glass"
+
+// CodeConversionBreakGlass reports conversion strategy None standing in for
+// a conversion webhook (BreakGlassAnnotation).
+const CodeConversionBreakGlass = "ConversionBreakGlass"
+
+// BreakGlass reports whether conversion strategy None of crd stands in for
+// a conversion webhook (BreakGlassAnnotation under None), and which.
+func BreakGlass(crd *apiextensionsv1.CustomResourceDefinition) (webhook string, on bool) {
+	webhook, marked := crd.Annotations[BreakGlassAnnotation]
+	return webhook, marked && !UsesWebhook(crd)
+}
+
+// breakGlass finds conversion None standing in for a webhook, and a mark
+// left behind once the webhook is back.
+func breakGlass(crd *apiextensionsv1.CustomResourceDefinition) []Finding {
+	webhook, marked := crd.Annotations[BreakGlassAnnotation]
+	if !marked {
+		return nil
+	}
+	unmark := Kubectl("annotate", "crd", crd.Name, BreakGlassAnnotation+"-")
+	if UsesWebhook(crd) {
+		return []Finding{{Code: CodeConversionBreakGlass, Severity: SeverityInfo,
+			Message: fmt.Sprintf("the conversion webhook is configured again, but the break-glass mark %s remains", BreakGlassAnnotation),
+			Fix:     "remove it: " + unmark.String()}}
+	}
+	return []Finding{{Code: CodeConversionBreakGlass, Severity: SeverityError,
+		Message: fmt.Sprintf("conversion strategy None stands in for the conversion webhook (%s), a break-glass: objects read at every version as stored, and every write, a migration's too, stores them unconverted; migrate refuses until the webhook is back", webhook),
+		Fix:     "restore spec.conversion as the CRD's release has it (strategy Webhook and its clientConfig; helm upgrade, kubectl apply) once the webhook answers, then " + unmark.String() + "; if the versions need no conversion at all, keeping None, remove the mark alone"}}
 }
 
 // sameSchemas reports whether every version in spec.versions has the
@@ -597,9 +651,12 @@ func (a Analysis) sameSchemas() bool {
 }
 
 // NoneConversionOn is the kubectl command that sets the conversion strategy
-// of the CRD name to None, removing the webhook configuration.
-func NoneConversionOn(name string) Command {
-	return Kubectl("patch", "crd", name).With("type", "merge").With("p", `{"spec":{"conversion":{"strategy":"None","webhook":null}}}`)
+// of the CRD name to None, removing the webhook configuration, and marks
+// the CRD with BreakGlassAnnotation naming webhook.
+func NoneConversionOn(name, webhook string) Command {
+	value, _ := json.Marshal(webhook)
+	return Kubectl("patch", "crd", name).With("type", "merge").With("p",
+		`{"metadata":{"annotations":{"`+BreakGlassAnnotation+`":`+string(value)+`}},"spec":{"conversion":{"strategy":"None","webhook":null}}}`)
 }
 
 // ObjectsReadable records that every object of the CRD was listed through

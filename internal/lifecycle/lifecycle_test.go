@@ -323,7 +323,7 @@ func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
 	}).CRD()
 	same := Analyze(svc)
 	f := UnreadableObjects(same, "v1alpha2", "conversion webhook for example.com/v1alpha1, Kind=Widget failed: service \"mesh-bootstrap\" not found", false)
-	if !strings.Contains(f.Fix, "repair the conversion webhook (service mesh-system/mesh-bootstrap:9443)") || !strings.HasSuffix(f.Fix, NoneConversionOn("widgets.example.com").String()) {
+	if !strings.Contains(f.Fix, "repair the conversion webhook (service mesh-system/mesh-bootstrap:9443)") || !strings.HasSuffix(f.Fix, NoneConversionOn("widgets.example.com", "service mesh-system/mesh-bootstrap:9443").String()) {
 		t.Errorf("webhook fix, same schemas: %q", f.Fix)
 	}
 	svc.Spec.Versions[1].Schema = crdtest.SpecSchema("size", "colour")
@@ -503,4 +503,50 @@ func TestS5NextByManagedFields(t *testing.T) {
 			t.Errorf("%s: next %+v, want %q", tc.name, a.Next, tc.want)
 		}
 	}
+}
+
+// TestBreakGlass (issue 34, B20): the break-glass patch that status prints
+// for a dead webhook marks the CRD. Under None with the mark, status reports
+// an error and Next advises no command (S2's Next was migrate, which would
+// store every object unconverted); once the webhook is configured again the
+// mark is an info finding with the command that removes it.
+func TestBreakGlass(t *testing.T) {
+	s2 := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2")
+	if a := Analyze(s2.CRD()); a.Next == nil || a.Next.Run[0].Verb != "migrate" {
+		t.Fatalf("S2 without the mark: next %+v, want migrate", a.Next)
+	}
+	marked := s2.Annotate(BreakGlassAnnotation, "service mesh-system/mesh-bootstrap:9443").CRD()
+	a := Analyze(marked)
+	f, ok := findingOf(a, CodeConversionBreakGlass)
+	if !ok || f.Severity != SeverityError || !strings.Contains(f.Message, "service mesh-system/mesh-bootstrap:9443") || !strings.Contains(f.Fix, "kubectl annotate crd widgets.example.com "+BreakGlassAnnotation+"-") {
+		t.Errorf("finding %+v", f)
+	}
+	if a.Next == nil || len(a.Next.Run) > 0 || strings.Contains(a.Next.Reason, "crdversion migrate") {
+		t.Errorf("next under the break-glass: %+v", a.Next)
+	}
+	if webhook, on := BreakGlass(marked); !on || webhook != "service mesh-system/mesh-bootstrap:9443" {
+		t.Errorf("BreakGlass = %q, %v", webhook, on)
+	}
+	back := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").
+		WebhookURL("https://hook.example.com/convert", nil).Annotate(BreakGlassAnnotation, "x").CRD()
+	if _, on := BreakGlass(back); on {
+		t.Error("BreakGlass is on with the webhook configured")
+	}
+	if f, ok := findingOf(Analyze(back), CodeConversionBreakGlass); !ok || f.Severity != SeverityInfo {
+		t.Errorf("the mark left with the webhook back: %+v", f)
+	}
+	// The printed patch is one shell word per flag value, and sets the mark.
+	cmd := NoneConversionOn("widgets.example.com", `service a/b:1 "x"`).String()
+	if !strings.Contains(cmd, BreakGlassAnnotation) || !strings.Contains(cmd, `"strategy":"None"`) {
+		t.Errorf("patch %s", cmd)
+	}
+}
+
+func findingOf(a Analysis, code string) (Finding, bool) {
+	for _, f := range a.Findings {
+		if f.Code == code {
+			return f, true
+		}
+	}
+	return Finding{}, false
 }

@@ -171,9 +171,18 @@ func TestBreakGlassRefusal(t *testing.T) {
 		"refusing to migrate widgets.example.com, nothing was changed: conversion strategy None stands in for the conversion webhook, a break-glass", "the webhook: service x/y:443",
 		"would store every object as read at v2, not as the webhook converts it")
 	f := &actiontest.Fake{}
-	_, err := Migrate(context.Background(), f, b.CRD(), MigrateOptions{AllowPruning: true})
+	marked := b.CRD()
+	_, err := Migrate(context.Background(), f, marked, MigrateOptions{AllowPruning: true})
 	if err == nil || len(f.Calls) > 0 {
 		t.Errorf("Migrate --allow-pruning under the break-glass: %v, calls %v", err, f.Calls)
+	}
+	// retire --migrate runs the engine through Retire.Migrate, not
+	// Migrate: refused the same way, its dry run included.
+	for _, d := range []lifecycle.DryRun{lifecycle.DryRunServer, lifecycle.DryRunNone} {
+		_, err := (&Retire{Cluster: f, AllowPruning: true}).Migrate(context.Background(), marked, d)
+		if err == nil || !strings.Contains(err.Error(), "a break-glass") || len(f.Calls) > 0 {
+			t.Errorf("retire's migration (dry run %s) under the break-glass: %v, calls %v", d, err, f.Calls)
+		}
 	}
 }
 

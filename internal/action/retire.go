@@ -156,6 +156,11 @@ func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need
 // server: every write a server-side dry run); the engine's *migrate.Result is the
 // Migration's Report.
 func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun lifecycle.DryRun) (*retire.Migration, error) {
+	// Under the None break-glass every write stores objects unconverted,
+	// as for migrate: refused, whatever --allow-pruning says.
+	if err := breakGlassRefusal(crd); err != nil {
+		return nil, err
+	}
 	if !r.AllowPruning {
 		// What the migration would lose, as migrate refuses it: while the
 		// old versions are still served (the plan's dry run comes before

@@ -78,7 +78,9 @@ type CheckObjectsOptions struct {
 	// instead of To. With a conversion webhook and the objects stored at
 	// From, an update through From is stored at the storage version and
 	// its answer converted back: the round trip From -> storage -> From,
-	// which is what a migration keeps of the object, seen at From.
+	// which is what a migration keeps of the object, seen at From. The
+	// same dry run is then also sent through To, whose schema, rules and
+	// admission judge the write (a refusal is a Problem).
 	Through string
 	// Whole compares the object read at From with the dry-run update's
 	// answer as whole objects (CompareObjects: values and metadata too)
@@ -335,8 +337,7 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 	var at *unstructured.Unstructured
 	if validate {
 		for attempt := 0; ; attempt++ {
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.GetUID(), "resourceVersion": u.GetResourceVersion()}})
-			got, err := through.Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+			got, err := noOpDryRun(ctx, through, u, fieldManager)
 			if err == nil {
 				at = got
 				break
@@ -365,6 +366,31 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 			}
 			f.invalid = apiMessage(err)
 			break
+		}
+	}
+	if at != nil && o.Through != "" && o.Through != o.To {
+		// The update went through another version than the one a
+		// migration writes through, and the API server validates a custom
+		// resource with the schema (and admits it with the rules) of the
+		// version a request goes through: the storage version's rules
+		// answer only to the same dry run through it.
+		_, err := noOpDryRun(ctx, to, u, fieldManager)
+		if _, answered := err.(apierrors.APIStatus); err != nil && !answered {
+			return f, err
+		}
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err):
+			f.deleted = true
+			return f, nil
+		case apierrors.IsForbidden(err):
+			f.forbidden = apiMessage(err)
+			return f, nil
+		case !apierrors.IsConflict(err):
+			// A conflict: written since it was read; the round trip
+			// measured the version read, the run's own write sees the
+			// rest.
+			f.invalid = apiMessage(err)
 		}
 	}
 	if at != nil && !o.UpdateOnly {
@@ -443,6 +469,14 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 		f.unrecorded = !recorded
 	}
 	return f, nil
+}
+
+// noOpDryRun sends u's no-op update, the one migrate sends (a JSON merge
+// patch naming its uid and resourceVersion), through res as a server-side
+// dry run, and returns the API server's answer.
+func noOpDryRun(ctx context.Context, res dynamic.ResourceInterface, u *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.GetUID(), "resourceVersion": u.GetResourceVersion()}})
+	return res.Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
 }
 
 // LostPaths are the JSON paths of the fields of old (an object read at one

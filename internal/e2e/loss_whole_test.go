@@ -341,3 +341,25 @@ func TestRetireProvesNothingIsStoredAtTheVersion(t *testing.T) {
 	}
 	wantContents(t, c, crd, "v2", before)
 }
+
+// TestMigrateWebhookStorageVersionRulesAnswer: under a conversion webhook
+// the measurement's round trip goes through v1, which the API server
+// validates with v1's schema; v2's transition rule refuses "bad" images.
+// The same dry run through v2 answers for it: migrate refuses before any
+// write instead of rewriting the others and failing on these.
+func TestMigrateWebhookStorageVersionRulesAnswer(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	v2 := crontabVersion("v2", true, false).Schema.OpenAPIV3Schema
+	spec := v2.Properties["spec"]
+	spec.XValidations = apiextensionsv1.ValidationRules{{Rule: "!has(oldSelf.image) || oldSelf.image != 'bad'", Message: "bad images cannot be updated"}}
+	v2.Properties["spec"] = spec
+	crd := webhookStoragePending(t, c, hook, "webhook-rules.example.com", v2,
+		cronTabObject("good", map[string]any{"image": "ok"}, nil), cronTabObject("sealed", map[string]any{"image": "bad"}, nil))
+	before := wholeObjects(t, c, crd, "v1")
+	refuses(t, c, []string{crd.Name}, []string{"the API server refuses to rewrite some objects at v2", "default/sealed: ", "bad images cannot be updated"}, "migrate", crd.Name)
+	if after := wholeObjects(t, c, crd, "v1"); after != before {
+		t.Errorf("the refused migrate wrote objects:\n got %s\nwant %s", after, before)
+	}
+}

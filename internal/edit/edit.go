@@ -432,7 +432,15 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 			cs.add("AnotherServed", Pass, "%d other version(s) stay served", others)
 		}
 		if !v.Storage && slices.Contains(crd.Status.StoredVersions, version) {
-			cs.add("NotStored", Warn, "%s is still in status.storedVersions: objects stored at it stay readable through other versions, but run migrate before removing it", version)
+			if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+				// migrate measures what the webhook keeps by reading the
+				// objects at the version they are stored at: unserved, it
+				// refuses and the next step would be to serve it again.
+				cs.add("NotStored", Fail, "%s is still in status.storedVersions and conversion is Webhook: migrate reads the objects stored at %s to measure what the webhook keeps, so run it while %s is served, then unserve (kubectl crdversion migrate %s)",
+					version, version, version, crd.Name).Run = []lifecycle.Command{lifecycle.Crdversion("migrate", crd.Name)}
+			} else {
+				cs.add("NotStored", Warn, "%s is still in status.storedVersions: objects stored at it stay readable through other versions, but run migrate before removing it", version)
+			}
 		}
 		// A deprecation warning that sends clients here sends them to a
 		// version that is going away.

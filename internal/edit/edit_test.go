@@ -202,6 +202,10 @@ func TestSetServedAndDeprecate(t *testing.T) {
 			"VersionExists=pass NotStorage=fail AnotherServed=fail DefaultVersion=warn", false},
 		{"unserve a stored version", SetServed(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(), "v1", false),
 			"VersionExists=pass NotStorage=pass AnotherServed=pass NotStored=warn DefaultVersion=pass", false},
+		// B26: under Webhook, migrate reads at the stored version: unserving
+		// it first would make the next step serve it again.
+		{"unserve a stored version under a webhook", SetServed(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").WebhookURL("https://conv.example.com", nil).CRD(), "v1", false),
+			"VersionExists=pass NotStorage=pass AnotherServed=pass NotStored=fail DefaultVersion=pass", false},
 		// Friction 8: Gateway API's v1alpha2 warning sends clients to
 		// v1beta1; unserving v1beta1 sends them nowhere.
 		{"unserve the version another's warning names", SetServed(sendsTo("example.com/v2 Widget"), "v2", false),

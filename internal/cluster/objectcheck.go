@@ -364,20 +364,30 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 				u = fresh
 				continue
 			}
+			if notJudged(err) {
+				// A conflict that kept coming back, or an API server
+				// that did not get to judge the write (a timeout, a
+				// 5xx): unknown, not a refusal of the object.
+				f.unreadable = "not judged: " + apiMessage(err)
+				return f, nil
+			}
 			f.invalid = apiMessage(err)
 			break
 		}
 	}
+	// atTo is the answer at To: the object a new one at To must equal.
+	atTo := at
 	if at != nil && o.Through != "" && o.Through != o.To {
 		// The update went through another version than the one a
 		// migration writes through, and the API server validates a custom
 		// resource with the schema (and admits it with the rules) of the
 		// version a request goes through: the storage version's rules
 		// answer only to the same dry run through it.
-		_, err := noOpDryRun(ctx, to, u, fieldManager)
+		got, err := noOpDryRun(ctx, to, u, fieldManager)
 		if _, answered := err.(apierrors.APIStatus); err != nil && !answered {
 			return f, err
 		}
+		atTo = got
 		switch {
 		case err == nil:
 		case apierrors.IsNotFound(err):
@@ -386,16 +396,19 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 		case apierrors.IsForbidden(err):
 			f.forbidden = apiMessage(err)
 			return f, nil
-		case !apierrors.IsConflict(err):
-			// A conflict: written since it was read; the round trip
-			// measured the version read, the run's own write sees the
-			// rest.
+		case apierrors.IsConflict(err):
+			// Written since it was read; the round trip measured the
+			// version read, the run's own write sees the rest.
+		case notJudged(err):
+			f.unreadable = "not judged: " + apiMessage(err)
+			return f, nil
+		default:
 			f.invalid = apiMessage(err)
 		}
 	}
-	if at != nil && !o.UpdateOnly {
+	if atTo != nil && !o.UpdateOnly {
 		// Accepted as migrate's update: also as a new object?
-		if _, err := to.Create(ctx, validationCandidate(at), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager}); err != nil {
+		if _, err := to.Create(ctx, validationCandidate(atTo), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager}); err != nil {
 			if _, answered := err.(apierrors.APIStatus); !answered {
 				return f, err
 			}
@@ -582,6 +595,17 @@ func objectName(u *unstructured.Unstructured) string {
 		return ns + "/" + u.GetName()
 	}
 	return u.GetName()
+}
+
+// notJudged reports whether err, an answer of the API server to a dry-run
+// write, says nothing about the object: a conflict (it kept changing), a
+// timeout, too many requests, or a server error (500, 503, 504). A
+// conversion webhook that fails answers 500 too: the object cannot be
+// measured either way.
+func notJudged(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsUnexpectedServerError(err)
 }
 
 // apiMessage is the API server's message for err.

@@ -1,8 +1,12 @@
 package cluster
 
 import (
+	"errors"
 	"reflect"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestLostPaths(t *testing.T) {
@@ -30,5 +34,33 @@ func TestLostPaths(t *testing.T) {
 	}
 	if got := LostPaths(old, old); len(got) != 0 {
 		t.Errorf("LostPaths of an object and itself = %q", got)
+	}
+}
+
+// TestNotJudged: answers that say nothing about the object — it kept
+// changing, or the API server (or a conversion webhook behind it) did not
+// get to judge the write — make the object unknown, not refused: their
+// advice is to run again, not to fix the object.
+func TestNotJudged(t *testing.T) {
+	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewConflict(gr, "a", errors.New("the object has been modified")), true},
+		{apierrors.NewInternalError(errors.New("conversion webhook for example.com/v1 failed")), true},
+		{apierrors.NewServiceUnavailable("etcd leader changed"), true},
+		{apierrors.NewTimeoutError("request timed out", 1), true},
+		{apierrors.NewServerTimeout(gr, "patch", 1), true},
+		{apierrors.NewTooManyRequests("slow down", 1), true},
+		{apierrors.NewGenericServerResponse(502, "patch", gr, "a", "bad gateway", 0, true), true},
+		{apierrors.NewInvalid(schema.GroupKind{Group: "example.com", Kind: "Widget"}, "a", nil), false},
+		{apierrors.NewBadRequest("transition rule"), false},
+		{apierrors.NewForbidden(gr, "a", errors.New("denied by a policy")), false},
+	}
+	for _, tt := range tests {
+		if got := notJudged(tt.err); got != tt.want {
+			t.Errorf("notJudged(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

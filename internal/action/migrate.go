@@ -259,8 +259,13 @@ func waitStorageServed(ctx context.Context, c MigrateCluster, crd *apiextensions
 // MeasureMigrationLoss asks the API server what migrating crd would lose
 // (loss.Measure, over c, with o's client options and progress).
 func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*LossMeasurement, error) {
-	return loss.Measure(ctx, c, crd, loss.Options{PageSize: o.Client.ChunkSize, Concurrency: o.Client.Concurrency,
-		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress})
+	lo := loss.Options{PageSize: o.Client.ChunkSize, Concurrency: o.Client.Concurrency,
+		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress}
+	if o.Engine == migrate.EngineServer {
+		// The controller patches through the preferred version (B23).
+		lo.WritesThrough = lifecycle.DefaultVersion(crd)
+	}
+	return loss.Measure(ctx, c, crd, lo)
 }
 
 // LossMeasurement is what MeasureMigrationLoss measured.

@@ -174,10 +174,19 @@ func TestMigrateServerEngineRefusalsAndTimeout(t *testing.T) {
 		delete(v2.Schema.OpenAPIV3Schema.Properties["spec"].Properties, "image")
 		crd.Spec.Versions = append(crd.Spec.Versions, v2)
 	})
+	// The measurement's dry runs take the controller's path (B23): each
+	// object is read at v1 and sent the controller's no-op patch through
+	// v2, whose schema prunes .spec.image.
 	r := plugin(t, "migrate", crd.Name, "--engine=server", "--no-trim")
+	if out := r.stderr + errorLine(r.err); r.err == nil || !strings.Contains(errorLine(r.err), "refusing to migrate "+crd.Name+", nothing was changed: rewriting the objects at v1 loses data") ||
+		!strings.Contains(out, "3 object(s) have fields at v1 that the write through v2 drops") || !strings.Contains(out, ".spec.image") {
+		t.Errorf("preferred-version pruning: %v\n%s", r.err, r.stderr)
+	}
+	// Unmeasured (a client dry run), the schemas' prediction refuses it.
+	r = plugin(t, "migrate", crd.Name, "--engine=server", "--no-trim", "--dry-run=client")
 	if out := r.stderr + errorLine(r.err); r.err == nil || !strings.Contains(errorLine(r.err), "refusing to migrate "+crd.Name+", nothing was changed: with --engine=server the controller writes through v2, which prunes fields") ||
 		!strings.Contains(out, "the controller writes each object through the preferred version v2, not the storage version v1") || !strings.Contains(out, ".spec.image") {
-		t.Errorf("preferred-version pruning: %v\n%s", r.err, r.stderr)
+		t.Errorf("preferred-version pruning, client dry run: %v\n%s", r.err, r.stderr)
 	}
 	if r := plugin(t, "migrate", crd.Name, "--engine=server", "--no-trim", "--checkpoint", "/tmp/x"); r.err == nil || !strings.Contains(r.err.Error(), "--checkpoint applies to --engine=client only") {
 		t.Errorf("--checkpoint with --engine=server: %v", r.err)

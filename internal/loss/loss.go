@@ -17,6 +17,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
 // Checker reads objects at two versions, sends each a server-side dry-run
@@ -33,6 +34,11 @@ type Options struct {
 	PageSize     int64
 	Concurrency  int
 	FieldManager string
+	// WritesThrough is the version the run's writes go through when it is
+	// not the storage version: the preferred version, through which the
+	// storage version migrator of kube-controller-manager sends its no-op
+	// patches (migrate --engine=server). "" for the storage version.
+	WritesThrough string
 	// Progress, when set, starts a progress display for the pass reading
 	// the objects at version from.
 	Progress func(from string) (update func(result.Progress), stop func())
@@ -48,7 +54,12 @@ type Options struct {
 // UPDATE admission (mutating webhooks and policies) all answer — and, when
 // none is, at S itself (admission may change even an object stored at S).
 // A field present at the read and absent from what S would store refuses
-// the migration, naming the objects and paths, nothing changed.
+// the migration, naming the objects and paths, nothing changed. When a
+// stored version differs from S (its schema, or Webhook conversion), each
+// object is also sent a dry-run create at S under its own name: the
+// objects S's schema refuses as new are named in a warning (the rewrite
+// keeps their data; typed clients of S may not decode them). The dry runs
+// take the path of the run's writes (Options.WritesThrough).
 //
 // A stored version that is not served cannot be read. Under conversion
 // strategy None nothing is lost unseen there: the read at S gives what the
@@ -90,6 +101,27 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		}
 		recorded = append(recorded, l.Undescribed...)
 	}
+	// Whether an object valid at the version it is stored at is valid at
+	// the storage version depends on the schemas and, under a webhook, on
+	// its conversion: then each object is also sent a dry-run create at
+	// the storage version under its own name (no ratcheting), whoever
+	// switched the storage version.
+	validity := false
+	for _, old := range crd.Status.StoredVersions {
+		if v := lifecycle.FindVersion(crd, old); old != storage && (webhook || v == nil || !schema.Equal(schema.Of(v), schema.Of(sv))) {
+			validity = true
+		}
+	}
+	// The path of the run's writes, when it is not the storage version's
+	// (the server engine's controller): under None it prunes with the
+	// schema of the version it goes through, and the dry run takes it;
+	// under a webhook, the conversion from the version read at to it
+	// cannot be compared with the read unless it is that version (or the
+	// storage version, whose conversion the round trip takes).
+	writes := storage
+	if o.WritesThrough != "" {
+		writes = o.WritesThrough
+	}
 	hidden := map[string][]string{}
 	unrecorded := map[string]bool{}
 	seenAll := true
@@ -101,12 +133,19 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		// object back). Under None, conversion changes apiVersion alone,
 		// and the update takes migrate's own path, through the storage
 		// version, with its defaults and admission.
-		through := storage
-		if webhook && from != storage {
-			through = from
+		through := writes
+		if webhook {
+			switch {
+			case writes == storage && from != storage:
+				through = from
+			case writes != storage && writes != from:
+				seenAll = false
+				unmeasured = append(unmeasured, fmt.Sprintf("the objects read at %s: the run writes them through %s (the version kube-controller-manager's storage version migrator patches through, discovery's preferred version), and what the conversion webhook gives %s of them cannot be compared with the read at %s", from, writes, writes, from))
+				return nil
+			}
 		}
 		co := cluster.CheckObjectsOptions{From: from, To: storage, Through: through, Whole: true, PageSize: o.PageSize,
-			Concurrency: o.Concurrency, FieldManager: o.FieldManager, UpdateOnly: true, Recorded: recorded}
+			Concurrency: o.Concurrency, FieldManager: o.FieldManager, UpdateOnly: !validity, Recorded: recorded}
 		if o.Progress != nil {
 			update, stop := o.Progress(from)
 			defer stop()
@@ -135,12 +174,20 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		for _, name := range found.Unrecorded {
 			unrecorded[name] = true
 		}
+		if len(found.InvalidAsNew) > 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%d object(s) read at %s are invalid at %s as new objects (a server-side dry-run create under their own names: the whole schema and its rules, without ratcheting): %s; the rewrite stores them as they are, and typed clients of %s may fail to decode them: fix them",
+				len(found.InvalidAsNew), from, storage, describeProblems(found.InvalidAsNew, 10), storage))
+		}
 		pass := result.Measurement{From: from, Through: through, Objects: found.Listed, Lost: len(found.Lost), Changed: len(found.Changed),
 			Set: countPaths(found.Set), NullsDropped: countPaths(found.NullsDropped), GenerationChanged: len(found.GenerationChanged),
-			ElapsedSeconds: found.ElapsedSeconds}
+			InvalidAtStorage: len(found.InvalidAsNew), ElapsedSeconds: found.ElapsedSeconds}
 		out.Passes = append(out.Passes, pass)
 		if len(found.Lost) > 0 {
-			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), from, storage, found.Describe(10)))
+			dropper := storage
+			if through != storage && !webhook {
+				dropper = "the write through " + through
+			}
+			refusals = append(refusals, fmt.Sprintf("%d object(s) have fields at %s that %s drops: %s", len(found.Lost), from, dropper, found.Describe(10)))
 		}
 		if len(found.Changed) > 0 {
 			refusals = append(refusals, fmt.Sprintf("%d object(s) have values at %s that the rewrite at %s changes: %s", len(found.Changed), from, storage, describeLosses(found.Changed, 10)))
@@ -179,7 +226,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	}
 	if len(unmeasured) > 0 {
 		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "what the migration loses is unknown for objects that could not be measured",
-			WayOut:       "make them readable (the conversion webhook, your permissions) and run again, or pass --allow-pruning to accept what cannot be measured",
+			WayOut:       "make them readable (the conversion webhook, your permissions) and run again (an answer marked not judged needs only a re-run), or pass --allow-pruning to accept what cannot be measured",
 			DetailsTitle: "Not measured", Details: unmeasured}
 	}
 	if len(refusals) == 0 && len(hidden) > 0 {

@@ -25,7 +25,11 @@ func (f *fakeChecker) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomR
 	if !o.Whole {
 		f.asked = append(f.asked, "not whole")
 	}
-	f.asked = append(f.asked, o.From+">"+o.Through+">"+o.To)
+	asked := o.From + ">" + o.Through + ">" + o.To
+	if !o.UpdateOnly {
+		asked += "+new"
+	}
+	f.asked = append(f.asked, asked)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -75,13 +79,13 @@ func TestMeasure(t *testing.T) {
 			Unreadable: []cluster.ObjectProblem{{Object: "default/nodown1", Message: "conversion webhook failed"}}}}, nil,
 			"v1>v2>v2", "unknown for objects that could not be measured", 0},
 		{"webhook: the round trip through the version read at", webhookServed,
-			map[string]*cluster.ObjectsCheck{"v1": {Listed: 2}}, nil, "v1>v1>v2", "", 1},
+			map[string]*cluster.ObjectsCheck{"v1": {Listed: 2}}, nil, "v1>v1>v2+new", "", 1},
 		{"hidden: managedFields record a field that no read shows", twoServed, map[string]*cluster.ObjectsCheck{"v1": {Listed: 1,
 			RecordedMissing: []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.color"}}}}}, nil,
 			"v1>v2>v2", "loses data that no read shows", 0},
 		{"unknown: webhook conversion from an unserved version", webhookUnserved,
-			map[string]*cluster.ObjectsCheck{"v2": {Listed: 2}}, nil, "v2>v2>v2", "unknown for objects stored at v1", 0},
-		{"no object at all: the unserved version holds none", webhookUnserved, nil, nil, "v2>v2>v2", "", 1},
+			map[string]*cluster.ObjectsCheck{"v2": {Listed: 2}}, nil, "v2>v2>v2+new", "unknown for objects stored at v1", 0},
+		{"no object at all: the unserved version holds none", webhookUnserved, nil, nil, "v2>v2>v2+new", "", 1},
 		{"objects that cannot be listed are unknown (B18)", twoServed,
 			map[string]*cluster.ObjectsCheck{"v1": {ListError: "forbidden"}}, nil, "v1>v2>v2", "cannot be listed at v1: forbidden", 0},
 		{"storage version not served", storageUnserved, nil, nil, "", "not served", 0},
@@ -144,5 +148,69 @@ func TestMeasureReportsWhatTheRewriteSets(t *testing.T) {
 	if len(p.Set) != 2 || p.Set[0].Path != ".spec.mode" || p.Set[0].Objects != 2 || p.Set[1].Path != ".spec.paused" || p.Set[1].Objects != 1 ||
 		len(p.NullsDropped) != 1 || p.NullsDropped[0].Objects != 1 || p.GenerationChanged != 2 || p.Through != "v2" {
 		t.Errorf("pass %+v", p)
+	}
+}
+
+// TestMeasureFollowsTheRunsPath: validity at the storage version is checked
+// (a dry-run create, "+new") whenever a stored version differs from it —
+// whoever switched the storage version (B14) — and the dry runs take the
+// path of the run's writes: the preferred version of the server engine's
+// controller under None; under a webhook a conversion to it that no read
+// can be compared with is unknown (B23).
+func TestMeasureFollowsTheRunsPath(t *testing.T) {
+	schemas := func(b *crdtest.Builder) *crdtest.Builder {
+		return b.Version("v1", crdtest.Served, crdtest.Fields("count")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("count", "mode")).
+			Version("v3", crdtest.Served, crdtest.Fields("count", "mode")).Stored("v1", "v2")
+	}
+	none := schemas(crdtest.New("widgets.example.com")).CRD()
+	webhook := schemas(crdtest.New("widgets.example.com")).WebhookURL("https://conv.example.com", nil).CRD()
+	same := crdtest.New("widgets.example.com").EachVersion(crdtest.Fields("count")).Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	invalid := map[string]*cluster.ObjectsCheck{"v1": {Listed: 3, InvalidAsNew: []cluster.ObjectProblem{{Object: "default/a", Message: "spec.count: Invalid value"}}}}
+	tests := []struct {
+		name    string
+		crd     *apiextensionsv1.CustomResourceDefinition
+		writes  string
+		answers map[string]*cluster.ObjectsCheck
+		asked   string
+		wantErr string
+		warning string
+	}{
+		{"same schemas under None: updates only", same, "", nil, "v1>v2>v2", "", ""},
+		{"schemas differ: validity at the storage version too (B14)", none, "", invalid, "v1>v2>v2+new", "", "1 object(s) read at v1 are invalid at v2 as new objects"},
+		{"server engine under None: through the preferred version (B23)", none, "v3", nil, "v1>v3>v2+new", "", ""},
+		{"server engine under a webhook through the version read at", webhook, "v1", nil, "v1>v1>v2+new", "", ""},
+		{"server engine under a webhook through the storage version", webhook, "v2", nil, "v1>v1>v2+new", "", ""},
+		{"server engine under a webhook through another version: unknown (B23)", webhook, "v3", nil, "", "the run writes them through v3", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeChecker{answers: tt.answers}
+			m, err := Measure(context.Background(), f, tt.crd, Options{WritesThrough: tt.writes})
+			if got := strings.Join(f.asked, ","); got != tt.asked {
+				t.Errorf("checked %q, want %q", got, tt.asked)
+			}
+			if tt.wantErr != "" {
+				var r *lifecycle.RefusalError
+				if !errors.As(err, &r) || !strings.Contains(strings.Join(r.Details, "\n"), tt.wantErr) {
+					t.Fatalf("error %v, want a refusal naming %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(m.Warnings, "\n")
+			if tt.warning == "" && got != "" || !strings.Contains(got, tt.warning) {
+				t.Errorf("warnings %q, want %q", got, tt.warning)
+			}
+			want := 0
+			if a := tt.answers["v1"]; a != nil {
+				want = len(a.InvalidAsNew)
+			}
+			if m.Passes[0].InvalidAtStorage != want {
+				t.Errorf("pass counts %d invalid, want %d", m.Passes[0].InvalidAtStorage, want)
+			}
+		})
 	}
 }

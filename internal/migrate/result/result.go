@@ -248,6 +248,14 @@ type Measurement struct {
 	// metadata.generation the write would change (controllers reconcile
 	// them again).
 	GenerationChanged int `json:"generationChanged"`
+	// InvalidAtStorage is the number of objects that the API server
+	// refuses as new objects at the storage version (a server-side dry-run
+	// create under their own names): the rewrite stores them all the same,
+	// since ratcheting keeps unchanged invalid fields, but typed clients of
+	// the storage version may fail to decode them. Counted only when a
+	// stored version differs from the storage version (its schema, or
+	// Webhook conversion).
+	InvalidAtStorage int `json:"invalidAtStorage,omitempty"`
 	// ElapsedSeconds times the pass.
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 }

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// The measurement follows the path of the run's writes and checks validity
+// at the storage version, whoever switched it (issue 34: B14, B23).
+
+// TestMigrateReportsObjectsInvalidAtTheStorageVersion (B14): the storage
+// version was switched by hand from v1 (replicas: integer) to v2
+// (replicas: string), as Helm or GitOps do. The rewrite keeps the values
+// (ratcheting accepts an unchanged invalid field on update), but the objects
+// are invalid at v2 and typed clients of v2 fail to decode them: migrate
+// checks each as a new object at v2 and names them; promote-storage would
+// have refused.
+func TestMigrateReportsObjectsInvalidAtTheStorageVersion(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	crd := createCRD(t, c, crontab("invalid-at-storage.example.com", apiextensionsv1.NamespaceScoped))
+	createCronTabs(t, c, crd, "v1", 2)
+	v2 := crontabVersion("v2", true, false)
+	v2.Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, v2)
+	})
+	crd = setStorage(t, c, crd.Name, "v2")
+
+	j := succeeds(t, "migrate", crd.Name, "-o", "json", "--dry-run=server")
+	if !strings.Contains(j.stdout, `"invalidAtStorage": 2`) {
+		t.Errorf("migrate -o json does not count the invalid objects:\n%s", j.stdout)
+	}
+	r := succeeds(t, "migrate", crd.Name)
+	out := r.stdout + r.stderr
+	for _, want := range []string{"Warning: 2 object(s) read at v1 are invalid at v2 as new objects", "default/crontab-0", "default/crontab-1", "typed clients of v2 may fail to decode them",
+		"status.storedVersions: [v1, v2] -> [v2]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("migrate output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestServerEngineMeasuresTheControllersPath (B23): Webhook conversion,
+// v1 stored, v2 the storage version, v3 served and discovery's preferred
+// version. kube-controller-manager's storage version migrator patches
+// through v3, and the webhook drops .spec.image on conversions to v3: the
+// measurement through v1 (a round trip through v2) saw nothing, and the
+// controller's rewrite lost the image. The conversion to v3 cannot be
+// compared with the read at v1, so migrate --engine=server refuses as
+// unknown before creating anything; the client engine, which writes through
+// v2, keeps every image.
+func TestServerEngineMeasuresTheControllersPath(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	hook.drop.Store("v3:image")
+	crd := webhookStoragePending(t, c, hook, "controller-path.example.com", nil,
+		cronTabObject("a", map[string]any{"image": "nginx:1"}, nil),
+		cronTabObject("b", map[string]any{"image": "redis:7"}, nil))
+	crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v3", true, false))
+	})
+	if p := lifecycle.DefaultVersion(crd); p != "v3" {
+		t.Fatalf("preferred version %s, want v3", p)
+	}
+	before := wholeObjects(t, c, crd, "v1")
+
+	refuses(t, c, []string{crd.Name}, []string{"what the migration loses is unknown", "the run writes them through v3"},
+		"migrate", crd.Name, "--engine=server")
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Errorf("storedVersions %s after the refusal, want v1,v2", got)
+	}
+	succeeds(t, "migrate", crd.Name)
+	if after := wholeObjects(t, c, crd, "v1"); after != before {
+		t.Errorf("objects at v1 changed by the client engine:\n got %s\nwant %s", after, before)
+	}
+}

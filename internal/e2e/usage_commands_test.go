@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -317,9 +318,11 @@ func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
 	waitPrometheusCovers(t, window)
 	listAs(t, h, h.Instances[1], gvr, 3)
 	saw := serverSawAs(t, h, "alice", aliceAgent, "list", gvr, 3)
-	// The counter of a new series shows up at the next scrape of both.
+	// The counter of a new series shows up at the next scrape of both,
+	// and a scrape between two of the requests holds only the first ones:
+	// wait for one that holds them all.
 	waitUntil(t, time.Minute, "Prometheus scraped the requests", func() bool {
-		return promHasRequests(t, gvr)
+		return int64(promRequests(t, gvr, "LIST")) >= saw
 	})
 	if body, err := c.kube.CoreV1().Services(ns).ProxyGet("", svc, "", "/api/v1/query", map[string]string{"query": "up"}).DoRaw(ctx); err != nil {
 		t.Fatalf("the service proxy does not reach Prometheus: %v %.300s", err, body)
@@ -332,22 +335,30 @@ func TestUsagePrometheusThroughServiceProxy(t *testing.T) {
 	}
 }
 
-// promHasRequests reports whether the fixture's Prometheus has a sample
-// of requests to gvr.
-func promHasRequests(t *testing.T, gvr schema.GroupVersionResource) bool {
+// promRequests is the number of verb requests to gvr that the fixture's
+// Prometheus holds at its last scrapes (the sum of apiserver_request_total
+// over every instance; 0 when it has none or cannot be asked).
+func promRequests(t *testing.T, gvr schema.GroupVersionResource, verb string) int {
 	t.Helper()
-	q := fmt.Sprintf(`apiserver_request_total{group=%q,version=%q,resource=%q}`, gvr.Group, gvr.Version, gvr.Resource)
+	q := fmt.Sprintf(`sum(apiserver_request_total{group=%q,version=%q,resource=%q,verb=%q})`, gvr.Group, gvr.Version, gvr.Resource, verb)
 	resp, err := http.Get(usageFx.prom.URL + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
-		return false
+		return 0
 	}
 	defer resp.Body.Close()
 	var body struct {
 		Data struct {
-			Result []json.RawMessage `json:"result"`
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
 		} `json:"data"`
 	}
-	return json.NewDecoder(resp.Body).Decode(&body) == nil && len(body.Data.Result) > 0
+	if json.NewDecoder(resp.Body).Decode(&body) != nil || len(body.Data.Result) == 0 {
+		return 0
+	}
+	text, _ := body.Data.Result[0].Value[1].(string)
+	n, _ := strconv.ParseFloat(text, 64)
+	return int(n)
 }
 
 // TestUnservePermissionsFirst (friction 6 of the preflight-holes report): a

@@ -30,6 +30,10 @@ type MigrateOptions struct {
 	// VersionOrder is the order of the CRD's versions the user gave,
 	// oldest first (see lifecycle.Order).
 	VersionOrder []string
+	// MeasureAt are versions the loss measurement also reads the objects
+	// at, served ones only, as if status.storedVersions listed them
+	// (loss.Options.Stored).
+	MeasureAt []string
 	// MeasureProgress, when set, starts a progress display for the loss
 	// measurement of the objects read at version from: the function the
 	// measurement reports to, and the one that ends the display.
@@ -260,7 +264,7 @@ func waitStorageServed(ctx context.Context, c MigrateCluster, crd *apiextensions
 // (loss.Measure, over c, with o's client options and progress).
 func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*LossMeasurement, error) {
 	lo := loss.Options{PageSize: o.Client.ChunkSize, Concurrency: o.Client.Concurrency,
-		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress}
+		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress, Stored: o.MeasureAt}
 	if o.Engine == migrate.EngineServer {
 		// The controller patches through the preferred version (B23).
 		lo.WritesThrough = lifecycle.DefaultVersion(crd)

@@ -179,7 +179,7 @@ func TestBreakGlassRefusal(t *testing.T) {
 	// retire --migrate runs the engine through Retire.Migrate, not
 	// Migrate: refused the same way, its dry run included.
 	for _, d := range []lifecycle.DryRun{lifecycle.DryRunServer, lifecycle.DryRunNone} {
-		_, err := (&Retire{Cluster: f, AllowPruning: true}).Migrate(context.Background(), marked, d)
+		_, err := (&Retire{Cluster: f, AllowPruning: true}).Migrate(context.Background(), marked, "v1", d)
 		if err == nil || !strings.Contains(err.Error(), "a break-glass") || len(f.Calls) > 0 {
 			t.Errorf("retire's migration (dry run %s) under the break-glass: %v, calls %v", d, err, f.Calls)
 		}

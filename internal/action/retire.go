@@ -155,7 +155,7 @@ func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need
 // Migrate runs the client migrate engine on crd with Engine (dryRun
 // server: every write a server-side dry run); the engine's *migrate.Result is the
 // Migration's Report.
-func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun lifecycle.DryRun) (*retire.Migration, error) {
+func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, old string, dryRun lifecycle.DryRun) (*retire.Migration, error) {
 	// Under the None break-glass every write stores objects unconverted,
 	// as for migrate: refused, whatever --allow-pruning says.
 	if err := breakGlassRefusal(crd); err != nil {
@@ -172,7 +172,10 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		var m *LossMeasurement
 		if !dryRun.Persists() || len(lifecycle.MigrationLosses(crd)) > 0 {
 			var err error
-			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine}); err != nil {
+			// old too: a status.storedVersions without it is a claim
+			// (B24), and an object still stored there is read at old
+			// and compared with what the rewrite keeps of it.
+			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine, MeasureAt: []string{old}}); err != nil {
 				return nil, err
 			}
 		}

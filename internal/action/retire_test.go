@@ -59,7 +59,7 @@ func TestRetireMigrate(t *testing.T) {
 			f := actiontest.New(tc.in)
 			f.Checks, f.StorageNotServed = tc.checks, tc.notServed
 			r := &Retire{Cluster: f, AllowPruning: tc.allowPruning, Engine: migrate.Options{FieldManager: "m"}}
-			m, err := r.Migrate(context.Background(), tc.in, tc.dryRun)
+			m, err := r.Migrate(context.Background(), tc.in, "v1", tc.dryRun)
 			wantErr(t, err, tc.err...)
 			if got, want := strings.Join(f.Calls, ", "), strings.Join(tc.calls, ", "); got != want {
 				t.Errorf("calls\n%s\nwant\n%s", got, want)
@@ -94,7 +94,7 @@ func TestRetireMigrateReportsTheEngine(t *testing.T) {
 		return res, nil
 	}
 	r := &Retire{Cluster: f, AllowPruning: true, Engine: migrate.Options{FieldManager: "m"}}
-	m, err := r.Migrate(context.Background(), settled(), lifecycle.DryRunServer)
+	m, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunServer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,11 @@ type Options struct {
 	PageSize     int64
 	Concurrency  int
 	FieldManager string
+	// Stored are versions to read the objects at as if
+	// status.storedVersions listed them: a storedVersions trimmed by hand
+	// claims what only a migration proves (retire passes the version it
+	// removes). Only served versions in spec.versions are read.
+	Stored []string
 	// WritesThrough is the version the run's writes go through when it is
 	// not the storage version: the preferred version, through which the
 	// storage version migrator of kube-controller-manager sends its no-op
@@ -106,8 +111,17 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	// its conversion: then each object is also sent a dry-run create at
 	// the storage version under its own name (no ratcheting), whoever
 	// switched the storage version.
+	// The versions objects may be stored at: status.storedVersions, and
+	// o.Stored where served (an unserved one cannot be read; the claim
+	// that nothing is stored there stands until the run's pass).
+	stored := slices.Clone(crd.Status.StoredVersions)
+	for _, name := range o.Stored {
+		if v := lifecycle.FindVersion(crd, name); v != nil && v.Served && !slices.Contains(stored, name) {
+			stored = append(stored, name)
+		}
+	}
 	validity := false
-	for _, old := range crd.Status.StoredVersions {
+	for _, old := range stored {
 		if v := lifecycle.FindVersion(crd, old); old != storage && (webhook || v == nil || !schema.Equal(schema.Of(v), schema.Of(sv))) {
 			validity = true
 		}
@@ -195,7 +209,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		return nil
 	}
 	measured := false
-	for _, old := range crd.Status.StoredVersions {
+	for _, old := range stored {
 		v := lifecycle.FindVersion(crd, old)
 		switch {
 		case old == storage:

@@ -214,3 +214,35 @@ func TestMeasureFollowsTheRunsPath(t *testing.T) {
 		})
 	}
 }
+
+// TestMeasureReadsAtClaimedVersions: a status.storedVersions trimmed by
+// hand claims that nothing is stored at v1; retire passes v1 to be read
+// anyway while it is served (B24), so that an object still stored there
+// is compared with what the rewrite keeps of it.
+func TestMeasureReadsAtClaimedVersions(t *testing.T) {
+	served := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
+	unserved := crdtest.New("widgets.example.com").Version("v1").
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").WebhookURL("https://conv.example.com", nil).CRD()
+	for _, tt := range []struct {
+		name   string
+		crd    *apiextensionsv1.CustomResourceDefinition
+		stored []string
+		asked  string
+	}{
+		{"claimed, served: read there", served, []string{"v1"}, "v1>v2>v2"},
+		{"not asked: the claim stands", served, nil, "v2>v2>v2"},
+		{"not in spec.versions", served, []string{"v0"}, "v2>v2>v2"},
+		{"unserved: cannot be read, not refused", unserved, []string{"v1"}, "v2>v2>v2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeChecker{}
+			if _, err := Measure(context.Background(), f, tt.crd, Options{Stored: tt.stored}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.asked, ","); got != tt.asked {
+				t.Errorf("checked %q, want %q", got, tt.asked)
+			}
+		})
+	}
+}

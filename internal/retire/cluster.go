@@ -57,8 +57,11 @@ type Cluster interface {
 	// trims status.storedVersions (kubectl crdversion migrate). With
 	// lifecycle.DryRunServer every write is a server-side dry run and nothing is persisted
 	// or trimmed. Per-object failures are in the result; an error means
-	// the migration could not go through the objects.
-	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, dryRun lifecycle.DryRun) (*Migration, error)
+	// the migration could not go through the objects. old is the version
+	// being retired: objects may be stored at it whatever
+	// status.storedVersions claims, so what the rewrite loses is measured
+	// there too.
+	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, old string, dryRun lifecycle.DryRun) (*Migration, error)
 }
 
 // WriteRefusedError is a write the API server refused: its validation,

@@ -298,7 +298,7 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 	}
 	i := slices.IndexFunc(steps, func(s Step) bool { return s.ID == Migrated })
 	r.emit(Event{Kind: EventChecking, Step: steps[i], Total: len(steps)})
-	m, err := r.e.Cluster.Migrate(ctx, r.crd, lifecycle.DryRunServer)
+	m, err := r.e.Cluster.Migrate(ctx, r.crd, r.old, lifecycle.DryRunServer)
 	mc := &MigrationCheck{}
 	switch {
 	case ctx.Err() != nil:
@@ -425,7 +425,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 			}
 		}
 	case Migrated:
-		m, err := c.Migrate(ctx, r.crd, lifecycle.DryRunNone)
+		m, err := c.Migrate(ctx, r.crd, r.old, lifecycle.DryRunNone)
 		if err != nil {
 			return err
 		}

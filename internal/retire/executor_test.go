@@ -140,7 +140,7 @@ func (f *fakeCluster) Missing(context.Context, []access.Need) []access.Need {
 	return f.missing
 }
 
-func (f *fakeCluster) Migrate(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, d lifecycle.DryRun) (*Migration, error) {
+func (f *fakeCluster) Migrate(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, d lifecycle.DryRun) (*Migration, error) {
 	dryRun := d == lifecycle.DryRunServer
 	storage := lifecycle.StorageVersion(f.live)
 	if dryRun {

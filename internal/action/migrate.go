@@ -25,6 +25,11 @@ type MigrateOptions struct {
 	Client migrate.Options
 	// AllowPruning accepts a migration that drops fields (conversion None).
 	AllowPruning bool
+	// AllowPruningPaths accept losing or changing these JSON paths and
+	// what is under them (".spec.hostPort"): the measurement still runs
+	// and refuses every other loss (loss.Options.Accepted), and the
+	// schemas' prediction stands for the other fields.
+	AllowPruningPaths []string
 	// ServerProgress, when set, gets each status of a StorageVersionMigration.
 	ServerProgress func(svm.Status)
 	// VersionOrder is the order of the CRD's versions the user gave,
@@ -63,7 +68,7 @@ func migrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOp
 	if o.AllowPruning {
 		return nil
 	}
-	if err := measuredPredictionRefusal(crd, m); err != nil {
+	if err := measuredPredictionRefusal(crd, m, o.AllowPruningPaths); err != nil {
 		return err
 	}
 	return serverEngineRefusal(crd, o)
@@ -71,14 +76,14 @@ func migrationRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOp
 
 // measuredPredictionRefusal is predictedLossRefusal unless the measurement
 // m (nil when none ran) cleared the prediction.
-func measuredPredictionRefusal(crd *apiextensionsv1.CustomResourceDefinition, m *LossMeasurement) error {
+func measuredPredictionRefusal(crd *apiextensionsv1.CustomResourceDefinition, m *LossMeasurement, accepted []string) error {
 	if m == nil {
-		return predictedLossRefusal(crd, "")
+		return predictedLossRefusal(crd, "", accepted)
 	}
 	if m.PredictionCleared {
 		return nil
 	}
-	return predictedLossRefusal(crd, m.UnrecordedText)
+	return predictedLossRefusal(crd, m.UnrecordedText, accepted)
 }
 
 // orderRefusal is migrationRefusal's "a newer version waits" refusal.
@@ -102,9 +107,9 @@ func orderRefusal(crd *apiextensionsv1.CustomResourceDefinition, o MigrateOption
 // predictedLossRefusal is migrationRefusal's refusal of the losses the
 // schemas predict (lifecycle.MigrationLosses): what stands when the loss
 // could not be measured; why not, when known, is appended.
-func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why string) error {
+func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why string, accepted []string) error {
 	storage := lifecycle.StorageVersion(crd)
-	if losses := lifecycle.MigrationLosses(crd); len(losses) > 0 {
+	if losses := acceptPredicted(lifecycle.MigrationLosses(crd), accepted); len(losses) > 0 {
 		var parts []string
 		for _, l := range losses {
 			parts = append(parts, l.Describe(storage))
@@ -117,6 +122,25 @@ func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why str
 			DetailsTitle: "What rewriting the objects at " + storage + " loses", Details: parts}
 	}
 	return nil
+}
+
+// acceptPredicted is losses without the fields under the paths the user
+// accepted (--allow-pruning=PATHS); the losses left with no field are left
+// out.
+func acceptPredicted(losses []lifecycle.Loss, accepted []string) []lifecycle.Loss {
+	if len(accepted) == 0 {
+		return losses
+	}
+	isAccepted := func(p string) bool { return loss.Accepts(accepted, p) }
+	var out []lifecycle.Loss
+	for _, l := range losses {
+		l.Fields = slices.DeleteFunc(slices.Clone(l.Fields), isAccepted)
+		l.Undescribed = slices.DeleteFunc(slices.Clone(l.Undescribed), isAccepted)
+		if len(l.Fields)+len(l.Undescribed) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // serverEngineRefusal is migrationRefusal's refusal of a server engine
@@ -264,7 +288,7 @@ func waitStorageServed(ctx context.Context, c MigrateCluster, crd *apiextensions
 // (loss.Measure, over c, with o's client options and progress).
 func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*LossMeasurement, error) {
 	lo := loss.Options{PageSize: o.Client.ChunkSize, Concurrency: o.Client.Concurrency,
-		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress, Stored: o.MeasureAt}
+		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress, Stored: o.MeasureAt, Accepted: o.AllowPruningPaths}
 	if o.Engine == migrate.EngineServer {
 		// The controller patches through the preferred version (B23).
 		lo.WritesThrough = lifecycle.DefaultVersion(crd)

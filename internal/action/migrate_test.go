@@ -134,7 +134,7 @@ func TestPredictedLossRefusal(t *testing.T) {
 		{"schemas differ, and why it stands", pruning(), "2 object(s) have no managedFields", []string{refused, lost, "  - 2 object(s) have no managedFields\nTo proceed: make the schemas"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, predictedLossRefusal(tc.in, tc.why), tc.want...)
+			wantErr(t, predictedLossRefusal(tc.in, tc.why, nil), tc.want...)
 		})
 	}
 }
@@ -201,7 +201,7 @@ func TestMeasuredPredictionRefusal(t *testing.T) {
 			[]string{refused, "  - 1 object(s) have no managedFields\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, measuredPredictionRefusal(tc.in, tc.m), tc.want...)
+			wantErr(t, measuredPredictionRefusal(tc.in, tc.m, nil), tc.want...)
 		})
 	}
 }

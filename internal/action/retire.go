@@ -179,7 +179,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 				return nil, err
 			}
 		}
-		if err := measuredPredictionRefusal(crd, m); err != nil {
+		if err := measuredPredictionRefusal(crd, m, nil); err != nil {
 			return nil, err
 		}
 	}

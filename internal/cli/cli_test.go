@@ -252,6 +252,8 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"migrate", "x.example.com", "--chunk-size", "0"}, "--chunk-size must be positive"},
 		{[]string{"retire", "x.example.com", "v1", "--allow-pruning"}, "--allow-pruning applies to --migrate only"},
 		{[]string{"migrate", "x.example.com", "--concurrency", "0"}, "--concurrency must be positive"},
+		{[]string{"migrate", "x.example.com", "--allow-pruning=spec.hostPort"}, `"spec.hostPort" is not a JSON path from the object's root`},
+		{[]string{"migrate", "x.example.com", "--allow-pruning=.spec.x,.spec.*"}, `".spec.*" is not a JSON path from the object's root`},
 		{[]string{"migrate", "x.example.com", "--concurrency", "10000000"}, "--concurrency 10000000 is more than 1000 writes in flight"},
 		{[]string{"migrate", "x.example.com", "--retries", "-1"}, "--retries must not be negative"},
 		{[]string{"migrate", "x.example.com", "--unreachable-timeout", "-1s"}, "--unreachable-timeout must not be negative"},
@@ -413,5 +415,31 @@ func TestHelpIsShort(t *testing.T) {
 	// migrate's description is longer than a screen: the rule applies.
 	if shortened == 0 {
 		t.Error("no description was shortened")
+	}
+}
+
+// TestAllowPruningFlag: --allow-pruning alone accepts every loss (and skips
+// the measurement), with paths only those paths.
+func TestAllowPruningFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		all   bool
+		paths string
+	}{
+		{nil, false, ""},
+		{[]string{"--allow-pruning"}, true, ""},
+		{[]string{"--allow-pruning=false"}, false, ""},
+		{[]string{"--allow-pruning=.spec.hostPort"}, false, ".spec.hostPort"},
+		{[]string{"--allow-pruning=.spec.a,.metadata.labels.b", "--allow-pruning=.spec.c[0]"}, false, ".spec.a,.metadata.labels.b,.spec.c[0]"},
+	} {
+		fs := pflag.NewFlagSet("migrate", pflag.ContinueOnError)
+		var p pruningFlag
+		addPruningFlag(fs, &p, "")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if p.all != tc.all || strings.Join(p.paths, ",") != tc.paths {
+			t.Errorf("%v: all %v paths %q, want %v %q", tc.args, p.all, p.paths, tc.all, tc.paths)
+		}
 	}
 }

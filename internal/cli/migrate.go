@@ -69,7 +69,7 @@ type MigrateFlags struct {
 	QPS          float32
 	Burst        int
 	Progress     bool
-	AllowPruning bool
+	AllowPruning pruningFlag
 	EngineName   string
 	Timeout      time.Duration
 	// MaxSpeed sets Engine.MaxLatency to 0.
@@ -91,6 +91,8 @@ type MigrateOptions struct {
 	Progress   bool
 	// AllowPruning accepts a migration that drops fields (conversion None).
 	AllowPruning bool
+	// AllowPruningPaths accept losing these paths only (--allow-pruning=PATHS).
+	AllowPruningPaths []string
 	// Timeout bounds the whole run (0: none).
 	Timeout time.Duration
 	// VersionOrder is the order of versions the user gave, oldest first.
@@ -143,7 +145,7 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	c.DurationVar(&fl.Engine.Unreachable, "unreachable-timeout", fl.Engine.Unreachable, "How long a write keeps being retried while the API server cannot be reached at all (refused or lost connections, as during a control-plane restart); not counted in --retries.")
 	c.BoolVar(&fl.Engine.NoTrim, "no-trim", false, "Rewrite the objects but leave status.storedVersions as it is.")
 	c.StringVar(&fl.Engine.Checkpoint, "checkpoint", "", "File recording progress after each page; a run with the same file resumes after the last completed page.")
-	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Migrate even when objects lose or change fields, or cannot be measured: neither the measurement (each object read and sent the run's update as a server-side dry run, compared as a whole) nor the schemas' prediction runs.")
+	addPruningFlag(c, &fl.AllowPruning, "Alone: migrate even when objects lose or change fields, or cannot be measured; neither the measurement (each object read and sent the run's update as a server-side dry run, compared as a whole) nor the schemas' prediction runs. With paths (--allow-pruning=.spec.hostPort,...): accept losing or changing those paths and what is under them; every other loss still refuses.")
 	c.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar with rate and ETA, or with --engine=server the migration's status (on a terminal only).")
 	c.StringVar(&fl.EngineName, "engine", fl.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
 	addVersionOrderFlag(c, &fl.VersionOrder)
@@ -161,7 +163,7 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 		return nil, err
 	}
 	o := &MigrateOptions{CRD: args[0], Engine: fl.Engine, EngineName: fl.EngineName, QPS: fl.QPS, Burst: fl.Burst,
-		Progress: fl.Progress, AllowPruning: fl.AllowPruning, Timeout: fl.Timeout, VersionOrder: fl.VersionOrder, IOStreams: streams}
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning.all, AllowPruningPaths: fl.AllowPruning.paths, Timeout: fl.Timeout, VersionOrder: fl.VersionOrder, IOStreams: streams}
 	var err error
 	if o.DryRun, err = dryRunFlag(cmd); err != nil {
 		return nil, err
@@ -242,7 +244,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, VersionOrder: o.VersionOrder}
+	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths, VersionOrder: o.VersionOrder}
 	terminal := o.Progress && term.IsTerminal(o.ErrOut)
 	switch {
 	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == lifecycle.DryRunNone:

@@ -80,3 +80,45 @@ func TestServerEngineMeasuresTheControllersPath(t *testing.T) {
 		t.Errorf("objects at v1 changed by the client engine:\n got %s\nwant %s", after, before)
 	}
 }
+
+// TestMigrateAcceptsNamedPaths (B19): --allow-pruning alone switches the
+// whole measurement off, so accepting one known loss accepted every other
+// too. With paths it accepts those only: v2 drops .spec.image and
+// .spec.cronSpec; accepting .spec.image still refuses, naming cronSpec on
+// every object; accepting both runs, and the report says what was lost.
+func TestMigrateAcceptsNamedPaths(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	crd := createCRD(t, c, crontab("accept-paths.example.com", apiextensionsv1.NamespaceScoped))
+	createCronTabs(t, c, crd, "v1", 12)
+	v2 := crontabVersion("v2", true, false)
+	delete(v2.Schema.OpenAPIV3Schema.Properties["spec"].Properties, "image")
+	delete(v2.Schema.OpenAPIV3Schema.Properties["spec"].Properties, "cronSpec")
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, v2)
+	})
+	crd = setStorage(t, c, crd.Name, "v2")
+
+	r := refuses(t, c, []string{crd.Name}, []string{"rewriting the objects at v2 loses data", "12 object(s) have fields at v1 that v2 drops"},
+		"migrate", crd.Name, "--allow-pruning=.spec.image", "-o", "json")
+	if out := r.stdout + r.stderr; strings.Contains(out, ".spec.image") || !strings.Contains(out, "default/crontab-0: .spec.cronSpec") {
+		t.Errorf("the refusal names .spec.image, which was accepted, or not .spec.cronSpec:\n%s", out)
+	}
+	if got := storedAt(t, crd); got[crd.Spec.Group+"/v1"] != 12 {
+		t.Errorf("stored %v after the refusal, want every object at v1", got)
+	}
+
+	r = succeeds(t, "migrate", crd.Name, "--allow-pruning=.spec.image,.spec.cronSpec")
+	for _, want := range []string{"Warning: accepted (--allow-pruning=.spec.image,.spec.cronSpec): the rewrite loses or changes, for good, default/crontab-0: .spec.cronSpec, .spec.image",
+		"status.storedVersions: [v1, v2] -> [v2]"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("migrate output lacks %q:\n%s", want, r.stdout+r.stderr)
+		}
+	}
+	for name, obj := range contents(t, c, crd, "v2") {
+		spec, _ := obj["spec"].(map[string]any)
+		if spec["replicas"] != int64(1) {
+			t.Errorf("%s: replicas %v after the migration, want 1 (not accepted, kept)", name, spec["replicas"])
+		}
+	}
+}

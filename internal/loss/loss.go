@@ -39,6 +39,10 @@ type Options struct {
 	// claims what only a migration proves (retire passes the version it
 	// removes). Only served versions in spec.versions are read.
 	Stored []string
+	// Accepted are JSON paths whose loss or change the user accepted
+	// (migrate --allow-pruning=PATHS): a difference at one of them or
+	// under it does not refuse, and is reported as accepted (Accepts).
+	Accepted []string
 	// WritesThrough is the version the run's writes go through when it is
 	// not the storage version: the preferred version, through which the
 	// storage version migrator of kube-controller-manager sends its no-op
@@ -182,6 +186,14 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		if len(found.Problems) > 0 {
 			refused = append(refused, fmt.Sprintf("%d object(s) read at %s that the API server refuses to write through %s: %s", len(found.Problems), from, through, describeProblems(found.Problems, 10)))
 		}
+		var accepted []cluster.ObjectLoss
+		found.Lost, accepted = acceptLosses(found.Lost, o.Accepted, accepted)
+		found.Changed, accepted = acceptLosses(found.Changed, o.Accepted, accepted)
+		found.RecordedMissing, accepted = acceptLosses(found.RecordedMissing, o.Accepted, accepted)
+		if len(accepted) > 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("accepted (--allow-pruning=%s): the rewrite loses or changes, for good, %s",
+				strings.Join(o.Accepted, ","), describeLosses(accepted, 10)))
+		}
 		for _, l := range found.RecordedMissing {
 			hidden[l.Object] = append(hidden[l.Object], l.Paths...)
 		}
@@ -194,7 +206,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		}
 		pass := result.Measurement{From: from, Through: through, Objects: found.Listed, Lost: len(found.Lost), Changed: len(found.Changed),
 			Set: countPaths(found.Set), NullsDropped: countPaths(found.NullsDropped), GenerationChanged: len(found.GenerationChanged),
-			InvalidAtStorage: len(found.InvalidAsNew), ElapsedSeconds: found.ElapsedSeconds}
+			InvalidAtStorage: len(found.InvalidAsNew), Accepted: countPaths(accepted), ElapsedSeconds: found.ElapsedSeconds}
 		out.Passes = append(out.Passes, pass)
 		if len(found.Lost) > 0 {
 			dropper := storage
@@ -296,6 +308,42 @@ type Measurement struct {
 	// UnrecordedText names the objects without managedFields, which keep
 	// the prediction standing.
 	UnrecordedText string
+}
+
+// Accepts reports whether path (".spec.ports[2].x", or a schema path such
+// as ".spec.ports[*].x") is one of accepted or lies under one of them.
+func Accepts(accepted []string, path string) bool {
+	for _, a := range accepted {
+		if path == a || strings.HasPrefix(path, a+".") || strings.HasPrefix(path, a+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptLosses splits ls into the paths not accepted (kept, objects with
+// none left dropped) and the accepted ones, appended to into.
+func acceptLosses(ls []cluster.ObjectLoss, accepted []string, into []cluster.ObjectLoss) (rest, _ []cluster.ObjectLoss) {
+	if len(accepted) == 0 {
+		return ls, into
+	}
+	for _, l := range ls {
+		var keep, took []string
+		for _, p := range l.Paths {
+			if Accepts(accepted, p) {
+				took = append(took, p)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			rest = append(rest, cluster.ObjectLoss{Object: l.Object, Paths: keep})
+		}
+		if len(took) > 0 {
+			into = append(into, cluster.ObjectLoss{Object: l.Object, Paths: took})
+		}
+	}
+	return rest, into
 }
 
 // describeProblems names the first limit objects with their messages.

@@ -11,6 +11,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 )
 
 // fakeChecker answers CheckObjects from a table keyed by the version read
@@ -244,5 +245,39 @@ func TestMeasureReadsAtClaimedVersions(t *testing.T) {
 				t.Errorf("checked %q, want %q", got, tt.asked)
 			}
 		})
+	}
+}
+
+// TestMeasureAcceptsNamedPaths (B19): --allow-pruning=PATHS accepts losing
+// those paths and what is under them; the measurement still runs and
+// refuses every other loss, which no longer hides behind "and N more".
+func TestMeasureAcceptsNamedPaths(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	answer := func() map[string]*cluster.ObjectsCheck {
+		return map[string]*cluster.ObjectsCheck{"v1": {Listed: 3,
+			Lost: []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.hostPort"}},
+				{Object: "default/b", Paths: []string{".spec.hostPort", ".spec.ports[0].name"}}},
+			Changed: []cluster.ObjectLoss{{Object: "default/c", Paths: []string{".spec.ports[1].port"}}}}}
+	}
+	_, err := Measure(context.Background(), &fakeChecker{answers: answer()}, crd, Options{Accepted: []string{".spec.hostPort"}})
+	var r *lifecycle.RefusalError
+	if !errors.As(err, &r) || !strings.Contains(strings.Join(r.Details, "\n"), "default/b: .spec.ports[0].name") ||
+		strings.Contains(strings.Join(r.Details, "\n"), "hostPort") || !strings.Contains(strings.Join(r.Details, "\n"), "default/c: .spec.ports[1].port") {
+		t.Fatalf("accepting .spec.hostPort: %v (%+v), want a refusal naming the ports only", err, r)
+	}
+	m, err := Measure(context.Background(), &fakeChecker{answers: answer()}, crd, Options{Accepted: []string{".spec.hostPort", ".spec.ports"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Passes[0]
+	if p.Lost != 0 || p.Changed != 0 || len(p.Accepted) != 3 || p.Accepted[0] != (result.PathCount{Path: ".spec.hostPort", Objects: 2}) ||
+		len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], "accepted (--allow-pruning=.spec.hostPort,.spec.ports)") {
+		t.Errorf("pass %+v, warnings %q", p, m.Warnings)
+	}
+	for path, want := range map[string]bool{".spec.hostPort": true, ".spec.hostPortRange": false, ".spec.ports[3].x": true, ".spec.ports[*].x": true, ".spec": false} {
+		if got := Accepts([]string{".spec.hostPort", ".spec.ports"}, path); got != want {
+			t.Errorf("Accepts(%s) = %v, want %v", path, got, want)
+		}
 	}
 }

@@ -256,6 +256,9 @@ type Measurement struct {
 	// stored version differs from the storage version (its schema, or
 	// Webhook conversion).
 	InvalidAtStorage int `json:"invalidAtStorage,omitempty"`
+	// Accepted are the paths whose loss or change the user accepted
+	// (--allow-pruning=PATHS), with the number of objects for each.
+	Accepted []PathCount `json:"accepted,omitempty"`
 	// ElapsedSeconds times the pass.
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 }

@@ -120,6 +120,9 @@ func compareValues(c *Changes, path string, bv, av any) {
 				c.NullsDropped = append(c.NullsDropped, p)
 			case i >= len(a):
 				c.Dropped = append(c.Dropped, p)
+			case e == nil && a[i] != nil:
+				// As in a map: a null given a value.
+				c.Set = append(c.Set, p)
 			default:
 				compareValues(c, p, e, a[i])
 			}

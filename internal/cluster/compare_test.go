@@ -36,6 +36,8 @@ func TestCompareObjects(t *testing.T) {
 			Changes{Set: []string{".spec.mode", ".spec.paused"}, NullsDropped: []string{".spec.opt"}, GenerationChanged: true}},
 		{"a null that became a value",
 			`{"spec":{"opt":null}}`, `{"spec":{"opt":"x"}}`, Changes{Set: []string{".spec.opt"}}},
+		{"a null in a list that became a value: set, as in a map",
+			`{"spec":{"l":[null,"a"]}}`, `{"spec":{"l":["x","a"]}}`, Changes{Set: []string{".spec.l[0]"}}},
 		{"inside an atomic list (B10)",
 			`{"spec":{"items":[{"name":"a","extra":"E1"},{"name":"b"}]}}`,
 			`{"spec":{"items":[{"name":"a"}]}}`,
@@ -56,5 +58,32 @@ func TestCompareObjects(t *testing.T) {
 				t.Errorf("Loses() = %v", got.Loses())
 			}
 		})
+	}
+}
+
+// TestCompareObjectsNumbers: integers are compared exactly, also above
+// 2^53 where float64 cannot tell neighbours apart; an integer and a float
+// are the same number only when the float is exactly that integer (client
+// decoding gives int64 for integral JSON numbers, float64 for the rest).
+func TestCompareObjectsNumbers(t *testing.T) {
+	const big = int64(1)<<53 + 1
+	for _, tc := range []struct {
+		name          string
+		before, after any
+		changed       bool
+	}{
+		{"equal integers", int64(5), int64(5), false},
+		{"integers above 2^53 one apart", big, big - 1, true},
+		{"an integer above 2^53 and its nearest float", big, float64(big), true},
+		{"an integer and the same float", int64(2), 2.0, false},
+		{"a float and the same integer", 2.0, int64(2), false},
+		{"an integer and a fraction", int64(2), 2.5, true},
+		{"Go ints", 3, int64(3), false},
+		{"floats", 0.1, 0.1, false},
+	} {
+		got := CompareObjects(map[string]any{"spec": map[string]any{"n": tc.before}}, map[string]any{"spec": map[string]any{"n": tc.after}})
+		if changed := len(got.Changed) > 0; changed != tc.changed {
+			t.Errorf("%s: %v -> %v: changes %+v, want changed %v", tc.name, tc.before, tc.after, got, tc.changed)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"sort"
 
@@ -146,22 +147,41 @@ func keyMatches(m map[string]any, key value.FieldList) bool {
 
 // sameValue compares JSON values whose numbers may be int64 or float64.
 func sameValue(a, b any) bool {
-	fa, aok := number(a)
-	fb, bok := number(b)
-	if aok && bok {
+	ia, aInt := integer(a)
+	ib, bInt := integer(b)
+	fa, aFloat := a.(float64)
+	fb, bFloat := b.(float64)
+	switch {
+	case aInt && bInt:
+		return ia == ib
+	case aFloat && bFloat:
 		return fa == fb
+	case aInt && bFloat:
+		return sameIntFloat(ia, fb)
+	case aFloat && bInt:
+		return sameIntFloat(ib, fa)
 	}
 	return reflect.DeepEqual(a, b)
 }
 
-func number(v any) (float64, bool) {
+// integer is v as an int64 when it is one of the integer types JSON
+// decoding gives (int64) or Go code writes (int).
+func integer(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case float64:
 		return n, true
+	case int:
+		return int64(n), true
 	}
 	return 0, false
+}
+
+// sameIntFloat reports whether f is exactly the integer i: compared as
+// float64, integers above 2^53 that differ would look the same (a value a
+// webhook changed from 9007199254740993 to 9007199254740992).
+func sameIntFloat(i int64, f float64) bool {
+	if f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return false
+	}
+	return int64(f) == i
 }

@@ -100,6 +100,9 @@ type CheckObjectsOptions struct {
 	// the object at To lacks is data that no read shows (RecordedMissing),
 	// and an object without managedFields is Unrecorded.
 	Recorded []string
+	// RecordedThrough limits Recorded to the managedFields entries written
+	// through this group/version ("" for all; see RecordedMissingThrough).
+	RecordedThrough string
 	// Progress, when set, is called after every object with the objects
 	// done and the total known (0 while unknown). It must be safe for
 	// concurrent use.
@@ -478,7 +481,7 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 	}
 	if len(o.Recorded) > 0 {
 		var recorded bool
-		f.recordedMissing, recorded = RecordedMissing(u, at.Object, o.Recorded)
+		f.recordedMissing, recorded = RecordedMissingThrough(u, at.Object, o.Recorded, o.RecordedThrough)
 		f.unrecorded = !recorded
 	}
 	return f, nil

@@ -16,6 +16,8 @@ import (
 // RecordedMissing compares what u's managedFields record with what the
 // object holds in at (the same object as a write stores it, or as read):
 // it returns the recorded fields at or under one of within (paths in the
+// notation of schema.Prune; ".**" for all) that neither at nor u itself
+// holds (paths in the
 // notation of schema.Prune, ".spec.url", ".spec.items[*].name",
 // ".spec.labels.*") that at lacks, sorted, in the same notation with list
 // elements as "[*]". recorded is false when u has no managedFields entry
@@ -27,9 +29,17 @@ import (
 // read — an old version's schema shrunk after the object was written (or a
 // field the storage version's schema pruned as it was written).
 func RecordedMissing(u *unstructured.Unstructured, at map[string]any, within []string) (missing []string, recorded bool) {
+	return RecordedMissingThrough(u, at, within, "")
+}
+
+// RecordedMissingThrough is RecordedMissing over the managedFields entries
+// written through apiVersion ("group/version"; "" for all): under a
+// conversion webhook a version may name the same data otherwise, and only
+// the entries of the version at is read at can be compared with it.
+func RecordedMissingThrough(u *unstructured.Unstructured, at map[string]any, within []string, apiVersion string) (missing []string, recorded bool) {
 	found := map[string]bool{}
 	for _, e := range u.GetManagedFields() {
-		if e.FieldsV1 == nil {
+		if e.FieldsV1 == nil || apiVersion != "" && e.APIVersion != apiVersion {
 			continue
 		}
 		raw := e.FieldsV1.GetRawBytes()
@@ -49,7 +59,9 @@ func RecordedMissing(u *unstructured.Unstructured, at map[string]any, within []s
 					under = shown
 				}
 			}
-			if under != "" && !holds(at, p) {
+			// A field the read shows is compared as a whole already
+			// (CompareObjects): hidden is what neither shows.
+			if under != "" && !holds(at, p) && !holds(u.Object, p) {
 				found[shown] = true
 			}
 		})

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
@@ -121,4 +124,59 @@ func TestMigrateAcceptsNamedPaths(t *testing.T) {
 			t.Errorf("%s: replicas %v after the migration, want 1 (not accepted, kept)", name, spec["replicas"])
 		}
 	}
+}
+
+// TestMigrateKeepsFieldsOnlyManagedFieldsRecord (B15): a one-version CRD
+// whose release dropped .spec.legacy from v1's schema; etcd still holds the
+// value, every read prunes it. migrate (nothing to promote, state S0)
+// compared only what the schemas declare, rewrote the objects and erased
+// the value: "0 losing a field". Every path managedFields record is now
+// compared, whatever the schemas declare: migrate refuses, naming the
+// object and path, and with the schema restored the value reads back.
+func TestMigrateKeepsFieldsOnlyManagedFieldsRecord(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	wide := crontab("recorded-only.example.com", apiextensionsv1.NamespaceScoped)
+	wide.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["legacy"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	crd := createCRD(t, c, wide)
+	createCronTabs(t, c, crd, "v1", 2)
+	u := cronTabObject("kept", map[string]any{"image": "nginx:1", "legacy": "precious"}, nil)
+	u.SetAPIVersion(crd.Spec.Group + "/v1")
+	u.SetKind("CronTab")
+	if _, err := resource(c, crd, "v1", "default").Create(context.Background(), u, metav1.CreateOptions{FieldManager: "e2e"}); err != nil {
+		t.Fatal(err)
+	}
+	setLegacy := func(declared bool) {
+		updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			if declared {
+				spec.Properties["legacy"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+			} else {
+				delete(spec.Properties, "legacy")
+			}
+			crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		})
+	}
+	setLegacy(false)
+	waitFor(t, "reads that prune .spec.legacy", func() (bool, error) {
+		got, err := resource(c, crd, "v1", "default").Get(context.Background(), "kept", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		_, has, _ := unstructured.NestedString(got.Object, "spec", "legacy")
+		return !has, nil
+	})
+
+	refuses(t, c, []string{crd.Name}, []string{"loses data that no read shows", "default/kept: .spec.legacy", "no schema of the CRD declares them now"},
+		"migrate", crd.Name)
+
+	setLegacy(true)
+	waitFor(t, ".spec.legacy read back", func() (bool, error) {
+		got, err := resource(c, crd, "v1", "default").Get(context.Background(), "kept", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		v, _, _ := unstructured.NestedString(got.Object, "spec", "legacy")
+		return v == "precious", nil
+	})
 }

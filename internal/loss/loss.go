@@ -97,19 +97,16 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	webhook := lifecycle.UsesWebhook(crd)
 	var refusals, unknown []string
 	// The schemas' prediction (conversion None): the fields each stored
-	// version's schema and the storage version's prune of each other. Data
-	// there that no read shows is looked for in the objects' managedFields:
-	// the fields a stored version's schema does not describe, and those it
-	// declares when it is not served (read there, the others are measured;
-	// a field recorded and absent there was pruned as it was written).
+	// version's schema and the storage version's prune of each other.
+	// Data that no read shows is looked for in the objects' managedFields,
+	// whatever the schemas declare (B15): a field they record that neither
+	// the read nor the answer holds, and that the schema of the version
+	// read at does not keep, may be in etcd, pruned on every read — a
+	// schema that no longer declares it — and the rewrite would erase it.
+	// One that schema keeps is not in etcd: a read there would show it (it
+	// was recorded as written through a version that declares it and
+	// pruned as it was stored at one that does not: prunedOnRead).
 	predicted := lifecycle.MigrationLosses(crd)
-	var recorded []string
-	for _, l := range predicted {
-		if v := lifecycle.FindVersion(crd, l.Version); v != nil && !v.Served {
-			recorded = append(recorded, l.Fields...)
-		}
-		recorded = append(recorded, l.Undescribed...)
-	}
 	// Whether an object valid at the version it is stored at is valid at
 	// the storage version depends on the schemas and, under a webhook, on
 	// its conversion: then each object is also sent a dry-run create at
@@ -163,7 +160,12 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			}
 		}
 		co := cluster.CheckObjectsOptions{From: from, To: storage, Through: through, Whole: true, PageSize: o.PageSize,
-			Concurrency: o.Concurrency, FieldManager: o.FieldManager, UpdateOnly: !validity, Recorded: recorded}
+			Concurrency: o.Concurrency, FieldManager: o.FieldManager, UpdateOnly: !validity, Recorded: []string{".**"}}
+		if webhook {
+			// The answer is at from: the entries written through from
+			// name its fields as it does.
+			co.RecordedThrough = lifecycle.GroupVersion(crd, from)
+		}
 		if o.Progress != nil {
 			update, stop := o.Progress(from)
 			defer stop()
@@ -186,6 +188,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		if len(found.Problems) > 0 {
 			refused = append(refused, fmt.Sprintf("%d object(s) read at %s that the API server refuses to write through %s: %s", len(found.Problems), from, through, describeProblems(found.Problems, 10)))
 		}
+		found.RecordedMissing = prunedOnRead(found.RecordedMissing, lifecycle.FindVersion(crd, from))
 		var accepted []cluster.ObjectLoss
 		found.Lost, accepted = acceptLosses(found.Lost, o.Accepted, accepted)
 		found.Changed, accepted = acceptLosses(found.Changed, o.Accepted, accepted)
@@ -310,6 +313,25 @@ type Measurement struct {
 	UnrecordedText string
 }
 
+// prunedOnRead is what of missing (fields managedFields record that
+// neither the read at v nor the answer holds) v's schema does not keep
+// (schema.Keeps): only there can a read hide data in etcd. The rest was
+// pruned as it was written and is not stored.
+func prunedOnRead(missing []cluster.ObjectLoss, v *apiextensionsv1.CustomResourceDefinitionVersion) []cluster.ObjectLoss {
+	if v == nil {
+		return missing
+	}
+	s := schema.Of(v)
+	var out []cluster.ObjectLoss
+	for _, l := range missing {
+		paths := slices.DeleteFunc(slices.Clone(l.Paths), func(p string) bool { return schema.Keeps(s, p) })
+		if len(paths) > 0 {
+			out = append(out, cluster.ObjectLoss{Object: l.Object, Paths: paths})
+		}
+	}
+	return out
+}
+
 // Accepts reports whether path (".spec.ports[2].x", or a schema path such
 // as ".spec.ports[*].x") is one of accepted or lies under one of them.
 func Accepts(accepted []string, path string) bool {
@@ -387,6 +409,10 @@ func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]
 	found := &cluster.ObjectsCheck{}
 	for _, n := range slices.Sorted(maps.Keys(hidden)) {
 		found.Lost = append(found.Lost, cluster.ObjectLoss{Object: n, Paths: slices.Compact(slices.Sorted(slices.Values(hidden[n])))})
+	}
+	if len(predicted) == 0 {
+		return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s; no schema of the CRD declares them now, so every read prunes them while etcd keeps them, and the rewrite erases them for good; declare them again in the schema of the version they are stored at to keep them, or accept losing them with --allow-pruning=PATHS",
+			len(found.Lost), storage, found.Describe(10))
 	}
 	var why, stored []string
 	for _, l := range predicted {

@@ -487,3 +487,50 @@ func steps(path string) []string {
 	}
 	return out
 }
+
+// Keeps reports whether the API server keeps the field at path (Prune's
+// notation, list elements as "[*]" or "[0]") when it reads or writes an
+// object with schema s: every step is declared (a property, the schema of
+// additionalProperties or of list items), or a schema on the way preserves
+// unknown fields, or the field is metadata, apiVersion or kind of the object
+// or of an embedded resource, which are never pruned. A nil s keeps
+// everything (no structural schema, nothing pruned). A field s does not
+// keep is pruned on every read: data still in etcd there shows in no read.
+func Keeps(s *apiextensionsv1.JSONSchemaProps, path string) bool {
+	cur := s
+	for i, st := range steps(path) {
+		if cur == nil || preserves(cur) {
+			return true
+		}
+		if (i == 0 || cur.XEmbeddedResource) && (st == "k:metadata" || st == "k:apiVersion" || st == "k:kind") {
+			return true
+		}
+		switch {
+		case strings.HasPrefix(st, "["):
+			if cur.Items == nil || cur.Items.Schema == nil {
+				return cur.Items == nil && untyped(cur)
+			}
+			cur = cur.Items.Schema
+		case strings.HasPrefix(st, "k:"):
+			name := strings.TrimPrefix(st, "k:")
+			if p, ok := cur.Properties[name]; ok {
+				cur = &p
+				continue
+			}
+			ap := cur.AdditionalProperties
+			switch {
+			case ap == nil:
+				return false
+			case ap.Schema != nil:
+				cur = ap.Schema
+			default:
+				// additionalProperties: true keeps the value, pruned as
+				// having no schema (its scalars and empty objects).
+				return ap.Allows
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}

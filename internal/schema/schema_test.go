@@ -466,3 +466,28 @@ func TestDefaultPaths(t *testing.T) {
 }
 
 func ptrTrue() *bool { b := true; return &b }
+
+func TestKeeps(t *testing.T) {
+	tr := true
+	s := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"image":  {Type: "string"},
+			"ports":  {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string"}}}}},
+			"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+			"free":   {Type: "object", XPreserveUnknownFields: &tr},
+			"tmpl":   {Type: "object", XEmbeddedResource: true, Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object"}}},
+		}},
+	}}
+	for path, want := range map[string]bool{
+		".spec.image": true, ".spec.legacy": false, ".spec.ports[*].name": true, ".spec.ports[0].x": false,
+		".spec.labels.env": true, ".spec['a.b/c']": false, ".spec.labels['a.b/c']": true, ".spec.free.anything.below": true,
+		".metadata.labels.x": true, ".apiVersion": true, ".spec.tmpl.metadata.name": true, ".spec.tmpl.other": false, ".status.x": false,
+	} {
+		if got := Keeps(s, path); got != want {
+			t.Errorf("Keeps(%s) = %v, want %v", path, got, want)
+		}
+	}
+	if !Keeps(nil, ".spec.anything") {
+		t.Error("no schema prunes nothing")
+	}
+}

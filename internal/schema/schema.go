@@ -8,6 +8,7 @@ package schema
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -25,17 +26,51 @@ func Of(v *apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.JSO
 // same way. Documentation fields (description, title, example, externalDocs)
 // do not count, nor does the key order of JSON values such as defaults and
 // enums. Two nil schemas are equal; nil and non-nil are not.
+//
+// Each node is compared once, as JSON without its subschemas, and the
+// subschemas are compared in turn: the time is linear in the size of the
+// schemas, however deep they nest (a JSON round trip of the whole schema
+// is not: encoding/json re-reads the output of the MarshalJSON of every
+// nested items and additionalProperties, quadratic in their depth).
 func Equal(a, b *apiextensionsv1.JSONSchemaProps) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	return reflect.DeepEqual(normalize(a), normalize(b))
+	return equalNode(a, b) &&
+		equalOrArray(a.Items, b.Items) &&
+		equalList(a.AllOf, b.AllOf) && equalList(a.OneOf, b.OneOf) && equalList(a.AnyOf, b.AnyOf) &&
+		Equal(a.Not, b.Not) &&
+		equalMap(a.Properties, b.Properties) &&
+		equalOrBool(a.AdditionalProperties, b.AdditionalProperties) &&
+		equalMap(a.PatternProperties, b.PatternProperties) &&
+		equalDependencies(a.Dependencies, b.Dependencies) &&
+		equalOrBool(a.AdditionalItems, b.AdditionalItems) &&
+		equalMap(a.Definitions, b.Definitions)
 }
 
-// normalize returns the schema as generic JSON with documentation keys
-// removed from every schema node. Property names are map keys under
-// "properties" and are never removed.
-func normalize(s *apiextensionsv1.JSONSchemaProps) any {
+// equalNode compares the keywords of a and b but their subschemas and
+// documentation, as JSON (so nil and empty lists, and the key order of
+// JSON values, do not count).
+func equalNode(a, b *apiextensionsv1.JSONSchemaProps) bool {
+	na, nb := node(a), node(b)
+	if reflect.DeepEqual(na, nb) {
+		return true
+	}
+	return reflect.DeepEqual(asJSON(&na), asJSON(&nb))
+}
+
+// node is s without its subschemas and documentation: a shallow copy that
+// shares the rest with s, which is never changed.
+func node(s *apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+	c := *s
+	c.Description, c.Title, c.Example, c.ExternalDocs = "", "", nil, nil
+	c.Items, c.AllOf, c.OneOf, c.AnyOf, c.Not = nil, nil, nil, nil, nil
+	c.Properties, c.AdditionalProperties, c.PatternProperties = nil, nil, nil
+	c.Dependencies, c.AdditionalItems, c.Definitions = nil, nil, nil
+	return c
+}
+
+func asJSON(s *apiextensionsv1.JSONSchemaProps) any {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		// JSONSchemaProps always marshals; keep the comparison total anyway.
@@ -45,44 +80,78 @@ func normalize(s *apiextensionsv1.JSONSchemaProps) any {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return err.Error()
 	}
-	stripDocs(v)
 	return v
 }
 
-// schemaValuedKeys are the JSONSchemaProps keys whose value is one schema;
-// schemaListKeys hold a list of schemas; schemaMapKeys a map of schemas.
-var (
-	schemaValuedKeys = []string{"items", "additionalProperties", "additionalItems", "not"}
-	schemaListKeys   = []string{"allOf", "anyOf", "oneOf", "items"}
-	schemaMapKeys    = []string{"properties", "patternProperties", "definitions", "dependencies"}
-	docKeys          = []string{"description", "title", "example", "externalDocs"}
-)
+// equalOrArray compares two items as their JSON compares: absent, one
+// schema (null when it has none), or a list of schemas.
+func equalOrArray(a, b *apiextensionsv1.JSONSchemaPropsOrArray) bool {
+	switch {
+	case a == nil || b == nil:
+		return a == nil && b == nil
+	case len(a.JSONSchemas) > 0 || len(b.JSONSchemas) > 0:
+		return equalList(a.JSONSchemas, b.JSONSchemas)
+	}
+	return Equal(a.Schema, b.Schema)
+}
 
-func stripDocs(node any) {
-	m, ok := node.(map[string]any)
-	if !ok {
-		return
+// equalOrBool compares two additionalProperties (or additionalItems) as
+// their JSON compares: absent, a schema, or true or false.
+func equalOrBool(a, b *apiextensionsv1.JSONSchemaPropsOrBool) bool {
+	switch {
+	case a == nil || b == nil:
+		return a == nil && b == nil
+	case a.Schema != nil || b.Schema != nil:
+		return Equal(a.Schema, b.Schema)
 	}
-	for _, k := range docKeys {
-		delete(m, k)
+	return a.Allows == b.Allows
+}
+
+func equalList(a, b []apiextensionsv1.JSONSchemaProps) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	for _, k := range schemaValuedKeys {
-		stripDocs(m[k])
-	}
-	for _, k := range schemaListKeys {
-		if list, ok := m[k].([]any); ok {
-			for _, item := range list {
-				stripDocs(item)
-			}
+	for i := range a {
+		if !Equal(&a[i], &b[i]) {
+			return false
 		}
 	}
-	for _, k := range schemaMapKeys {
-		if children, ok := m[k].(map[string]any); ok {
-			for _, child := range children {
-				stripDocs(child)
-			}
+	return true
+}
+
+func equalMap(a, b map[string]apiextensionsv1.JSONSchemaProps) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || !Equal(&av, &bv) {
+			return false
 		}
 	}
+	return true
+}
+
+// equalDependencies compares two dependencies as their JSON compares: each
+// a list of property names, a schema, or null.
+func equalDependencies(a, b apiextensionsv1.JSONSchemaDependencies) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		switch {
+		case !ok:
+			return false
+		case len(av.Property) > 0 || len(bv.Property) > 0:
+			if !slices.Equal(av.Property, bv.Property) {
+				return false
+			}
+		case !Equal(av.Schema, bv.Schema):
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys(m map[string]apiextensionsv1.JSONSchemaProps) []string {

@@ -3,6 +3,7 @@ package schema
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -54,6 +55,129 @@ properties:
 	}
 	if !Equal(nil, nil) || Equal(nil, parse(t, base)) {
 		t.Error("nil handling")
+	}
+}
+
+// jsonEqual is Equal as it was, by a JSON round trip of both schemas
+// whole, documentation stripped: the oracle of TestEqualMatchesJSON.
+func jsonEqual(a, b *apiextensionsv1.JSONSchemaProps) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	norm := func(s *apiextensionsv1.JSONSchemaProps) any {
+		v := asJSON(s)
+		var strip func(node any)
+		strip = func(node any) {
+			m, ok := node.(map[string]any)
+			if !ok {
+				return
+			}
+			for _, k := range []string{"description", "title", "example", "externalDocs"} {
+				delete(m, k)
+			}
+			for _, k := range []string{"items", "additionalProperties", "additionalItems", "not"} {
+				strip(m[k])
+			}
+			for _, k := range []string{"allOf", "anyOf", "oneOf", "items"} {
+				list, _ := m[k].([]any)
+				for _, it := range list {
+					strip(it)
+				}
+			}
+			for _, k := range []string{"properties", "patternProperties", "definitions", "dependencies"} {
+				children, _ := m[k].(map[string]any)
+				for _, c := range children {
+					strip(c)
+				}
+			}
+		}
+		strip(v)
+		return v
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// TestEqualMatchesJSON: Equal, which compares node by node, answers as a
+// JSON round trip of the whole schemas does, for every pair of schemas of
+// the same CRD in testdata/crds (its releases and versions) and for the
+// cases where the JSON of a node is not its Go value (nil and empty,
+// items, additionalProperties and dependencies in each of their forms).
+func TestEqualMatchesJSON(t *testing.T) {
+	byCRD := map[string][]*apiextensionsv1.JSONSchemaProps{}
+	for _, crd := range testdataCRDs(t) {
+		for i := range crd.Spec.Versions {
+			byCRD[crd.Name] = append(byCRD[crd.Name], Of(&crd.Spec.Versions[i]))
+		}
+	}
+	pairs, equal := 0, 0
+	for name, schemas := range byCRD {
+		for _, a := range schemas {
+			for _, b := range schemas {
+				pairs++
+				got, want := Equal(a, b), jsonEqual(a, b)
+				if got != want {
+					t.Errorf("%s: Equal = %v, the JSON round trip says %v", name, got, want)
+				}
+				if got {
+					equal++
+				}
+			}
+		}
+	}
+	if equal == pairs || equal == 0 {
+		t.Errorf("%d of %d pairs equal: the corpus tests one answer only", equal, pairs)
+	}
+
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	doc := apiextensionsv1.JSONSchemaProps{Type: "string", Description: "words"}
+	forms := []*apiextensionsv1.JSONSchemaProps{
+		{},
+		{Type: "object"},
+		{Type: "object", Required: []string{}},
+		{Type: "object", Required: []string{"a"}},
+		{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}},
+		{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"a": str}},
+		{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"a": doc}},
+		{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"b": str}},
+		{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{}},
+		{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}},
+		{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}},
+		{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false, Schema: &doc}},
+		{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{}}},
+		{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{}},
+		{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
+		{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &doc}},
+		{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{JSONSchemas: []apiextensionsv1.JSONSchemaProps{}}},
+		{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{JSONSchemas: []apiextensionsv1.JSONSchemaProps{str}}},
+		{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str, JSONSchemas: []apiextensionsv1.JSONSchemaProps{doc}}},
+		{AllOf: []apiextensionsv1.JSONSchemaProps{}},
+		{AllOf: []apiextensionsv1.JSONSchemaProps{str}},
+		{AnyOf: []apiextensionsv1.JSONSchemaProps{doc}},
+		{OneOf: []apiextensionsv1.JSONSchemaProps{str, str}},
+		{Not: &str},
+		{Not: &doc},
+		{Dependencies: apiextensionsv1.JSONSchemaDependencies{"a": {}}},
+		{Dependencies: apiextensionsv1.JSONSchemaDependencies{"a": {Property: []string{"b"}}}},
+		{Dependencies: apiextensionsv1.JSONSchemaDependencies{"a": {Property: []string{"b"}, Schema: &str}}},
+		{Dependencies: apiextensionsv1.JSONSchemaDependencies{"a": {Schema: &doc}}},
+		{Dependencies: apiextensionsv1.JSONSchemaDependencies{"a": {Property: []string{}, Schema: &str}}},
+		{AdditionalItems: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}},
+		{AdditionalItems: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &str}},
+		{PatternProperties: map[string]apiextensionsv1.JSONSchemaProps{"^a": doc}},
+		{Definitions: apiextensionsv1.JSONSchemaDefinitions{"a": str}},
+		{Definitions: apiextensionsv1.JSONSchemaDefinitions{}},
+		{Type: "string", Enum: []apiextensionsv1.JSON{}},
+		{Type: "object", Default: &apiextensionsv1.JSON{Raw: []byte(`{"a":1,"b":2}`)}},
+		{Type: "object", Default: &apiextensionsv1.JSON{Raw: []byte(`{"b":2,"a":1}`)}},
+		{Type: "string", XListMapKeys: []string{}},
+		{Type: "string", XPreserveUnknownFields: new(bool)},
+	}
+	for i, a := range forms {
+		for j, b := range forms {
+			if got, want := Equal(a, b), jsonEqual(a, b); got != want {
+				t.Errorf("forms %d and %d: Equal = %v, the JSON round trip says %v", i, j, got, want)
+			}
+		}
 	}
 }
 
@@ -395,10 +519,25 @@ properties:
 // TestPruneBySameSchemaIsEmpty: for every schema of the repository's CRD
 // corpus, what it stored it keeps.
 func TestPruneBySameSchemaIsEmpty(t *testing.T) {
+	for _, crd := range testdataCRDs(t) {
+		for i := range crd.Spec.Versions {
+			s := Of(&crd.Spec.Versions[i])
+			if got := Prune(s, s); len(got) != 0 {
+				t.Errorf("%s %s prunes its own objects: %v", crd.Name, crd.Spec.Versions[i].Name, got)
+			}
+		}
+	}
+}
+
+// testdataCRDs are the CRDs of the repository's corpus, testdata/crds (a
+// CRD a file).
+func testdataCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
 	files, err := filepath.Glob("../../testdata/crds/*/*/*/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CRDs under testdata/crds: %v", err)
 	}
+	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -408,13 +547,9 @@ func TestPruneBySameSchemaIsEmpty(t *testing.T) {
 		if err := yaml.Unmarshal(b, crd); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		for i := range crd.Spec.Versions {
-			s := Of(&crd.Spec.Versions[i])
-			if got := Prune(s, s); len(got) != 0 {
-				t.Errorf("%s %s prunes its own objects: %v", f, crd.Spec.Versions[i].Name, got)
-			}
-		}
+		out = append(out, crd)
 	}
+	return out
 }
 
 func TestCovers(t *testing.T) {

@@ -78,20 +78,100 @@ func Prune(from, to *apiextensionsv1.JSONSchemaProps) []Pruned {
 	w := &walker{found: map[string]Reason{}}
 	w.prune(prunedBy(from), to, "", true)
 	var out []Pruned
-	for p, why := range w.found {
-		covered := false
-		for q := range w.found {
-			if q != p && strings.Contains(q, ".*") && Covers(q, p) {
-				covered = true
-				break
-			}
-		}
-		if !covered {
-			out = append(out, Pruned{Path: p, Reason: why})
-		}
+	for _, p := range uncovered(w.found) {
+		out = append(out, Pruned{Path: p, Reason: w.found[p]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// uncovered returns the paths of found that no other path of found with
+// a ".*" step covers (Covers). Comparing every pair would take the square
+// of their number times their length, which a deeply nested schema makes
+// cubic in its depth (B25). The paths go into a tree of their steps
+// instead, and each path is matched against the patterns that can cover
+// it by walking the tree along it, a pattern's "*" beside a field name's
+// own step, its "[*]" beside an index, and a final "**" covering all
+// below.
+func uncovered(found map[string]Reason) []string {
+	root := &stepNode{}
+	for p := range found {
+		n := root
+		for _, s := range steps(p) {
+			n = n.child(s)
+		}
+		n.paths = append(n.paths, p)
+	}
+	root.match(root, false)
+	var out []string
+	root.collect(false, &out)
+	return out
+}
+
+// stepNode is one step of the paths of Prune, by their steps from the
+// root.
+type stepNode struct {
+	children map[string]*stepNode
+	// paths end here (one, unless two spellings have the same steps).
+	paths []string
+	// covered: a pattern covers the paths that end here; below: one
+	// covers all paths below (a final "**"); belowButOwn: a "**" child
+	// of this node covers all paths below but itself.
+	covered, below, belowButOwn bool
+}
+
+func (n *stepNode) child(step string) *stepNode {
+	if n.children == nil {
+		n.children = map[string]*stepNode{}
+	}
+	c := n.children[step]
+	if c == nil {
+		c = &stepNode{}
+		n.children[step] = c
+	}
+	return c
+}
+
+// match marks what of the paths below n the patterns below pat cover,
+// where pat's steps so far cover n's; star is whether they have a "*" or
+// "**" step (a pattern without one covers only itself).
+func (n *stepNode) match(pat *stepNode, star bool) {
+	if star && pat != n && len(pat.paths) > 0 && len(n.paths) > 0 {
+		n.covered = true
+	}
+	if all := pat.children["**"]; all != nil && len(all.paths) > 0 {
+		if pat == n {
+			n.belowButOwn = true
+		} else {
+			n.below = true
+		}
+	}
+	for s, c := range n.children {
+		if p := pat.children[s]; p != nil {
+			c.match(p, star || s == "*" || s == "**")
+		}
+		switch {
+		case strings.HasPrefix(s, "k:"):
+			if p := pat.children["*"]; p != nil {
+				c.match(p, true)
+			}
+		case strings.HasPrefix(s, "[") && s != "[*]":
+			if p := pat.children["[*]"]; p != nil {
+				c.match(p, star)
+			}
+		}
+	}
+}
+
+// collect appends the paths below n that no pattern covers; covered is
+// whether one covers all below n.
+func (n *stepNode) collect(covered bool, out *[]string) {
+	if !covered && !n.covered {
+		*out = append(*out, n.paths...)
+	}
+	for s, c := range n.children {
+		c.collect(covered || n.below || (n.belowButOwn && s != "**"), out)
+	}
 }
 
 // kind is what is known of the data stored at a path.

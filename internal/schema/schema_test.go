@@ -1,9 +1,13 @@
 package schema
 
 import (
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -572,6 +576,49 @@ func TestCovers(t *testing.T) {
 	for _, tc := range cases {
 		if got := Covers(tc.pattern, tc.path); got != tc.want {
 			t.Errorf("Covers(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestUncoveredMatchesPairs: uncovered, which matches the paths against
+// a tree of their steps, keeps the paths that comparing every pair with
+// Covers keeps, on random sets of paths of the shapes Prune records.
+func TestUncoveredMatchesPairs(t *testing.T) {
+	pairwise := func(found map[string]Reason) []string {
+		var out []string
+		for p := range found {
+			covered := false
+			for q := range found {
+				if q != p && strings.Contains(q, ".*") && Covers(q, p) {
+					covered = true
+					break
+				}
+			}
+			if !covered {
+				out = append(out, p)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	stepsOf := []string{".a", ".b", ".*", "[*]", "[0]", "['x.y']"}
+	rng := rand.New(rand.NewPCG(25, 1))
+	for round := range 2000 {
+		found := map[string]Reason{}
+		for range 1 + rng.IntN(12) {
+			var b strings.Builder
+			for range 1 + rng.IntN(5) {
+				b.WriteString(stepsOf[rng.IntN(len(stepsOf))])
+			}
+			if rng.IntN(6) == 0 {
+				b.WriteString(".**")
+			}
+			found[b.String()] = ReasonUndeclared
+		}
+		got := uncovered(found)
+		sort.Strings(got)
+		if want := pairwise(found); !slices.Equal(got, want) {
+			t.Fatalf("round %d, paths %v:\n uncovered %v\n pairwise  %v", round, slices.Sorted(maps.Keys(found)), got, want)
 		}
 	}
 }

@@ -661,9 +661,11 @@ func anyEntries(s *apiextensionsv1.JSONSchemaProps) bool {
 
 // rest is the node without what compare looks at itself, so that any other
 // keyword's change (x-kubernetes-embedded-resource, additionalItems, …) is
-// still reported.
+// still reported. It is a shallow copy, which shares the rest with s and
+// is only read: a deep copy copied the whole subtree at every node that
+// compare visits, quadratic in the depth of the schema (B25).
 func rest(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
-	c := s.DeepCopy()
+	c := *s
 	c.Type, c.XIntOrString, c.Nullable, c.Enum, c.Default = "", false, false, nil, nil
 	c.Minimum, c.Maximum, c.ExclusiveMinimum, c.ExclusiveMaximum, c.MultipleOf = nil, nil, false, false, nil
 	c.MinLength, c.MaxLength, c.MinItems, c.MaxItems, c.MinProperties, c.MaxProperties = nil, nil, nil, nil, nil, nil
@@ -671,7 +673,7 @@ func rest(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
 	c.XListType, c.XListMapKeys, c.XMapType, c.XPreserveUnknownFields, c.XValidations = nil, nil, nil, nil, nil
 	c.AllOf, c.AnyOf, c.OneOf, c.Not = nil, nil, nil, nil
 	c.Required, c.Properties, c.AdditionalProperties, c.Items = nil, nil, nil, nil
-	return c
+	return &c
 }
 
 // restDiff names the top-level JSON keys in which rest(old) and rest(new) differ.

@@ -10,6 +10,9 @@
 package crdtest
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -205,3 +208,98 @@ func (b *Builder) Edit(f func(*apiextensionsv1.CustomResourceDefinition)) *Build
 
 // CRD returns the CRD built (a copy each time).
 func (b *Builder) CRD() *apiextensionsv1.CustomResourceDefinition { return b.crd.DeepCopy() }
+
+// Nesting is how a level of a Nested schema holds the next.
+type Nesting int
+
+// The nestings of Nested.
+const (
+	// ThroughProperties: an object whose property "a" is the next level.
+	ThroughProperties Nesting = iota
+	// ThroughItems: a list whose items are the next level.
+	ThroughItems
+	// ThroughAdditionalProperties: a map whose values are the next level.
+	ThroughAdditionalProperties
+)
+
+// Nested returns a schema depth levels deep (the root is level 1): each
+// level but the last holds the next through the nestings in turn (the
+// root through the first; ThroughProperties when none is given), and the
+// last is leaf. each, when not nil, is applied to every level but the
+// last. It builds the levels bottom-up, in time linear in depth.
+func Nested(depth int, leaf apiextensionsv1.JSONSchemaProps, each func(*apiextensionsv1.JSONSchemaProps), nestings ...Nesting) *apiextensionsv1.JSONSchemaProps {
+	if len(nestings) == 0 {
+		nestings = []Nesting{ThroughProperties}
+	}
+	s := leaf
+	for level := depth - 1; level >= 1; level-- {
+		next := s
+		switch nestings[(level-1)%len(nestings)] {
+		case ThroughProperties:
+			s = apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"a": next}}
+		case ThroughItems:
+			s = apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &next}}
+		case ThroughAdditionalProperties:
+			s = apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &next}}
+		}
+		if each != nil {
+			each(&s)
+		}
+	}
+	return &s
+}
+
+// NestedJSON is the JSON of Nested(depth, leaf, nil, nestings...), written
+// level by level: json.Marshal of the typed schema takes time quadratic in
+// the depth of items and additionalProperties (encoding/json re-reads what
+// the MarshalJSON of each level returns).
+func NestedJSON(depth int, leaf apiextensionsv1.JSONSchemaProps, nestings ...Nesting) []byte {
+	if len(nestings) == 0 {
+		nestings = []Nesting{ThroughProperties}
+	}
+	leafJSON, err := json.Marshal(leaf)
+	if err != nil {
+		panic(err) // a schema without subschemas always marshals
+	}
+	opening := []string{
+		ThroughProperties:           `{"type":"object","properties":{"a":`,
+		ThroughItems:                `{"type":"array","items":`,
+		ThroughAdditionalProperties: `{"type":"object","additionalProperties":`,
+	}
+	closing := []string{ThroughProperties: "}}", ThroughItems: "}", ThroughAdditionalProperties: "}"}
+	var b bytes.Buffer
+	for level := 1; level < depth; level++ {
+		b.WriteString(opening[nestings[(level-1)%len(nestings)]])
+	}
+	b.Write(leafJSON)
+	for level := depth - 1; level >= 1; level-- {
+		b.WriteString(closing[nestings[(level-1)%len(nestings)]])
+	}
+	return b.Bytes()
+}
+
+// WithSchemaJSON returns the JSON of crd with the openAPIV3Schema of
+// version replaced by schema (the JSON of one, such as NestedJSON's).
+func WithSchemaJSON(crd *apiextensionsv1.CustomResourceDefinition, version string, schema []byte) ([]byte, error) {
+	raw, err := json.Marshal(crd)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	spec, _ := doc["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	found := false
+	for _, v := range versions {
+		if m, _ := v.(map[string]any); m["name"] == version {
+			m["schema"] = map[string]any{"openAPIV3Schema": json.RawMessage(schema)}
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%s has no version %s", crd.Name, version)
+	}
+	return json.Marshal(doc)
+}

@@ -1,6 +1,8 @@
 package crdtest
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -60,3 +62,57 @@ func TestNamesAndConditions(t *testing.T) {
 		t.Errorf("conditions %+v, want %+v", c.Status.Conditions, want)
 	}
 }
+
+// TestNested: Nested nests its levels through the nestings in turn, and
+// NestedJSON writes what json.Marshal makes of it; WithSchemaJSON puts a
+// schema into the version named.
+func TestNested(t *testing.T) {
+	leaf := apiextensionsv1.JSONSchemaProps{Type: "string", MaxLength: ptr(int64(3))}
+	all := []Nesting{ThroughProperties, ThroughItems, ThroughAdditionalProperties}
+	s := Nested(5, leaf, func(s *apiextensionsv1.JSONSchemaProps) { s.Description = "level" }, all...)
+	got := s.Properties["a"].Items.Schema.AdditionalProperties.Schema.Properties["a"]
+	if s.Description != "level" || got.Type != "string" || *got.MaxLength != 3 || got.Description != "" {
+		t.Errorf("Nested(5) ends in %+v", got)
+	}
+	if d := Nested(1, leaf, nil); d.Type != "string" || d.Properties != nil {
+		t.Errorf("Nested(1) = %+v, want the leaf", d)
+	}
+	for depth := 1; depth <= 7; depth++ {
+		for _, through := range [][]Nesting{nil, {ThroughItems}, {ThroughAdditionalProperties}, all} {
+			want, err := json.Marshal(Nested(depth, leaf, nil, through...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqual(t, NestedJSON(depth, leaf, through...), want) {
+				t.Errorf("NestedJSON(%d, %v) = %s, want %s", depth, through, NestedJSON(depth, leaf, through...), want)
+			}
+		}
+	}
+
+	crd := New("deeps.example.com").Version("v1", Served, Storage).Version("v2", Served).CRD()
+	data, err := WithSchemaJSON(crd, "v2", NestedJSON(3, leaf, ThroughItems))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Versions[1].Schema.OpenAPIV3Schema = Nested(3, leaf, nil, ThroughItems)
+	if want, _ := json.Marshal(crd); !jsonEqual(t, data, want) {
+		t.Errorf("WithSchemaJSON = %s, want %s", data, want)
+	}
+	if _, err := WithSchemaJSON(crd, "v3", nil); err == nil {
+		t.Error("WithSchemaJSON of a version the CRD does not have: no error")
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%v: %s", err, a)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func ptr[T any](v T) *T { return &v }

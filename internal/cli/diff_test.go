@@ -3,12 +3,17 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 )
 
@@ -134,5 +139,57 @@ func TestDiffEveryFile(t *testing.T) {
 	_, _, err := run(t, "diff", "--old", bucketsOld, "--old", bucketsOld, "--new", bucketsNew)
 	if err == nil || !strings.Contains(err.Error(), bucketsOld+" is given twice") {
 		t.Errorf("a CRD twice on one side: %v", err)
+	}
+}
+
+// TestDiffTooDeep: a CRD file whose schema nests deeper than
+// schema.MaxDepth is refused, on either side of diff and by check-upgrade
+// -f (before it connects to a cluster), with one line that names the CRD,
+// the version and the depth, as a *CheckError (exit code 2), and nothing
+// printed; at the limit, diff compares (B25).
+func TestDiffTooDeep(t *testing.T) {
+	dir := t.TempDir()
+	// No cluster: check-upgrade must fail before it would connect.
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "no-kubeconfig"))
+	write := func(name string, depth int, leaf string) string {
+		t.Helper()
+		crd := crdtest.New("deeps.example.com").Version("v1", crdtest.Served, crdtest.Storage).CRD()
+		nested := crdtest.NestedJSON(depth, apiextensionsv1.JSONSchemaProps{Type: leaf},
+			crdtest.ThroughProperties, crdtest.ThroughItems, crdtest.ThroughAdditionalProperties)
+		data, err := crdtest.WithSchemaJSON(crd, "v1", nested)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	old, new := write("old.json", schema.MaxDepth, "string"), write("new.json", schema.MaxDepth, "integer")
+	out, _, err := run(t, "diff", "--old", old, "--new", new, "-o", "json")
+	var found *FindingsError
+	var r report.Diff
+	if !errors.As(err, &found) || json.Unmarshal([]byte(out), &r) != nil || len(r.CRDs) != 1 {
+		t.Fatalf("at the limit: %v\n%.300s", err, out)
+	}
+	// The leaf, at level MaxDepth: (MaxDepth-1)/3 times .a[*].* down.
+	leaf := strings.Repeat(".a[*].*", (schema.MaxDepth-1)/3)
+	if fs := r.CRDs[0].Findings; len(fs) != 1 || fs[0].Code != schemadiff.CodeTypeChanged || fs[0].Path != leaf {
+		t.Errorf("at the limit: %d findings, want one TypeChanged at the leaf: %.300v", len(fs), fs)
+	}
+
+	tooDeep := write("deep.json", schema.MaxDepth+1, "string")
+	want := fmt.Sprintf("%s: deeps.example.com version v1: the schema is nested %d levels deep, more than the %d kubectl crdversion reads", tooDeep, schema.MaxDepth+1, schema.MaxDepth)
+	for _, args := range [][]string{
+		{"diff", "--old", tooDeep, "--new", new},
+		{"diff", "--old", old, "--new", tooDeep},
+		{"check-upgrade", "-f", tooDeep},
+	} {
+		out, _, err := run(t, args...)
+		var checkErr *CheckError
+		if !errors.As(err, &checkErr) || !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "\n") || out != "" {
+			t.Errorf("%v: err = %v (%T), out %q; want a *CheckError ending in %q", args[:2], err, err, out, want)
+		}
 	}
 }

@@ -72,24 +72,27 @@ func (f *File) FindCRD(name string) (int, *apiextensionsv1.CustomResourceDefinit
 	var all []apiextensionsv1.CustomResourceDefinition
 	var index []int
 	for i, d := range f.docs {
-		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if err := yaml.Unmarshal([]byte(d), &meta); err != nil {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(d), &obj); err != nil {
 			return -1, nil, fmt.Errorf("document %d: %v", i+1, err)
 		}
-		if meta.Kind != "CustomResourceDefinition" || !strings.HasPrefix(meta.APIVersion, "apiextensions.k8s.io/") {
+		apiVersion, _ := obj["apiVersion"].(string)
+		if kind, _ := obj["kind"].(string); kind != "CustomResourceDefinition" || !strings.HasPrefix(apiVersion, "apiextensions.k8s.io/") {
 			continue
+		}
+		// Before the typed decoding, whose time grows with the square
+		// of the depth of items and additionalProperties.
+		if err := checkDepth(obj); err != nil {
+			return -1, nil, err
 		}
 		crd := apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal([]byte(d), &crd); err != nil {
 			return -1, nil, fmt.Errorf("document %d: %v", i+1, err)
 		}
-		if meta.APIVersion != "apiextensions.k8s.io/v1" {
+		if apiVersion != "apiextensions.k8s.io/v1" {
 			crd.Spec = apiextensionsv1.CustomResourceDefinitionSpec{} // matched by name only
 		}
-		crd.APIVersion = meta.APIVersion
+		crd.APIVersion = apiVersion
 		all = append(all, crd)
 		index = append(index, i)
 	}

@@ -14,6 +14,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
 // CRDDoc is a CustomResourceDefinition read from a manifest.
@@ -117,6 +119,9 @@ func ParseCRDs(data []byte) ([]CRDDoc, error) {
 		if apiVersion != "apiextensions.k8s.io/v1" {
 			return nil, fmt.Errorf("document %d: %s is %s; only apiextensions.k8s.io/v1 is supported", i+1, nameOf(m), apiVersion)
 		}
+		if err := checkDepth(m); err != nil {
+			return nil, err
+		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, crd); err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
@@ -124,6 +129,22 @@ func ParseCRDs(data []byte) ([]CRDDoc, error) {
 		out = append(out, CRDDoc{Source: src, CRD: crd})
 	}
 	return out, nil
+}
+
+// checkDepth fails with a *schema.DepthError when the schema of a version
+// of the CRD m (decoded, not yet typed) nests deeper than schema.MaxDepth.
+func checkDepth(m map[string]any) error {
+	spec, _ := m["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		validation, _ := version["schema"].(map[string]any)
+		if d := schema.DecodedDepth(validation["openAPIV3Schema"]); d > schema.MaxDepth {
+			name, _ := version["name"].(string)
+			return &schema.DepthError{CRD: nameOf(m), Version: name, Depth: d}
+		}
+	}
+	return nil
 }
 
 func nameOf(m map[string]any) string {

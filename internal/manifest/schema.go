@@ -6,6 +6,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
 // ReadSchemaFile reads the openAPIV3Schema of version of the CRD crdName
@@ -45,11 +47,18 @@ func parseSchema(path, crdName, version string, data []byte) (*apiextensionsv1.C
 	case !ok:
 		return nil, fmt.Errorf("--schema-file %s holds a YAML %s, not a schema: it must hold an openAPIV3Schema (type: object, properties: …), {openAPIV3Schema: …}, or a CRD manifest", path, yamlKind(doc))
 	case crdsErr != nil:
-		return nil, fmt.Errorf("--schema-file %s: %v", path, crdsErr)
+		return nil, fmt.Errorf("--schema-file %s: %w", path, crdsErr)
+	}
+	bare, wrapped := probe["openAPIV3Schema"]
+	if !wrapped {
+		bare = probe
+	}
+	if d := schema.DecodedDepth(bare); d > schema.MaxDepth {
+		return nil, fmt.Errorf("--schema-file %s: %w", path, &schema.DepthError{CRD: crdName, Version: version, Depth: d})
 	}
 	v := &apiextensionsv1.CustomResourceValidation{}
 	var err error
-	if _, wrapped := probe["openAPIV3Schema"]; wrapped {
+	if wrapped {
 		err = yaml.UnmarshalStrict(data, v)
 	} else {
 		v.OpenAPIV3Schema = &apiextensionsv1.JSONSchemaProps{}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"slices"
+
 	"github.com/spf13/pflag"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -19,13 +21,20 @@ var connectionFlagNames = []string{"kubeconfig", "context", "cluster", "user", "
 // context, cluster or user: each cluster's commands name their own
 // --context.
 func connectionFlags(fs *pflag.FlagSet, fleet bool) []lifecycle.Flag {
+	names := connectionFlagNames
+	if fleet {
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "context" || n == "cluster" || n == "user" })
+	}
+	return changedFlags(fs, names)
+}
+
+// changedFlags returns the flags of names that the user typed, in the
+// order of names, one Flag per value of a repeated flag.
+func changedFlags(fs *pflag.FlagSet, names []string) []lifecycle.Flag {
 	var out []lifecycle.Flag
-	for _, name := range connectionFlagNames {
+	for _, name := range names {
 		f := fs.Lookup(name)
 		if f == nil || !f.Changed {
-			continue
-		}
-		if fleet && (name == "context" || name == "cluster" || name == "user") {
 			continue
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {

@@ -181,7 +181,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, IOStreams: fl.IOStreams}
 	o.Retire = retire.Options{DryRun: dryRun,
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
-		Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
+		UsageFlags: usageFlagsGiven(cmd.Flags()), Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
 	human := humanPrinter(printRetireLogged)
 	if fl.Fleet.enabled() {
 		human = humanPrinter(view.FleetRetire)

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -37,6 +39,14 @@ func (u *UsageFlags) addFlags(cmd *cobra.Command, window time.Duration) {
 	f.StringArrayVar(&u.AuditLogs, "audit-log", nil, "An API server audit log (audit.k8s.io/v1 events, one JSON object a line, plain or gzip) that names the clients of the version by user and user agent; repeat for every instance's log and rotated files.")
 }
 
+// usageFlagNames are the usage check's flags that choose its sources and
+// spans, in the order printed commands carry them.
+var usageFlagNames = []string{"usage-window", "usage-min-window", "usage-history", "prometheus-url", "prometheus-service", "audit-log"}
+
+// usageFlagsGiven are the usage check's flags the user typed in fs, for
+// the commands a run prints to carry (see retire.Options.UsageFlags).
+func usageFlagsGiven(fs *pflag.FlagSet) []lifecycle.Flag { return changedFlags(fs, usageFlagNames) }
+
 // config is the check's configuration for preflight.
 func (u *UsageFlags) config() preflight.UsageConfig {
 	return preflight.UsageConfig{Window: u.UsageWindow, MinWindow: u.UsageMinWindow, History: u.UsageHistory, Skip: u.SkipUsageCheck, PrometheusURL: u.PrometheusURL,
@@ -58,11 +68,16 @@ const DefaultUsageHistory = 24 * time.Hour
 type windowValue struct {
 	d    *time.Duration
 	flag string
+	// text is the value as typed, which printed commands repeat.
+	text string
 }
 
 func (w *windowValue) String() string {
-	if w.d == nil { // pflag's zero value, for its help
+	switch {
+	case w.d == nil: // pflag's zero value, for its help
 		return "0s"
+	case w.text != "":
+		return w.text
 	}
 	return w.d.String()
 }
@@ -75,6 +90,6 @@ func (w *windowValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	*w.d = d
+	*w.d, w.text = d, s
 	return nil
 }

@@ -534,3 +534,48 @@ func TestRetireResume(t *testing.T) {
 		refused(t, c, name, []string{"-o name is not supported"}, "retire", name, "v1", "-o", "name")
 	})
 }
+
+// TestRetireRunLineCarriesUsageFlags (issue 33): the run: line of a
+// blocked retire dropped the usage check's flags the run was given. Pasted,
+// it looked with the default window and history instead: the objects'
+// creation through v1 is a managedFields writer inside the default 24h
+// history, and the pasted line refused what the run before it had been
+// told to ignore. The line now carries --usage-window, --usage-min-window
+// and --usage-history as typed; following the run: lines retires v1.
+func TestRetireRunLineCarriesUsageFlags(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	crd := advance(t, c, "runline.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS4)
+	name := crd.Name
+	given := strings.Join([]string{"--usage-window", "2s", "--usage-min-window", "2s", "--usage-history", "0"}, " ")
+
+	// Without --clean-managed-fields the run stops at step 5 at the latest
+	// (the creation's managedFields entry names v1); at step 1 when the
+	// creation falls inside its 2s window. Each run: line is followed.
+	args := append([]string{"retire", name, "v1", "--migrate"}, strings.Fields(given)...)
+	var stops []string
+	for range 3 {
+		r := plugin(t, args...)
+		if r.err == nil {
+			mustContain(t, "the last retire's output", r.stdout, "retired")
+			if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v != nil {
+				t.Errorf("v1 is still in spec.versions after retire passed: %+v", v)
+			}
+			if len(stops) == 0 {
+				t.Errorf("retire without --clean-managed-fields did not stop at step 5, so no run: line was followed")
+			}
+			return
+		}
+		out := r.stdout + r.stderr + errorLine(r.err)
+		stop := regexp.MustCompile(`stopped at step \d`).FindString(out)
+		if stop == "" {
+			t.Fatalf("%s: err %v and no stopped step:\n%s", strings.Join(args, " "), r.err, out)
+		}
+		stops = append(stops, stop)
+		args = runLine(t, out)
+		if got := strings.Join(args, " "); !strings.Contains(got, given) {
+			t.Fatalf("after %s, the run: line %q does not carry %q", stop, got, given)
+		}
+	}
+	t.Fatalf("the run: lines did not lead to the end: %v", stops)
+}

@@ -30,6 +30,11 @@ type Options struct {
 	// VersionOrder is the order of the CRD's versions the user gave,
 	// oldest first (--version-order; see lifecycle.Order).
 	VersionOrder []string
+	// UsageFlags are the usage check's flags the run was given
+	// (--usage-window, --usage-history, --prometheus-url, --audit-log, …),
+	// in order: every retire command the run prints carries them, so that
+	// a pasted re-run looks at the same sources over the same spans.
+	UsageFlags []lifecycle.Flag
 	// Global are the connection flags every printed command carries (see
 	// lifecycle.Command.Render).
 	Global []lifecycle.Flag
@@ -92,7 +97,8 @@ type Executor struct {
 // missing permission an *access.MissingError; the Result is never nil.
 func (e *Executor) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, old string, opts Options) (*Result, error) {
 	r := &run{e: e, opts: opts, old: old, crd: crd, res: &Result{},
-		facts:    Facts{SkipUsage: opts.SkipUsageCheck, Migrate: opts.Migrate, CleanManagedFields: opts.CleanManagedFields, VersionOrder: opts.VersionOrder},
+		facts: Facts{SkipUsage: opts.SkipUsageCheck, Migrate: opts.Migrate, CleanManagedFields: opts.CleanManagedFields, VersionOrder: opts.VersionOrder,
+			UsageFlags: opts.UsageFlags},
 		found:    map[StepID]string{},
 		observed: map[StepID][]string{},
 		did:      map[StepID][]string{},
@@ -457,19 +463,8 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 
 // rerun is the command that resumes this run.
 func (r *run) rerun() string {
-	c := lifecycle.Crdversion("retire", r.crd.Name, r.old)
-	for _, f := range []struct {
-		set  bool
-		name string
-	}{{r.opts.Migrate, "migrate"}, {r.opts.CleanManagedFields, "clean-managed-fields"}, {r.opts.SkipUsageCheck, "skip-usage-check"}} {
-		if f.set {
-			c = c.With(f.name, "")
-		}
-	}
-	if len(r.opts.VersionOrder) > 0 {
-		c = c.With("version-order", strings.Join(r.opts.VersionOrder, ","))
-	}
-	return c.Render(r.opts.Global)
+	return command(r.crd.Name, r.old, choices{migrate: r.opts.Migrate, clean: r.opts.CleanManagedFields, skip: r.opts.SkipUsageCheck,
+		order: r.opts.VersionOrder, usage: r.opts.UsageFlags}, "").Render(r.opts.Global)
 }
 
 // failed records a step that failed while taken (or while the API server

@@ -74,25 +74,44 @@ func (p *planner) version() *apiextensionsv1.CustomResourceDefinitionVersion {
 
 // retire is the retire command to run next: with flag added to the
 // flags this run was given (--migrate, --clean-managed-fields,
-// --skip-usage-check), so that pasting it does not drop what the user
-// already chose and then stop at the step that needed it.
+// --skip-usage-check, the usage check's), so that pasting it does not
+// drop what the user already chose and then stop at the step that needed
+// it.
 func (p *planner) retire(flag string) []lifecycle.Command {
-	c := lifecycle.Crdversion("retire", p.name, p.old)
+	return []lifecycle.Command{command(p.name, p.old, choices{migrate: p.f.Migrate, clean: p.f.CleanManagedFields, skip: p.f.SkipUsage,
+		order: p.f.VersionOrder, usage: p.f.UsageFlags}, flag)}
+}
+
+// choices are the flags of a retire run that every retire command it
+// prints carries.
+type choices struct {
+	migrate, clean, skip bool
+	order                []string
+	usage                []lifecycle.Flag
+}
+
+// command is "retire CRD OLD" with the flags of c, and flag (a boolean
+// flag's name, or "") added.
+func command(crd, old string, c choices, flag string) lifecycle.Command {
+	cmd := lifecycle.Crdversion("retire", crd, old)
 	for _, f := range []struct {
 		name string
 		on   bool
-	}{{"migrate", p.f.Migrate}, {"clean-managed-fields", p.f.CleanManagedFields}, {"skip-usage-check", p.f.SkipUsage}} {
+	}{{"migrate", c.migrate}, {"clean-managed-fields", c.clean}, {"skip-usage-check", c.skip}} {
 		if f.on || f.name == flag {
-			c = c.With(f.name, "")
+			cmd = cmd.With(f.name, "")
 		}
 	}
 	if flag != "" && flag != "migrate" && flag != "clean-managed-fields" && flag != "skip-usage-check" {
-		c = c.With(flag, "")
+		cmd = cmd.With(flag, "")
 	}
-	if len(p.f.VersionOrder) > 0 {
-		c = c.With("version-order", strings.Join(p.f.VersionOrder, ","))
+	if len(c.order) > 0 {
+		cmd = cmd.With("version-order", strings.Join(c.order, ","))
 	}
-	return []lifecycle.Command{c}
+	for _, f := range c.usage {
+		cmd = cmd.With(f.Name, f.Value)
+	}
+	return cmd
 }
 
 func (p *planner) promoteStorage() []lifecycle.Command {

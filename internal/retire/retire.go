@@ -137,6 +137,9 @@ type Facts struct {
 	// oldest first (--version-order): it tells whether OLD is older than
 	// the storage version when their names do not (see lifecycle.Order).
 	VersionOrder []string
+	// UsageFlags are the usage check's flags the run was given, carried
+	// by the retire commands the plan prints (see Options.UsageFlags).
+	UsageFlags []lifecycle.Flag
 }
 
 // WriteCheck is the API server's answer to the server-side dry run of a

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -103,6 +104,13 @@ func TestPlan(t *testing.T) {
 		// stopped at the migration again).
 		{"S5, stale managedFields, given --migrate and --skip-usage-check", s5, Facts{StaleManagedFields: stale, Migrate: true, SkipUsage: true}, "1=done 2=done 3=done 4=done 5=blocked 6=blocked 7=info", 5,
 			"kubectl crdversion retire crontabs.stable.example.com v1 --migrate --clean-managed-fields --skip-usage-check"},
+		// Issue 33: and the usage check's flags, so that a pasted re-run
+		// looks at the same sources over the same spans (a window of 1m
+		// typed as such, repeated --audit-log files each).
+		{"S3, in use, given usage flags", s3(), Facts{Usage: inUse, StaleManagedFields: none(),
+			UsageFlags: []lifecycle.Flag{{Name: "usage-window", Value: "1m"}, {Name: "usage-history", Value: "0"}, {Name: "audit-log", Value: "a.log"}, {Name: "audit-log", Value: "b.log"}}},
+			"1=blocked 2=to do 3=done 4=done 5=done 6=blocked 7=info", 1,
+			"kubectl crdversion retire crontabs.stable.example.com v1 --usage-window 1m --usage-history 0 --audit-log a.log --audit-log b.log"},
 		{"S5, stale managedFields, clean", s5, Facts{StaleManagedFields: stale, CleanManagedFields: true}, "1=done 2=done 3=done 4=done 5=to do 6=to do 7=info", 5, "4 object(s)"},
 		// Issue 33: a manager that wrote through v1 inside the window or
 		// the history span is a client; its entries are not relabelled,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
@@ -23,5 +24,22 @@ func TestLabelledProgressBar(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the bar does not show %q:\n%q", want, got)
 		}
+	}
+}
+
+// TestWaitProgress: the usage check's wait shows its label and window at
+// once (a 15 s wait otherwise looks like a hang), and is cleared when it
+// ends; ending it twice is harmless.
+func TestWaitProgress(t *testing.T) {
+	var out bytes.Buffer
+	done := waitProgress(&out, 15*time.Second)(15 * time.Second)
+	drawn := out.String()
+	done()
+	done()
+	if want := "counting requests between the two reads of /metrics (--usage-window 15s)"; !strings.Contains(drawn, want) {
+		t.Errorf("the wait does not show %q:\n%q", want, drawn)
+	}
+	if cleared := out.String()[len(drawn):]; !strings.Contains(cleared, "\r") {
+		t.Errorf("the wait's line is not cleared at its end: %q", cleared)
 	}
 }

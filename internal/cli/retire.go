@@ -244,6 +244,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	}
 	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning}
 	if progress {
+		u.Waiting = waitProgress(errOut, o.Usage.Window)
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }
 	}
 	l := &view.RetireLog{Log: log, ErrOut: errOut, Sources: u.Describe()}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -116,6 +117,9 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 		u, err := preflight.NewUsage(o.client, o.Usage.config(), nil)
 		if err != nil {
 			return err
+		}
+		if term.IsTerminal(o.ErrOut) {
+			u.Waiting = waitProgress(o.ErrOut, o.Usage.UsageWindow)
 		}
 		m = u
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
+	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
 // UsageFlags are the client-usage check's flags, shared by unserve,
@@ -46,6 +48,12 @@ var usageFlagNames = []string{"usage-window", "usage-min-window", "usage-history
 // usageFlagsGiven are the usage check's flags the user typed in fs, for
 // the commands a run prints to carry (see retire.Options.UsageFlags).
 func usageFlagsGiven(fs *pflag.FlagSet) []lifecycle.Flag { return changedFlags(fs, usageFlagNames) }
+
+// waitProgress shows on w, a terminal, the wait of window between the
+// usage check's two reads of the API servers' /metrics.
+func waitProgress(w io.Writer, window time.Duration) func(time.Duration) func() {
+	return view.WaitProgress(w, fmt.Sprintf("counting requests between the two reads of /metrics (--usage-window %s)", window))
+}
 
 // config is the check's configuration for preflight.
 func (u *UsageFlags) config() preflight.UsageConfig {

@@ -99,6 +99,10 @@ func (u UsageConfig) Validate() error {
 type Usage struct {
 	Config  UsageConfig
 	Sources usage.Sources
+	// Waiting, when set, is told when Measure starts to wait between the
+	// two /metrics reads, and returns what to call when the wait ends
+	// (usage.Options.Waiting): the CLI's progress on a terminal.
+	Waiting func(window time.Duration) (done func())
 }
 
 // NewUsage assembles the sources of cfg on c. mf is the managedFields
@@ -176,7 +180,7 @@ func (u *Usage) Needs(crd *apiextensionsv1.CustomResourceDefinition) []access.Ne
 // or the end of ctx; everything a source could not see is in the
 // assessments, never an error.
 func (u *Usage) Measure(ctx context.Context, targets ...schema.GroupVersionResource) (usage.Assessments, error) {
-	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window, MinWindow: u.Config.MinWindow, History: u.Config.History})
+	return usage.Measure(ctx, u.Sources, targets, usage.Options{Window: u.Config.Window, MinWindow: u.Config.MinWindow, History: u.Config.History, Waiting: u.Waiting})
 }
 
 // Writers is the managedFields source alone on gvr, over Config.Window

@@ -782,3 +782,55 @@ type fakeWriters []managedfields.Writer
 func (f fakeWriters) Writers(context.Context, schema.GroupVersionResource) ([]managedfields.Writer, int, error) {
 	return f, 1, nil
 }
+
+// TestMeasureTellsOfItsWait: the wait between the two /metrics reads is
+// announced with its window and its end is told however it ends (the
+// second read, or the context's end), once; a window of 0 does not wait
+// and tells nothing.
+func TestMeasureTellsOfItsWait(t *testing.T) {
+	g := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	quiet := metrics(4, 0, 0, 0, false, "1.7e+09")
+	one := InstanceSet{Instances: []Instance{{Lease: "apiserver-a", Address: "10.0.0.1:6443"}}, Leases: 1, Endpoints: 1}
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+		cancel bool
+		want   string
+	}{
+		{"a window", 15 * time.Second, false, "wait 15s, done 1"},
+		{"interrupted inside the window", 15 * time.Second, true, "wait 15s, done 1"},
+		{"no window", 0, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fakeCluster{set: one, texts: map[string][]string{"10.0.0.1:6443": {quiet, quiet}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var told []string
+			dones := 0
+			after := func(time.Duration) <-chan time.Time {
+				ch := make(chan time.Time, 1)
+				if tc.cancel {
+					cancel()
+				} else {
+					ch <- time.Now()
+				}
+				return ch
+			}
+			waiting := func(w time.Duration) func() {
+				told = append(told, "wait "+w.String())
+				return func() { dones++ }
+			}
+			_, err := Measure(ctx, Sources{Cluster: c}, []schema.GroupVersionResource{g}, Options{Window: tc.window, After: after, Waiting: waiting})
+			if tc.cancel != (err != nil) {
+				t.Fatalf("err %v, want one only when interrupted", err)
+			}
+			got := ""
+			if len(told) > 0 || dones > 0 {
+				got = fmt.Sprintf("%s, done %d", strings.Join(told, " "), dones)
+			}
+			if got != tc.want {
+				t.Errorf("told %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -82,6 +82,11 @@ type Options struct {
 	// when nil).
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
+	// Waiting, when set, is called as the wait of Window between the two
+	// /metrics reads starts (not when Window is 0, nor with a Prometheus
+	// source, which does not wait), and the function it returns when the
+	// wait ends, however it ends: a terminal shows the wait's progress.
+	Waiting func(window time.Duration) (done func())
 }
 
 // Assessments are the verdicts of Measure, one per target.
@@ -153,7 +158,7 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 		if after == nil {
 			after = time.After
 		}
-		samples, err := readInstances(ctx, src.Cluster, set.Instances, opts.Window, after)
+		samples, err := readInstances(ctx, src.Cluster, set.Instances, opts.Window, after, opts.Waiting)
 		if err != nil {
 			wg.Wait()
 			return nil, err
@@ -189,8 +194,10 @@ func Measure(ctx context.Context, src Sources, targets []schema.GroupVersionReso
 
 // readInstances reads every instance's /metrics at once, waits window,
 // and reads them again (once when window is 0). An instance that fails
-// the first read is not read again. Only ctx's end is an error.
-func readInstances(ctx context.Context, c InstanceReader, instances []Instance, window time.Duration, after func(time.Duration) <-chan time.Time) ([]InstanceSample, error) {
+// the first read is not read again. waiting, when not nil, is told of the
+// wait (see Options.Waiting). Only ctx's end is an error.
+func readInstances(ctx context.Context, c InstanceReader, instances []Instance, window time.Duration, after func(time.Duration) <-chan time.Time,
+	waiting func(time.Duration) func()) ([]InstanceSample, error) {
 	samples := make([]InstanceSample, len(instances))
 	readAll := func(second bool) {
 		var wg sync.WaitGroup
@@ -225,11 +232,17 @@ func readInstances(ctx context.Context, c InstanceReader, instances []Instance, 
 	}
 	readAll(false)
 	if window > 0 {
+		done := func() {}
+		if waiting != nil {
+			done = waiting(window)
+		}
 		select {
 		case <-ctx.Done():
+			done()
 			return nil, ctx.Err()
 		case <-after(window):
 		}
+		done()
 		readAll(true)
 	}
 	if err := ctx.Err(); err != nil {

@@ -134,3 +134,43 @@ func DoctorProgress(w io.Writer) (update func(crd, version string, objects int, 
 	}
 	return update, stop
 }
+
+// WaitProgress draws the wait of a usage check between its two reads of
+// the API servers' /metrics: label, a bar that fills over the window and
+// the time left, redrawn every 200ms. waiting starts one for a window;
+// the function it returns clears it (call it however the wait ends).
+func WaitProgress(w io.Writer, label string) (waiting func(window time.Duration) (done func())) {
+	return func(window time.Duration) func() {
+		bar := progressbar.NewOptions64(window.Milliseconds(),
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(label),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionClearOnFinish(),
+		)
+		start := time.Now()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					_ = bar.Set64(min(time.Since(start).Milliseconds(), window.Milliseconds()))
+				}
+			}
+		})
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				close(stop)
+				wg.Wait()
+				_ = bar.Finish()
+			})
+		}
+	}
+}

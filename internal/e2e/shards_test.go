@@ -69,6 +69,8 @@ var soloShards = []struct {
 		"TestMigrateServerEngineFailed",
 		"TestMigrateServerEngineRefusalsAndTimeout",
 		"TestFaultDryRunOnAStaleRead",
+		// A garbage collector with workers deletes on the whole server.
+		"TestGarbageCollectorAndAnUnservedOwnerVersion",
 	}},
 	// Sweeps that see every CRD of the server, and real CRDs installed
 	// under their own names.

@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -50,40 +51,61 @@ func startSVMController(t *testing.T) {
 	if !gates.Enabled(clientgofeatures.InformerResourceVersion) || !gates.Enabled(clientgofeatures.InOrderInformers) {
 		t.Fatal("the storage version migrator needs the client-go feature gates InformerResourceVersion and InOrderInformers")
 	}
+	// No GC workers: the GraphBuilder runs, and nothing is ever collected.
+	runControllers(t, 0, func(ctx context.Context, p controllerParts) []func(context.Context) {
+		svms := p.typed.Storagemigration().V1().StorageVersionMigrations()
+		const name = "storage-version-migrator-controller"
+		return []func(context.Context){
+			svmcontroller.NewSVMController(ctx, p.kube, p.dyn, svms, name, p.mapper, p.gc.GetDependencyGraphBuilder()).Run,
+			svmcontroller.NewResourceVersionController(ctx, p.kube, p.disc, p.md, svms, p.mapper).Run,
+			svmcontroller.NewCustomResourceController(ctx, p.kube, svms, p.crds).Run,
+		}
+	})
+}
+
+// controllerParts are the clients, informers and garbage collector that
+// runControllers shares with the controllers it starts.
+type controllerParts struct {
+	kube   kubernetes.Interface
+	md     metadata.Interface
+	dyn    *dynamic.DynamicClient
+	disc   discovery.DiscoveryInterface
+	crds   apiextensionsv1client.CustomResourceDefinitionInterface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	typed  informers.SharedInformerFactory
+	gc     *garbagecollector.GarbageCollector
+}
+
+// runControllers runs kube-controller-manager's garbage collector against
+// the test API server, in this process, until the test ends, with workers
+// attempting deletions (0: its dependency graph only), its discovery sync
+// every second instead of 30 s (so that a CRD the test creates is watched
+// at once), and the controllers that more returns, built before the
+// informers start.
+func runControllers(t *testing.T, workers int, more func(context.Context, controllerParts) []func(context.Context)) {
+	t.Helper()
 	cfg := rest.CopyConfig(srv.Config)
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	md := metadata.NewForConfigOrDie(cfg)
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	crds := apiextensionsclient.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions()
 	disc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	p := controllerParts{kube: kubernetes.NewForConfigOrDie(cfg), md: metadata.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg), disc: disc,
+		crds: apiextensionsclient.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions(), mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
 	// The GC's sync resets the mapper; it must use a discovery client of
 	// its own (garbagecollector.GarbageCollector.Sync).
 	gcDisc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-
 	ctx, cancel := context.WithCancel(context.Background())
-	typed := informers.NewSharedInformerFactory(kube, 0)
-	meta := metadatainformer.NewSharedInformerFactory(md, 0)
+	p.typed = informers.NewSharedInformerFactory(p.kube, 0)
+	meta := metadatainformer.NewSharedInformerFactory(p.md, 0)
 	started := make(chan struct{})
-	gc, err := garbagecollector.NewGarbageCollector(ctx, kube, md, mapper, garbagecollector.DefaultIgnoredResources(),
-		informerfactory.NewInformerFactory(typed, meta), started)
+	var err error
+	p.gc, err = garbagecollector.NewGarbageCollector(ctx, p.kube, p.md, p.mapper, garbagecollector.DefaultIgnoredResources(),
+		informerfactory.NewInformerFactory(p.typed, meta), started)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	graph := gc.GetDependencyGraphBuilder()
-	svms := typed.Storagemigration().V1().StorageVersionMigrations()
-	const name = "storage-version-migrator-controller"
-	runners := []func(context.Context){
-		svmcontroller.NewSVMController(ctx, kube, dyn, svms, name, mapper, graph).Run,
-		svmcontroller.NewResourceVersionController(ctx, kube, disc, md, svms, mapper).Run,
-		svmcontroller.NewCustomResourceController(ctx, kube, svms, crds).Run,
-		// No workers: the GraphBuilder runs (and is shut down with ctx), and
-		// nothing is ever collected.
-		func(ctx context.Context) { gc.Run(ctx, 0, 30*time.Second) },
-		func(ctx context.Context) { gc.Sync(ctx, gcDisc, time.Second) },
-	}
-	typed.Start(ctx.Done())
+	runners := append(more(ctx, p),
+		func(ctx context.Context) { p.gc.Run(ctx, workers, 30*time.Second) },
+		func(ctx context.Context) { p.gc.Sync(ctx, gcDisc, time.Second) })
+	p.typed.Start(ctx.Done())
 	meta.Start(ctx.Done())
 	close(started)
 	var wg sync.WaitGroup
@@ -93,7 +115,7 @@ func startSVMController(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
-		typed.Shutdown()
+		p.typed.Shutdown()
 		meta.Shutdown()
 	})
 }

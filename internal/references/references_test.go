@@ -1,0 +1,112 @@
+package references
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fakeSource serves objects by resource; a resource in errs fails its list.
+type fakeSource struct {
+	objects map[schema.GroupVersionResource][]metav1.PartialObjectMetadata
+	errs    map[schema.GroupVersionResource]error
+	failed  map[schema.GroupVersion]error
+}
+
+func (f fakeSource) ListableResources(context.Context) ([]schema.GroupVersionResource, map[schema.GroupVersion]error, error) {
+	var out []schema.GroupVersionResource
+	for r := range f.objects {
+		out = append(out, r)
+	}
+	for r := range f.errs {
+		out = append(out, r)
+	}
+	return out, f.failed, nil
+}
+
+func (f fakeSource) EachObject(_ context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
+	if err := f.errs[r]; err != nil {
+		return err
+	}
+	for i := range f.objects[r] {
+		if err := fn(&f.objects[r][i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errForbidden = errors.New("forbidden")
+
+func obj(ns, name string, refs ...metav1.OwnerReference) metav1.PartialObjectMetadata {
+	return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name), OwnerReferences: refs}}
+}
+
+func ref(apiVersion, kind, name string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("owner-" + name)}
+}
+
+// TestFind: every owner reference to the target's apiVersion and kind is
+// found, on any resource and at any index, and nothing else (another
+// version, another kind of the same group); a list that fails and a group
+// whose discovery failed are Unseen, so the inventory is not Complete.
+func TestFind(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	target := Target{APIVersion: "stable.example.com/v1", Kind: "CronTab"}
+	src := fakeSource{
+		objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{
+			cms: {obj("b", "two", ref("stable.example.com/v1", "CronTab", "x")), obj("a", "one", ref("apps/v1", "Deployment", "d"), ref("stable.example.com/v1", "CronTab", "y")),
+				obj("a", "other-version", ref("stable.example.com/v2", "CronTab", "y")), obj("a", "other-kind", ref("stable.example.com/v1", "Widget", "y"))},
+			jobs: {obj("a", "job", ref("stable.example.com/v1", "CronTab", "y"))},
+		},
+	}
+	inv, err := Find(context.Background(), src, target, Options{Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	for _, d := range inv.Dependents {
+		got += fmt.Sprintf("%s %s/%s[%d]→%s; ", d.Resource.Resource, d.Namespace, d.Name, d.Index, d.Owner.Name)
+	}
+	if want := "configmaps a/one[1]→y; configmaps b/two[0]→x; jobs a/job[0]→y; "; got != want {
+		t.Errorf("dependents %q, want %q", got, want)
+	}
+	if !inv.Complete() || inv.Resources != 2 || inv.Objects != 5 {
+		t.Errorf("complete %v, resources %d, objects %d; want complete, 2, 5", inv.Complete(), inv.Resources, inv.Objects)
+	}
+
+	src.errs = map[schema.GroupVersionResource]error{secrets: errForbidden}
+	src.failed = map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("the server is currently unable to handle the request")}
+	inv, err = Find(context.Background(), src, target, Options{Forbidden: func(err error) bool { return errors.Is(err, errForbidden) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Complete() || len(inv.Unseen) != 2 || len(inv.Dependents) != 3 {
+		t.Fatalf("with secrets forbidden and a group not discovered: %+v", inv)
+	}
+	if u := inv.Unseen[0]; u.Resource.Group != "metrics.k8s.io" || u.Forbidden {
+		t.Errorf("the failed group %+v", u)
+	}
+	if u := inv.Unseen[1]; u.Resource != secrets || !u.Forbidden || u.Reason != "forbidden" {
+		t.Errorf("the forbidden list %+v", u)
+	}
+}
+
+// TestFindInterrupted: the end of the context is an error, not an
+// inventory that read less than it says.
+func TestFindInterrupted(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	src := fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{cms: {obj("a", "one")}}}
+	if inv, err := Find(ctx, src, Target{APIVersion: "stable.example.com/v1", Kind: "CronTab"}, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %+v, %v; want context.Canceled", inv, err)
+	}
+}

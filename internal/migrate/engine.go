@@ -98,6 +98,7 @@ func (e *Engine) Run(ctx context.Context, name string, opts Options) (*Result, e
 	if err := r.pass(ctx); err != nil {
 		return nil, err
 	}
+	r.settle(ctx)
 	r.fill()
 	if e.FlowControl != nil {
 		res.TooManyRequests = e.FlowControl.TooManyRequests() - tooManyAtStart
@@ -181,6 +182,9 @@ type run struct {
 	// page still in flight, which a resumed run handles again.
 	saved    Counts
 	failures []Failure
+	// inFlight are the objects whose write was sent when the run was
+	// interrupted, for settle.
+	inFlight []item
 	seen     map[types.UID]struct{}
 	total    atomic.Int64
 	done     atomic.Int64

@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,13 +35,19 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": it.uid, "resourceVersion": it.resourceVersion}})
 	opts := metav1.PatchOptions{DryRun: r.opts.DryRun.Request(), FieldManager: r.opts.FieldManager}
 	var newRV string
+	sent := false // a request reached the wire: it may have landed
 	err := r.retry(ctx, func() error {
 		done, err := r.limiter.acquire(ctx)
 		if err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			done()
+			return err // interrupted before this write was sent
+		}
 		r.limitSum.Add(int64(r.limiter.limit()))
 		start := time.Now()
+		sent = true
 		out, err := ri.Patch(ctx, it.name, types.MergePatchType, patch, opts)
 		took := time.Since(start)
 		done()
@@ -61,10 +70,71 @@ func (r *run) migrate(ctx context.Context, it item) (Outcome, string) {
 		return Conflict, ""
 	case apierrors.IsNotFound(err):
 		return Deleted, ""
+	case ctx.Err() != nil && sent && r.opts.DryRun == lifecycle.DryRunNone:
+		// Interrupted with a write sent: the API server may have applied it
+		// after the client stopped waiting. settle asks.
+		r.mu.Lock()
+		r.inFlight = append(r.inFlight, it)
+		r.mu.Unlock()
+		return "", ""
 	case ctx.Err() != nil:
 		return "", "" // interrupted: neither done nor failed
 	default:
 		return Failed, apiMessageOf(err)
+	}
+}
+
+// settleTimeout bounds settle's reads, all of them together: the user
+// interrupted the run and waits for it to stop.
+const settleTimeout = 5 * time.Second
+
+// settle asks the API server, once the run was interrupted, whether each
+// write that was in flight landed: the object's resourceVersion differs
+// from the one it was listed at (rewritten, counted), is the same (not
+// written, not counted), or the object is gone (deleted). Reads that fail
+// or time out are counted in Result.InFlightUnknown with a warning: those
+// writes may have landed. Its reads outlive ctx, which has ended, by at
+// most settleTimeout.
+func (r *run) settle(ctx context.Context) {
+	r.mu.Lock()
+	items := r.inFlight
+	r.inFlight = nil
+	r.mu.Unlock()
+	if len(items) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	var unknown atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, it := range items {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var ri metadata.ResourceInterface = r.engine.Metadata.Resource(r.gvr)
+			if r.namespaced {
+				ri = r.engine.Metadata.Resource(r.gvr).Namespace(it.namespace)
+			}
+			m, err := ri.Get(ctx, it.name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				r.record(it, Deleted, "")
+			case err != nil:
+				unknown.Add(1)
+			case m.UID != it.uid:
+				r.record(it, Deleted, "") // deleted and created again under its name
+			case m.ResourceVersion != it.resourceVersion:
+				r.record(it, Rewritten, "")
+			}
+		})
+	}
+	wg.Wait()
+	if n := unknown.Load(); n > 0 {
+		r.mu.Lock()
+		r.res.InFlightUnknown = n
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%d write(s) were in flight when the run was interrupted and could not be read back within %s: they may have landed, and are not counted", n, settleTimeout))
+		r.mu.Unlock()
 	}
 }
 

@@ -209,6 +209,10 @@ type Result struct {
 	// error, a timeout or a 429 that outlasted client-go's own retries
 	// (migrate.Options.Retries each), and after an unreachable API server.
 	Retries int64 `json:"retries"`
+	// InFlightUnknown counts the writes that were in flight when the run
+	// was interrupted and whose objects could not be read back to tell
+	// whether they landed (the ones read back are counted by outcome).
+	InFlightUnknown int64 `json:"inFlightUnknown,omitempty"`
 	// Concurrency says how many writes were in flight and how fast the
 	// API server answered them.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`

@@ -236,6 +236,15 @@ func upSeries(instance string, from, to time.Time, every time.Duration, fail ...
 	return s
 }
 
+// firsts is the answer of the reach-back query: the first scrapes of the
+// two targets.
+func firsts(a, b time.Time) model.Vector {
+	return model.Vector{
+		{Metric: model.Metric{"job": "apiserver", "instance": "10.0.0.1:6443"}, Value: model.SampleValue(float64(a.UnixMilli()) / 1000)},
+		{Metric: model.Metric{"job": "apiserver", "instance": "10.0.0.2:6443"}, Value: model.SampleValue(float64(b.UnixMilli()) / 1000)},
+	}
+}
+
 func vec(verbValues ...any) model.Vector {
 	var out model.Vector
 	for i := 0; i < len(verbValues); i += 2 {
@@ -258,7 +267,7 @@ func TestAssessPrometheus(t *testing.T) {
 	full := model.Matrix{upSeries("10.0.0.1:6443", start, now, 30*time.Second), upSeries("10.0.0.2:6443", start, now, 30*time.Second)}
 	set := &InstanceSet{Instances: []Instance{{Address: "10.0.0.1:6443"}, {Address: "10.0.0.2:6443"}}, Leases: 2, Endpoints: 2}
 	base := func() map[string]model.Value {
-		return map[string]model.Value{"group by (job, instance)": targets, "up{": full}
+		return map[string]model.Value{"group by (job, instance)": targets, "up{": full, "min by (job, instance) (min_over_time(timestamp(up": firsts(now.Add(-48*time.Hour), now.Add(-48*time.Hour))}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -269,6 +278,7 @@ func TestAssessPrometheus(t *testing.T) {
 		history time.Duration
 		verdict Verdict
 		want    string
+		way     string
 	}{
 		{name: "quiet", verdict: NotInUse, want: "2 API server target(s) scraped every 30s"},
 		{name: "requests", edit: func(m map[string]model.Value) { m["sum by (verb) (increase("] = vec("LIST", 2.6) }, verdict: InUse, want: "requests to stable.example.com/v1beta1 crontabs in the last 10m0s: LIST 3"},
@@ -284,7 +294,7 @@ func TestAssessPrometheus(t *testing.T) {
 		}, verdict: Unknown, want: "1 scrape(s) of API server target 10.0.0.2:6443 (job apiserver) failed"},
 		{name: "scraped from mid-window", edit: func(m map[string]model.Value) {
 			m["up{"] = model.Matrix{full[0], upSeries("10.0.0.2:6443", start.Add(5*time.Minute), now, 30*time.Second)}
-		}, verdict: Unknown, want: "was scraped only from"},
+		}, verdict: Unknown, want: "was scraped only from", way: "a --usage-window within the scrapes Prometheus holds of every API server target (from 2026-12-01T09:55:00Z): at most 5m"},
 		{name: "an instance not scraped", edit: func(m map[string]model.Value) {
 			m["up{"] = model.Matrix{full[0]}
 		}, verdict: Unknown, want: "Prometheus does not scrape the instance at 10.0.0.2:6443"},
@@ -303,6 +313,28 @@ func TestAssessPrometheus(t *testing.T) {
 			m[`sum by (verb) (last_over_time(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[23h50m])`] = vec("GET", 2.0)
 		}, verdict: Unknown, want: "before the window (GET 2)"},
 		{name: "quiet before the window too", history: 24 * time.Hour, verdict: NotInUse, want: "2 API server target(s) scraped every 30s"},
+		// Issue 33: zero requests before the window proves nothing over
+		// a part of the span Prometheus does not hold.
+		{name: "a retention shorter than the history", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m["min by (job, instance) (min_over_time(timestamp(up"] = firsts(now.Add(-2*time.Hour), now.Add(-2*time.Hour))
+		}, verdict: Unknown, want: "Prometheus holds the scrapes of API server target 10.0.0.1:6443 (job apiserver) only from 2026-12-01T08:00:00Z, after the start of the span before the window (--usage-history, from 2026-11-30T10:00:00Z to 2026-12-01T09:50:00Z): requests it answered before are not known",
+			way: "a --usage-history within the scrapes Prometheus holds of every API server target (from 2026-12-01T08:00:00Z): at most 2h"},
+		{name: "one target scraped from later", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m["min by (job, instance) (min_over_time(timestamp(up"] = firsts(now.Add(-48*time.Hour), now.Add(-3*time.Hour))
+		}, verdict: Unknown, want: "target 10.0.0.2:6443 (job apiserver) only from 2026-12-01T07:00:00Z", way: "at most 3h"},
+		{name: "a target beginning within two scrapes of the history's start", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m["min by (job, instance) (min_over_time(timestamp(up"] = firsts(now.Add(-24*time.Hour+time.Minute), now.Add(-48*time.Hour))
+		}, verdict: NotInUse, want: "no request to stable.example.com/v1beta1 crontabs in the last 10m0s"},
+		{name: "nothing held before the window", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m["min by (job, instance) (min_over_time(timestamp(up"] = model.Vector{}
+		}, verdict: Unknown, want: "Prometheus holds no scrape of the API servers (jobs apiserver) in the span before the window", way: "at most 10m"},
+		{name: "requests before the window and a short retention", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m["min by (job, instance) (min_over_time(timestamp(up"] = firsts(now.Add(-2*time.Hour), now.Add(-2*time.Hour))
+			m[`sum by (verb) (increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[23h50m])`] = vec("LIST", 3.0)
+		}, verdict: Unknown, want: "before the window (LIST 3)", way: "--usage-history 0 looks at the window only"},
+		{name: "a short retention, no history", edit: func(m map[string]model.Value) {
+			m["min by (job, instance) (min_over_time(timestamp(up"] = model.Vector{}
+		}, verdict: NotInUse, want: "no request to stable.example.com/v1beta1 crontabs in the last 10m0s"},
 		{name: "requests before the window, no history", edit: func(m map[string]model.Value) {
 			m[`sum by (verb) (increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[23h50m])`] = vec("LIST", 4.0)
 		}, verdict: NotInUse, want: "no request to stable.example.com/v1beta1 crontabs in the last 10m0s"},
@@ -330,6 +362,9 @@ func TestAssessPrometheus(t *testing.T) {
 			}
 			if all := strings.Join(append(r.Seen, r.Unseen...), "\n"); !strings.Contains(all, tc.want) {
 				t.Errorf("evidence lacks %q:\n%s", tc.want, all)
+			}
+			if ways := strings.Join(r.WaysOut, "\n"); !strings.Contains(ways, tc.way) {
+				t.Errorf("ways out lack %q:\n%s", tc.way, ways)
 			}
 			// An instance restarted between the reads saw an unknown
 			// number of requests, not none (issue 33).

@@ -61,8 +61,11 @@ func promDuration(d time.Duration) string {
 // With a history span longer than the window (--usage-history), the
 // requests Prometheus counted in [now-history, now-window] make the
 // source Unknown: a client whose period is longer than the window may
-// call again. Their absence proves nothing more than the window does (the
-// scrape is checked over the window only).
+// call again. Their absence counts only where Prometheus holds the span:
+// an up series of the API server jobs that begins after now-history
+// (retention, a scrape begun later) makes the source Unknown too, naming
+// when it begins. Gaps and failed scrapes are checked over the window
+// only (a counter's rise across a gap is still counted).
 func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schema.GroupVersionResource, window, history time.Duration, now time.Time, set *InstanceSet) (r SourceReport) {
 	r = SourceReport{Source: SourcePrometheus, Name: name, WindowSeconds: window.Seconds(), HistorySeconds: history.Seconds()}
 	defer r.Settle()
@@ -151,8 +154,24 @@ func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schem
 			}
 		}
 	}
+	if cov.from.After(start) {
+		r.WaysOut = append(r.WaysOut, fmt.Sprintf("a --usage-window within the scrapes Prometheus holds of every API server target (from %s): at most %s; or another source that spans the window (--audit-log)",
+			cov.from.UTC().Format(time.RFC3339), promDuration(now.Sub(cov.from).Truncate(time.Second))))
+	}
 	gv := schema.GroupVersion{Group: gvr.Group, Version: gvr.Version}.String()
 	if history > window {
+		// Zero requests before the window proves nothing over a part of
+		// the span Prometheus does not hold (retention, a scrape begun
+		// later): where each target's up series begins in it.
+		reach, err := reachBack(ctx, q, sortedKeys(jobs), now.Add(-history), start, cov.interval)
+		if err != nil {
+			return fail("Prometheus cannot be queried", err)
+		}
+		r.Unseen = append(r.Unseen, reach.unseen...)
+		if !reach.from.IsZero() {
+			r.WaysOut = append(r.WaysOut, fmt.Sprintf("a --usage-history within the scrapes Prometheus holds of every API server target (from %s): at most %s; or another source that spans the history (--audit-log)",
+				reach.from.UTC().Format(time.RFC3339), promDuration(now.Sub(reach.from).Truncate(time.Second))))
+		}
 		// The requests before the window: the same two queries over
 		// [now-history, start], evaluated at start.
 		earlier := promDuration(history - window)
@@ -202,10 +221,64 @@ func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schem
 
 type target struct{ job, instance string }
 
+// promReach is where Prometheus' scrapes of the API servers begin in a
+// span before the window.
+type promReach struct {
+	// from is the latest first scrape of a target that begins after the
+	// span's start (zero when every target reaches back to it).
+	from   time.Time
+	unseen []string
+}
+
+// reachBack finds, for every up series of jobs, its first scrape in
+// [spanStart, spanEnd] (min_over_time of timestamp(up) over a subquery
+// whose step is the scrape interval, so to within one interval), and
+// names each series that begins more than two intervals after
+// spanStart: Prometheus' retention or its scrape of that target does not
+// reach back over the span, and a count of zero proves nothing over the
+// part it does not hold. A span in which it holds no scrape at all is
+// named too.
+func reachBack(ctx context.Context, q PromQuerier, jobs []string, spanStart, spanEnd time.Time, interval time.Duration) (promReach, error) {
+	var out promReach
+	step := interval
+	if step <= 0 {
+		step = time.Minute
+	}
+	query := fmt.Sprintf(`min by (job, instance) (min_over_time(timestamp(up{job=~%s})[%s:%s]))`,
+		strconv.Quote(regexAlternatives(jobs)), promDuration(spanEnd.Sub(spanStart)), promDuration(step))
+	v, err := q.Query(ctx, query, spanEnd)
+	if err != nil {
+		return out, err
+	}
+	firsts := asVector(v)
+	span := fmt.Sprintf("the span before the window (--usage-history, from %s to %s)", spanStart.UTC().Format(time.RFC3339), spanEnd.UTC().Format(time.RFC3339))
+	if len(firsts) == 0 {
+		out.from = spanEnd
+		out.unseen = append(out.unseen, fmt.Sprintf("Prometheus holds no scrape of the API servers (jobs %s) in %s: requests in it are not known", strings.Join(jobs, ", "), span))
+		return out, nil
+	}
+	sort.Slice(firsts, func(i, j int) bool { return firsts[i].Metric.String() < firsts[j].Metric.String() })
+	for _, s := range firsts {
+		first := time.Unix(0, int64(float64(s.Value)*float64(time.Second))).Round(time.Millisecond)
+		if first.Sub(spanStart) <= 2*step {
+			continue
+		}
+		if first.After(out.from) {
+			out.from = first
+		}
+		out.unseen = append(out.unseen, fmt.Sprintf("Prometheus holds the scrapes of API server target %s (job %s) only from %s, after the start of %s: requests it answered before are not known (Prometheus' retention or its scrape of it does not reach back)",
+			s.Metric["instance"], s.Metric["job"], first.UTC().Format(time.RFC3339), span))
+	}
+	return out, nil
+}
+
 // promCoverage is what the up series say about the scrape of the API
 // servers over a window.
 type promCoverage struct {
 	interval time.Duration
+	// from is the latest first scrape of a target that begins after the
+	// window's start (zero when every target reaches back to it).
+	from time.Time
 	// upNow are the instances whose last scrape, at the end of the window,
 	// succeeded.
 	upNow  []string
@@ -242,6 +315,9 @@ func coverage(series model.Matrix, start, end time.Time) promCoverage {
 		}
 		first, last := vals[0].Timestamp.Time(), vals[len(vals)-1].Timestamp.Time()
 		if first.Sub(start) > tolerance {
+			if first.After(c.from) {
+				c.from = first
+			}
 			c.unseen = append(c.unseen, fmt.Sprintf("API server target %s was scraped only from %s, after the window's start %s", name, first.UTC().Format(time.RFC3339), start.UTC().Format(time.RFC3339)))
 		}
 		if end.Sub(last) > tolerance+c.interval {

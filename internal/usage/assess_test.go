@@ -236,6 +236,17 @@ func upSeries(instance string, from, to time.Time, every time.Duration, fail ...
 	return s
 }
 
+// counter is a request counter series of verb: pairs of seconds after
+// at and values.
+func counter(verb string, at time.Time, secondsValues ...float64) *model.SampleStream {
+	s := &model.SampleStream{Metric: model.Metric{"__name__": "apiserver_request_total", "verb": model.LabelValue(verb)}}
+	for i := 0; i < len(secondsValues); i += 2 {
+		ts := at.Add(time.Duration(secondsValues[i] * float64(time.Second)))
+		s.Values = append(s.Values, model.SamplePair{Timestamp: model.TimeFromUnixNano(ts.UnixNano()), Value: model.SampleValue(secondsValues[i+1])})
+	}
+	return s
+}
+
 // firsts is the answer of the reach-back query: the first scrapes of the
 // two targets.
 func firsts(a, b time.Time) model.Vector {
@@ -335,6 +346,21 @@ func TestAssessPrometheus(t *testing.T) {
 		{name: "a short retention, no history", edit: func(m map[string]model.Value) {
 			m["min by (job, instance) (min_over_time(timestamp(up"] = model.Vector{}
 		}, verdict: NotInUse, want: "no request to stable.example.com/v1beta1 crontabs in the last 10m0s"},
+		// The rise between the last sample before the window and the
+		// first inside it, which neither increase() sees.
+		{name: "a rise across the window's start", edit: func(m map[string]model.Value) {
+			m["apiserver_request_total{"] = model.Matrix{counter("LIST", start, -20, 3, 10, 4, 40, 4), counter("GET", start, -250, 1, -10, 1, 20, 1)}
+		}, verdict: Unknown, want: "requests to stable.example.com/v1beta1 crontabs between the scrapes at 2026-12-01T09:49:40Z and 2026-12-01T09:50:10Z, across the window's start (2026-12-01T09:50:00Z): LIST 1; Prometheus cannot tell whether they came before the window or in it",
+			way: "a --usage-window of at least 10m21s holds them whole"},
+		{name: "a counter reset across the window's start", edit: func(m map[string]model.Value) {
+			m["apiserver_request_total{"] = model.Matrix{counter("WATCH", start, -280, 5, 15, 2)}
+		}, verdict: Unknown, want: "between the scrapes at 2026-12-01T09:45:20Z and 2026-12-01T09:50:15Z, across the window's start (2026-12-01T09:50:00Z): WATCH 2"},
+		{name: "a rise across the start and before the window", history: 24 * time.Hour, edit: func(m map[string]model.Value) {
+			m["apiserver_request_total{"] = model.Matrix{counter("LIST", start, -20, 3, 10, 4)}
+		}, verdict: Unknown, want: "across the window's start (2026-12-01T09:50:00Z): LIST 1"},
+		{name: "no rise across the window's start", edit: func(m map[string]model.Value) {
+			m["apiserver_request_total{"] = model.Matrix{counter("LIST", start, -20, 3, 10, 3), counter("GET", start, 10, 1, 40, 1), counter("PATCH", start, -40, 1, -10, 2)}
+		}, verdict: NotInUse, want: "no request to stable.example.com/v1beta1 crontabs in the last 10m0s"},
 		{name: "requests before the window, no history", edit: func(m map[string]model.Value) {
 			m[`sum by (verb) (increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[23h50m])`] = vec("LIST", 4.0)
 		}, verdict: NotInUse, want: "no request to stable.example.com/v1beta1 crontabs in the last 10m0s"},
@@ -379,6 +405,11 @@ func TestAssessPrometheus(t *testing.T) {
 	f := &fakeProm{answers: base()}
 	AssessPrometheus(context.Background(), f, "p", g, 7*24*time.Hour, 0, now, nil)
 	if q := strings.Join(f.asked, "\n"); !strings.Contains(q, `increase(apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[1w])`) {
+		t.Errorf("queries:\n%s", q)
+	}
+	// The samples across the window's start: three scrape intervals
+	// after it and the lookback before.
+	if q := strings.Join(f.asked, "\n"); !strings.Contains(q, `apiserver_request_total{group="stable.example.com",version="v1beta1",resource="crontabs"}[6m30s]`) {
 		t.Errorf("queries:\n%s", q)
 	}
 }

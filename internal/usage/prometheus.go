@@ -58,6 +58,12 @@ func promDuration(d time.Duration) string {
 // among the scraped targets (matched by address, else by count). name
 // names the server for people ("Prometheus http://…").
 //
+// The rise of each request counter series between its last sample
+// before the window and its first inside it, which increase() over
+// neither span sees, makes the source Unknown: those requests may be in
+// the window or before it. With it every rise between two consecutive
+// samples is counted once.
+//
 // With a history span longer than the window (--usage-history), the
 // requests Prometheus counted in [now-history, now-window] make the
 // source Unknown: a client whose period is longer than the window may
@@ -159,6 +165,23 @@ func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schem
 			cov.from.UTC().Format(time.RFC3339), promDuration(now.Sub(cov.from).Truncate(time.Second))))
 	}
 	gv := schema.GroupVersion{Group: gvr.Group, Version: gvr.Version}.String()
+	if cov.interval > 0 {
+		// The rise between each series' last sample before the window
+		// and its first inside, which neither increase() sees.
+		at := start.Add(3 * cov.interval)
+		if at.After(now) {
+			at = now
+		}
+		v, err := q.Query(ctx, fmt.Sprintf(`apiserver_request_total%s[%s]`, sel, promDuration(at.Sub(start)+promLookback)), at)
+		if err != nil {
+			return fail("Prometheus cannot be queried", err)
+		}
+		if b := boundaryRise(asMatrix(v), start); len(b.requests) > 0 {
+			r.Unseen = append(r.Unseen, fmt.Sprintf("requests to %s %s between the scrapes at %s and %s, across the window's start (%s): %s; Prometheus cannot tell whether they came before the window or in it",
+				gv, gvr.Resource, b.from.UTC().Format(time.RFC3339), b.to.UTC().Format(time.RFC3339), start.UTC().Format(time.RFC3339), byVerb(b.requests)))
+			r.WaysOut = append(r.WaysOut, fmt.Sprintf("a --usage-window of at least %s holds them whole; the audit logs of that time (--audit-log) say when they came and who sent them", promDuration(now.Sub(b.from)+time.Second)))
+		}
+	}
 	if history > window {
 		// Zero requests before the window proves nothing over a part of
 		// the span Prometheus does not hold (retention, a scrape begun
@@ -220,6 +243,62 @@ func AssessPrometheus(ctx context.Context, q PromQuerier, name string, gvr schem
 }
 
 type target struct{ job, instance string }
+
+// promLookback is PromQL's default lookback delta: how far before a time
+// an instant selector (apiserver_request_total offset W) finds a sample.
+const promLookback = 5 * time.Minute
+
+// promBoundary is the rise of the request counters across a window's
+// start.
+type promBoundary struct {
+	requests map[string]int64
+	// from and to are the earliest sample before the start and the
+	// latest after it among the series that rose.
+	from, to time.Time
+}
+
+// boundaryRise sums, by verb, each series' rise from its last sample at
+// or before start to its first after it (the whole value after a counter
+// reset). increase() over the window starts at the first sample inside
+// it, and the span before the window ends at the last one before, so
+// this rise is the one both miss: with it every rise between two
+// consecutive samples is counted once.
+func boundaryRise(series model.Matrix, start time.Time) promBoundary {
+	var b promBoundary
+	for _, s := range series {
+		var before, after *model.SamplePair
+		for i := range s.Values {
+			p := &s.Values[i]
+			if !p.Timestamp.Time().After(start) {
+				before = p
+			} else if after == nil {
+				after = p
+			}
+		}
+		if before == nil || after == nil {
+			continue
+		}
+		rise := after.Value - before.Value
+		if after.Value < before.Value {
+			rise = after.Value
+		}
+		if rise <= 0 {
+			continue
+		}
+		if b.requests == nil {
+			b.requests = map[string]int64{}
+		}
+		// A rise, however small, is a request.
+		b.requests[string(s.Metric["verb"])] += max(int64(math.Round(float64(rise))), 1)
+		if t := before.Timestamp.Time(); b.from.IsZero() || t.Before(b.from) {
+			b.from = t
+		}
+		if t := after.Timestamp.Time(); t.After(b.to) {
+			b.to = t
+		}
+	}
+	return b
+}
 
 // promReach is where Prometheus' scrapes of the API servers begin in a
 // span before the window.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -485,5 +486,77 @@ func TestUsageInstanceAppearsInsideTheWindow(t *testing.T) {
 	}
 	if after := resourceVersions(t, c, []string{name}); !reflect.DeepEqual(before, after) {
 		t.Errorf("unserve refused but wrote the CRD: %v -> %v", before, after)
+	}
+}
+
+// TestUsagePrometheusHistory (issue 33): through Prometheus, requests to
+// a version before the window but inside --usage-history make unserve
+// refuse (unknown, naming them), --usage-history 0 lets it pass, and a
+// history longer than what Prometheus holds is unknown, naming where its
+// scrapes of the API servers begin.
+func TestUsagePrometheusHistory(t *testing.T) {
+	slowTier(t, "a Prometheus history of half a minute before the LIST")
+	t.Parallel()
+	h := haControlPlane(t)
+	gvr := usageCRD(t, h, "prom-history.usage.example.com")
+	name := gvr.Resource + "." + gvr.Group
+	c := haClients(h)
+	const window = 15 * time.Second
+	// Prometheus holds half a minute before the LIST, which the history
+	// below reaches back into (less, and it would be unknown for that).
+	waitPrometheusCovers(t, 30*time.Second)
+	listed := time.Now()
+	listAs(t, h, h.Instances[1], gvr, 3)
+	saw := serverSawAs(t, h, "alice", aliceAgent, "list", gvr, 3)
+	waitUntil(t, time.Minute, "Prometheus scraped the requests", func() bool {
+		return int64(promRequests(t, gvr, "LIST")) >= saw
+	})
+	// The scrape that holds them is before the window: no request in it.
+	scraped := time.Now()
+	waitUntil(t, window+time.Minute, "the scrape of the requests is older than the window", func() bool {
+		return time.Since(scraped) > window+2*time.Second
+	})
+	history := func() string { return (time.Since(listed) + 20*time.Second).Round(time.Second).String() }
+	promURL := usageFx.prom.URL
+	before := fmt.Sprintf("before the window (LIST %d): a client that calls less often than once every 15s may call again", saw)
+	r := refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"whether clients still use prom-history.usage.example.com/v1beta1 crontabs is unknown",
+		"requests to prom-history.usage.example.com/v1beta1 crontabs from ", before, "no request to prom-history.usage.example.com/v1beta1 crontabs in the last 15s"},
+		"unserve", name, "v1beta1", "--prometheus-url", promURL, "--usage-window", window.String(), "--usage-history", history())
+	t.Logf("unserve:\n%s%s", r.stdout, r.stderr)
+	if strings.Contains(r.stdout+r.stderr, "only from") {
+		t.Errorf("unserve says Prometheus does not hold the history it holds:\n%s%s", r.stdout, r.stderr)
+	}
+
+	// A history longer than Prometheus has run: unknown, naming when its
+	// scrapes begin, and the history within them; for v1alpha1, which no
+	// client called, that is the only reason.
+	long := (time.Since(usageFx.promStarted) + time.Hour).Round(time.Second).String()
+	r = refusesAt(t, c, h.Kubeconfig, []string{name}, []string{"whether clients still use prom-history.usage.example.com/v1alpha1 crontabs is unknown",
+		"Prometheus holds the scrapes of API server target " + h.Instances[0].Address, "Prometheus holds the scrapes of API server target " + h.Instances[1].Address,
+		"a --usage-history within the scrapes Prometheus holds of every API server target (from "},
+		"unserve", name, "v1alpha1", "--prometheus-url", promURL, "--usage-window", window.String(), "--usage-history", long)
+	t.Logf("unserve v1alpha1:\n%s%s", r.stdout, r.stderr)
+	out := r.stdout + r.stderr
+	if strings.Contains(out, "requests to prom-history.usage.example.com/v1alpha1") {
+		t.Errorf("unserve of v1alpha1 names requests no client sent:\n%s", out)
+	}
+	// The time named is that of Prometheus' first scrapes: after the
+	// control plane started, before the scrape that held the LISTs (not
+	// the start of the span, an hour before).
+	m := regexp.MustCompile(`\(job [^)]*\) only from (\S+), after the start of`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("unserve names no time Prometheus' scrapes begin:\n%s", out)
+	}
+	from, err := time.Parse(time.RFC3339, m[1])
+	if err != nil || from.Before(usageFx.haStarted.Truncate(time.Second)) || from.After(scraped) {
+		t.Errorf("Prometheus' scrapes begin at %s (%v), want between %s and %s", m[1], err, usageFx.haStarted.UTC().Format(time.RFC3339), scraped.UTC().Format(time.RFC3339))
+	}
+
+	// Once the user says what sent the requests before the window, the
+	// window alone is looked at: no client, unserved.
+	r = succeedsAt(t, h.Kubeconfig, "unserve", name, "v1beta1", "--prometheus-url", promURL, "--usage-window", window.String(), "--usage-history", "0")
+	mustContain(t, "unserve's output", r.stdout+r.stderr, "no client of prom-history.usage.example.com/v1beta1 crontabs seen in the last 15s (Prometheus "+promURL)
+	if servedOn(t, c, name, "v1beta1") {
+		t.Fatal("unserve passed but v1beta1 is still served")
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
@@ -82,4 +83,41 @@ func (r *FleetDoctor) Tally() {
 		}
 		r.Summary.Merge(c.Doctor.Summary)
 	}
+}
+
+// Failing lists the clusters that make a fleet status exit with code 1,
+// in the order of Clusters: a cluster whose CRD has error-level findings
+// (its Blocking) as "CONTEXT (N errors)", and, as in doctor's fleet run, a
+// cluster that could not be read (it is not known to be healthy) as
+// "CONTEXT (reach)" with the reach in lower case. A cluster without the
+// CRD is neither: the CRD may not have reached it yet.
+func (r *FleetStatus) Failing() []string {
+	var out []string
+	for _, c := range r.Clusters {
+		switch c.Reach {
+		case reach.NotInstalled:
+		case reach.Reached:
+			switch n := len(c.Blocking); {
+			case n == 1:
+				out = append(out, c.Context+" (1 error)")
+			case n > 1:
+				out = append(out, fmt.Sprintf("%s (%d errors)", c.Context, n))
+			}
+		default:
+			out = append(out, c.Context+" ("+strings.ToLower(string(c.Reach))+")")
+		}
+	}
+	return out
+}
+
+// Installed reports whether some cluster may have the CRD: one that was
+// read, or could not be; false when every cluster answered that it has no
+// such CRD.
+func (r *FleetStatus) Installed() bool {
+	for _, c := range r.Clusters {
+		if c.Reach != reach.NotInstalled {
+			return true
+		}
+	}
+	return false
 }

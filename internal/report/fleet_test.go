@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdversion/kubectl-crdversion/internal/fleet"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/reach"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 )
@@ -94,5 +95,43 @@ func TestFleetDoctorTally(t *testing.T) {
 	r.Tally()
 	if r.Summary != (Summary{Infos: 6, Incompatible: true}) {
 		t.Errorf("a cluster not checked: %+v", r.Summary)
+	}
+}
+
+func TestFleetStatusFailing(t *testing.T) {
+	r := &FleetStatus{Clusters: []fleet.Cluster{
+		{Context: "ok", Reach: reach.Reached},
+		{Context: "one", Reach: reach.Reached, Blocking: []string{"a"}},
+		{Context: "absent", Reach: reach.NotInstalled},
+		{Context: "two", Reach: reach.Reached, Blocking: []string{"a", "b"}},
+		{Context: "down", Reach: reach.Forbidden},
+	}}
+	if got := strings.Join(r.Failing(), ", "); got != "one (1 error), two (2 errors), down (forbidden)" {
+		t.Errorf("got %q", got)
+	}
+	if !r.Installed() {
+		t.Error("not installed, with clusters that have the CRD")
+	}
+	r.Clusters = []fleet.Cluster{{Context: "ok", Reach: reach.Reached}, {Context: "absent", Reach: reach.NotInstalled}}
+	if got := r.Failing(); got != nil || !r.Installed() {
+		t.Errorf("healthy fleet: failing %q, installed %v", got, r.Installed())
+	}
+	r.Clusters = []fleet.Cluster{{Context: "a", Reach: reach.NotInstalled}, {Context: "b", Reach: reach.NotInstalled}}
+	if got := r.Failing(); got != nil || r.Installed() {
+		t.Errorf("no cluster with the CRD: failing %q, installed %v", got, r.Installed())
+	}
+}
+
+func TestStatusSummary(t *testing.T) {
+	s := &Status{}
+	for _, sev := range []lifecycle.Severity{lifecycle.SeverityInfo, lifecycle.SeverityWarning, lifecycle.SeverityError, lifecycle.SeverityError} {
+		s.Findings = append(s.Findings, lifecycle.Finding{Severity: sev})
+	}
+	if got := s.Summary(); got != (Summary{Errors: 2, Warnings: 1, Infos: 1, Incompatible: true}) {
+		t.Errorf("got %+v", got)
+	}
+	s.Findings = s.Findings[:2]
+	if got := s.Summary(); got.Incompatible {
+		t.Errorf("no error, but %+v", got)
 	}
 }

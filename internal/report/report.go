@@ -52,6 +52,16 @@ type Status struct {
 	Objects *ObjectCount `json:"objects,omitempty"`
 }
 
+// Summary counts the findings of the analysis; Incompatible is true when
+// one is an error, and status then exits with code 1.
+func (s *Status) Summary() Summary {
+	var sum Summary
+	for _, f := range s.Findings {
+		sum.Add(f.Severity)
+	}
+	return sum
+}
+
 // ObjectCount is the number of objects of a CRD in all namespaces.
 type ObjectCount struct {
 	// Count is the number of objects listed; meaningful only when Error is empty.

@@ -20,7 +20,9 @@ import (
 )
 
 var statusLong = templates.LongDesc(`
-	Show where the API versions of a CustomResourceDefinition stand.
+	Show where the API versions of a CustomResourceDefinition stand. Exit
+	codes, as kubectl diff's: 0 no error-level finding, 1 error-level findings
+	(the report is printed in full first), 2 status failed.
 
 	The versions table lists, for each version in spec.versions and each one
 	only left in status.storedVersions: served, storage, deprecated, whether it
@@ -40,7 +42,8 @@ var statusLong = templates.LongDesc(`
 	objects, blocking findings — and, for each version on its way out, whether
 	it can leave the CRD manifest: only when no reachable cluster's
 	status.storedVersions lists it, and never while a cluster cannot be read.
-	Each blocking cluster comes with the command that unblocks it there.`)
+	Each blocking cluster comes with the command that unblocks it there; the
+	exit code is 1 also when a cluster could not be read.`)
 
 var statusExample = templates.Examples(`
 	# Show the versions, state and next step of a CRD
@@ -123,7 +126,7 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 	cmd.Flags().BoolVar(&fl.Count, "count", fl.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when counting.")
 	addVersionOrderFlag(cmd.Flags(), &fl.VersionOrder)
-	return cmd
+	return checkCommand(cmd)
 }
 
 // ToOptions resolves the arguments, the printer and the client.
@@ -165,7 +168,9 @@ func (o *StatusOptions) Validate() error {
 	return nil
 }
 
-// Run reads the CRD, analyses it, counts its objects and prints the result.
+// Run reads the CRD, analyses it, counts its objects, prints the result
+// and returns *FindingsError when a finding is an error (or, with
+// --contexts, a cluster could not be read).
 func (o *StatusOptions) Run(ctx context.Context) error {
 	if len(o.contexts) > 0 {
 		return o.runFleet(ctx)
@@ -175,5 +180,5 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	r.RenderCommands(o.conn)
-	return o.print(r, o.Out)
+	return printFindings(o.Out, o.print, r, r.Summary())
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -45,5 +47,24 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 			rep.Verdicts[i].Blockers[j] = b.Rendered(o.conn)
 		}
 	}
-	return o.print(rep, o.Out)
+	if err := o.print(rep, o.Out); err != nil {
+		return err
+	}
+	return fleetStatusExit(rep, o.CRD)
+}
+
+// fleetStatusExit is the error a fleet status returns once its report is
+// printed: *FindingsError (exit code 1) when a cluster's CRD has an
+// error-level finding or a cluster could not be read, as in doctor's fleet
+// run; a failure (2) when no cluster has the CRD, as status in one cluster
+// fails (a misspelt name must not pass); nil otherwise. arg is the CRD as
+// the command line named it.
+func fleetStatusExit(rep *report.FleetStatus, arg string) error {
+	if failing := rep.Failing(); len(failing) > 0 {
+		return &FindingsError{Summary: fmt.Sprintf("%d of %d cluster(s): %s", len(failing), len(rep.Clusters), strings.Join(failing, ", "))}
+	}
+	if !rep.Installed() {
+		return fmt.Errorf("no CustomResourceDefinition matches %q in any of the %d cluster(s)", arg, len(rep.Clusters))
+	}
+	return nil
 }

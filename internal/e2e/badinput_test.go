@@ -19,8 +19,8 @@ type badInput struct {
 	name string
 	args []string
 	want string // a substring of the one line on stderr
-	// code is the exit code: 1, or 2 for diff, check-upgrade and doctor
-	// (docs/exit-codes.md).
+	// code is the exit code: 1, or 2 for status, diff, check-upgrade and
+	// doctor (docs/exit-codes.md).
 	code int
 	// report is set for a refused preflight: stdout then carries the
 	// preflight or plan that explains the one error line.
@@ -82,37 +82,37 @@ current-context: c
 func badInputs(crd, only string, f badInputFiles) []badInput {
 	return []badInput{
 		// Unknown and wrong kinds.
-		{name: "unknown CRD name", args: []string{"status", "nosuch.example.com"}, want: `error: no CustomResourceDefinition matches "nosuch.example.com"`},
-		{name: "unknown resource", args: []string{"status", "nosuchthings"}, want: `error: no CustomResourceDefinition matches "nosuchthings"`},
-		{name: "built-in resource", args: []string{"status", "pods"}, want: `error: "pods" is the resource pods in API group "core", which is not defined by a CustomResourceDefinition`},
+		{name: "unknown CRD name", args: []string{"status", "nosuch.example.com"}, code: 2, want: `error: no CustomResourceDefinition matches "nosuch.example.com"`},
+		{name: "unknown resource", args: []string{"status", "nosuchthings"}, code: 2, want: `error: no CustomResourceDefinition matches "nosuchthings"`},
+		{name: "built-in resource", args: []string{"status", "pods"}, code: 2, want: `error: "pods" is the resource pods in API group "core", which is not defined by a CustomResourceDefinition`},
 		{name: "built-in kind with group", args: []string{"add-version", "deployments.apps", "v2"}, want: `"deployments.apps" is the resource deployments in API group "apps"`},
 		{name: "built-in resource to migrate", args: []string{"migrate", "pods"}, want: `"pods" is the resource pods in API group "core"`},
 		{name: "built-in resource to doctor", args: []string{"doctor", "pods"}, code: 2, want: `no CustomResourceDefinition matches "pods"`},
 
 		// Connections.
-		{name: "unreachable server by name", args: []string{"status", crd, "--kubeconfig", f.unreachable}, want: "127.0.0.1:1"},
-		{name: "unreachable server by short name", args: []string{"status", "ct", "--kubeconfig", f.unreachable}, want: "127.0.0.1:1"},
-		{name: "broken kubeconfig", args: []string{"status", crd, "--kubeconfig", f.broken}, want: "error: "},
-		{name: "missing kubeconfig", args: []string{"status", crd, "--kubeconfig", f.missing}, want: "error: "},
+		{name: "unreachable server by name", args: []string{"status", crd, "--kubeconfig", f.unreachable}, code: 2, want: "127.0.0.1:1"},
+		{name: "unreachable server by short name", args: []string{"status", "ct", "--kubeconfig", f.unreachable}, code: 2, want: "127.0.0.1:1"},
+		{name: "broken kubeconfig", args: []string{"status", crd, "--kubeconfig", f.broken}, code: 2, want: "error: "},
+		{name: "missing kubeconfig", args: []string{"status", crd, "--kubeconfig", f.missing}, code: 2, want: "error: "},
 		{name: "unknown context", args: []string{"promote-storage", crd, "v2", "--context", "nosuch"}, want: `context "nosuch" does not exist`},
 
 		// Commands, arguments and flags.
 		{name: "unknown command", args: []string{"statuss", crd}, want: `unknown command "statuss" for "kubectl crdversion"; did you mean status?`},
 		{name: "unknown flag", args: []string{"serve", crd, "v1", "--nosuch"}, want: "unknown flag: --nosuch"},
-		{name: "no argument", args: []string{"status"}, want: "exactly one CRD is required, got 0 arguments; see 'kubectl crdversion status -h'"},
+		{name: "no argument", args: []string{"status"}, code: 2, want: "exactly one CRD is required, got 0 arguments; see 'kubectl crdversion status -h'"},
 		{name: "one argument too many", args: []string{"deprecate", crd, "v1", "v2"}, want: "a CRD and a version are required, got 3 arguments"},
 		{name: "retire without a version", args: []string{"retire", crd}, want: "a CRD and a version are required, got 1 arguments"},
 		{name: "diff with two arguments", args: []string{"diff", crd, "v1"}, code: 2, want: "CRD FROM TO (three arguments)"},
 		{name: "doctor with neither CRD nor --all", args: []string{"doctor"}, code: 2, want: "name at least one CRD, or give --all"},
 		{name: "check-upgrade without -f", args: []string{"check-upgrade"}, code: 2, want: "-f FILENAME is required"},
-		{name: "bad output format", args: []string{"status", crd, "-o", "table"}, want: `error: unable to match a printer suitable for the output format "table"`},
+		{name: "bad output format", args: []string{"status", crd, "-o", "table"}, code: 2, want: `error: unable to match a printer suitable for the output format "table"`},
 		{name: "bad output format of an edit", args: []string{"serve", crd, "v1", "-o", "tabel"}, want: `output format "tabel"`},
 		{name: "-o name for migrate", args: []string{"migrate", crd, "-o", "name"}, want: "-o name is not supported by migrate"},
 		{name: "bad output format of doctor", args: []string{"doctor", crd, "-o", "xml"}, code: 2, want: `output format "xml"`},
 		{name: "bad dry-run value", args: []string{"retire", crd, "v1", "--dry-run=maybe"}, want: `Invalid dry-run value (maybe)`},
 		{name: "bad dry-run value of an edit", args: []string{"unserve", crd, "v1", "--dry-run=yes"}, want: `Invalid dry-run value (yes)`},
 		{name: "interactive dry run", args: []string{"serve", crd, "v1", "-i", "--dry-run=server"}, want: "--interactive cannot be used with --dry-run"},
-		{name: "chunk size zero", args: []string{"status", crd, "--chunk-size", "0"}, want: "error: --chunk-size must be positive"},
+		{name: "chunk size zero", args: []string{"status", crd, "--chunk-size", "0"}, code: 2, want: "error: --chunk-size must be positive"},
 		{name: "chunk size not a number", args: []string{"migrate", crd, "--chunk-size", "ten"}, want: `invalid argument "ten" for "--chunk-size" flag`},
 		{name: "chunk size negative for promote-storage", args: []string{"promote-storage", crd, "v2", "--chunk-size", "-5"}, want: "--chunk-size must be positive, got -5"},
 		{name: "chunk size zero for doctor", args: []string{"doctor", crd, "--chunk-size", "0"}, code: 2, want: "--chunk-size must be positive"},
@@ -148,7 +148,7 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "invalid version to retire", args: []string{"retire", crd, "V1"}, want: `"V1" is not a valid version name`},
 		{name: "invalid version to diff", args: []string{"diff", crd, "v1", "V2"}, code: 2, want: `"V2" is not a valid version name`},
 		{name: "invalid --from", args: []string{"add-version", crd, "v3", "--from", "v_1"}, want: `--from "v_1" is not a valid version name`},
-		{name: "invalid --version of a fleet status", args: []string{"status", crd, "--all-contexts", "--version", "V1"}, want: `--version "V1" is not a valid version name`},
+		{name: "invalid --version of a fleet status", args: []string{"status", crd, "--all-contexts", "--version", "V1"}, code: 2, want: `--version "V1" is not a valid version name`},
 
 		// Unknown versions and refused targets.
 		{name: "unknown version to promote", args: []string{"promote-storage", crd, "v7"}, report: true, want: "version v7 is not in spec.versions"},
@@ -159,7 +159,7 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "storage version to unserve", args: []string{"unserve", crd, "v2"}, report: true, want: "v2 is the storage version"},
 		{name: "last served version to unserve", args: []string{"unserve", only, "v1", "--skip-usage-check"}, report: true, want: "v1 is the last served version"},
 		{name: "storage version to retire", args: []string{"retire", crd, "v2", "--usage-window=0"}, report: true, want: "stopped at step"},
-		{name: "another resource type than crd/", args: []string{"status", "deployment/" + crd}, want: "name a CustomResourceDefinition as NAME or crd/NAME"},
+		{name: "another resource type than crd/", args: []string{"status", "deployment/" + crd}, code: 2, want: "name a CustomResourceDefinition as NAME or crd/NAME"},
 		{name: "a namespace for a cluster-wide step", args: []string{"migrate", crd, "-n", "default"}, want: "-n/--namespace does not apply"},
 
 		// Files.
@@ -193,11 +193,11 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "endless release", args: []string{"check-upgrade", "-f", "/dev/zero"}, code: 2, want: "larger than"},
 
 		// Fleet flags.
-		{name: "unknown fleet context", args: []string{"status", crd, "--contexts", "nosuch"}, want: `context "nosuch" is not in the kubeconfig`},
+		{name: "unknown fleet context", args: []string{"status", crd, "--contexts", "nosuch"}, code: 2, want: `context "nosuch" is not in the kubeconfig`},
 		{name: "contexts and all-contexts", args: []string{"retire", crd, "v1", "--contexts", "a", "--all-contexts"}, want: "--contexts and --all-contexts cannot be used together"},
 		{name: "zero parallel", args: []string{"doctor", crd, "--all-contexts", "--parallel", "0"}, code: 2, want: "--parallel must be positive, got 0"},
 		{name: "negative cluster timeout", args: []string{"check-upgrade", "-f", f.good, "--all-contexts", "--cluster-timeout", "-1m"}, code: 2, want: "--cluster-timeout must be positive"},
-		{name: "--context with --contexts", args: []string{"status", crd, "--context", "x", "--contexts", "y"}, want: "--context cannot be used with --contexts or --all-contexts"},
+		{name: "--context with --contexts", args: []string{"status", crd, "--context", "x", "--contexts", "y"}, code: 2, want: "--context cannot be used with --contexts or --all-contexts"},
 	}
 }
 

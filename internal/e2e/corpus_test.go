@@ -163,8 +163,8 @@ func installAndStatus(t *testing.T, c clients, f corpusCRD) (bool, string) {
 		t.Fatalf("%s: %v", f.file, err)
 	}
 	r := plugin(t, "status", crd.Name, "-o", "json")
-	if r.err != nil {
-		t.Errorf("%s: status: %v", f.file, r.err)
+	if msg := statusExitMismatch(t, f.file+": status", r); msg != "" {
+		t.Error(msg)
 		return true, ""
 	}
 	var s report.Status
@@ -175,8 +175,10 @@ func installAndStatus(t *testing.T, c clients, f corpusCRD) (bool, string) {
 	if s.CRD.Name != crd.Name || s.State == lifecycle.StateUnknown || s.Objects == nil || s.Objects.Count != 0 {
 		t.Errorf("%s: status = name %s, state %s, objects %+v", f.file, s.CRD.Name, s.State, s.Objects)
 	}
-	if table := plugin(t, "status", crd.Name); table.err != nil || !strings.Contains(table.stdout, "State:") {
+	if table := plugin(t, "status", crd.Name); !strings.Contains(table.stdout, "State:") {
 		t.Errorf("%s: status table: %v\n%s", f.file, table.err, table.stdout)
+	} else if msg := statusExitMismatch(t, f.file+": status table", table); msg != "" {
+		t.Error(msg)
 	}
 	return true, ""
 }

@@ -99,11 +99,14 @@ func TestFleet(t *testing.T) {
 		return binary(t, nil, append(args, "--kubeconfig", kubeconfig, "--cluster-timeout", timeout)...)
 	}
 
-	// status: one table and the verdict on v1.
+	// status: one table and the verdict on v1. A cluster could not be
+	// read, so the whole report is printed and the exit code is 1, as in
+	// doctor's fleet run (issue 33); the others have no error-level
+	// finding (below).
 	r := run("status", name, "--all-contexts", "-o", "json")
 	var fs report.FleetStatus
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &fs) != nil {
-		t.Fatalf("fleet status: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	if r.code != 1 || json.Unmarshal([]byte(r.stdout), &fs) != nil {
+		t.Fatalf("fleet status with an unreachable cluster: exit %d, want 1 after the report\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if len(fs.Clusters) != 3 || len(fs.Verdicts) != 1 {
 		t.Fatalf("clusters %d, verdicts %+v", len(fs.Clusters), fs.Verdicts)
@@ -117,10 +120,10 @@ func TestFleet(t *testing.T) {
 	if c := byContext["down"]; c.Reach != reach.Unreachable {
 		t.Errorf("down: %+v", c)
 	}
-	if c := byContext["pending"]; c.State != lifecycle.StateS2 || c.Objects == nil || *c.Objects != 3 {
+	if c := byContext["pending"]; c.State != lifecycle.StateS2 || c.Objects == nil || *c.Objects != 3 || len(c.Blocking) > 0 {
 		t.Errorf("pending: %+v", c)
 	}
-	if c := byContext["migrated"]; c.State != lifecycle.StateS3 || strings.Join(c.StoredVersions, ",") != "v2" {
+	if c := byContext["migrated"]; c.State != lifecycle.StateS3 || strings.Join(c.StoredVersions, ",") != "v2" || len(c.Blocking) > 0 {
 		t.Errorf("migrated: %+v", c)
 	}
 	v := fs.Verdicts[0]
@@ -148,9 +151,9 @@ func TestFleet(t *testing.T) {
 	t.Logf("fleet status: whole run %.1fs; slowest cluster %.1fs; sum of clusters %.1fs", fs.Seconds, slowest, sum)
 
 	// Once pending is migrated, the only blocker left is the unreachable
-	// cluster: the verdict is unknown, never yes.
+	// cluster: the verdict is unknown, never yes, and the exit code 1.
 	human := run("status", name, "--contexts", "migrated,down", "--version", "v1")
-	if human.code != 0 || !strings.Contains(human.stdout, "v1 can leave the manifest of "+name+": unknown") || !strings.Contains(human.stdout, "down (unknown): unreachable") {
+	if human.code != 1 || !strings.Contains(human.stdout, "v1 can leave the manifest of "+name+": unknown") || !strings.Contains(human.stdout, "down (unknown): unreachable") {
 		t.Errorf("status without the pending cluster:\n%s\n%s", human.stdout, human.stderr)
 	}
 
@@ -246,20 +249,29 @@ func TestFleet(t *testing.T) {
 			t.Errorf("after the pasted line, storedVersions of the pending cluster = [%s], want [v2]", got)
 		}
 		after := run("status", name, "--contexts", "pending,migrated", "--version", "v1")
-		if !strings.Contains(after.stdout, "v1 can leave the manifest of "+name+": yes") {
-			t.Errorf("after the pasted line:\n%s\n%s", after.stdout, after.stderr)
+		if after.code != 0 || !strings.Contains(after.stdout, "v1 can leave the manifest of "+name+": yes") {
+			t.Errorf("after the pasted line: exit %d, want 0\n%s\n%s", after.code, after.stdout, after.stderr)
 		}
 	}
 
-	// Bad input: one line, exit 1.
+	// A CRD that no cluster has fails (exit code 2), as status in one
+	// cluster does, after the table: a misspelt name must not pass.
+	nowhere := run("status", "nosuch."+group, "--contexts", "pending,migrated")
+	if nowhere.code != 2 || strings.Count(nowhere.stdout, "notinstalled") != 2 || !strings.Contains(nowhere.stderr, `no CustomResourceDefinition matches "nosuch.`+group+`" in any of the 2 cluster(s)`) {
+		t.Errorf("fleet status of a CRD no cluster has: exit %d, want 2 after the table\n%s\n%s", nowhere.code, nowhere.stdout, nowhere.stderr)
+	}
+
+	// Bad input: one line, exit 1 (2 for status, which exits as kubectl
+	// diff does).
 	for _, args := range [][]string{
 		{"status", name, "--contexts", "nope"},
 		{"status", name, "--contexts", "pending", "--all-contexts"},
 		{"status", name, "--contexts", "pending", "--context", "pending"},
 		{"retire", name, "v1", "--contexts", "pending", "--parallel", "0"},
 	} {
-		if b := run(args...); b.code != 1 || strings.Count(strings.TrimSpace(b.stderr), "\n") != 0 {
-			t.Errorf("%v: exit %d, stderr %q", args, b.code, b.stderr)
+		want := map[string]int{"status": 2, "retire": 1}[args[0]]
+		if b := run(args...); b.code != want || strings.Count(strings.TrimSpace(b.stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, want %d, stderr %q", args, b.code, want, b.stderr)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func TestThroughKubectl(t *testing.T) {
 	}
 
 	bad := execute(t, kubectl, env, "crdversion", "status", "nosuch.example.com")
-	if bad.code != 1 || !strings.HasPrefix(bad.stderr, "error: ") {
-		t.Errorf("unknown CRD through kubectl: exit %d, stderr %q; want 1 and an error line", bad.code, bad.stderr)
+	if bad.code != 2 || !strings.HasPrefix(bad.stderr, "error: ") {
+		t.Errorf("unknown CRD through kubectl: exit %d, stderr %q; want 2 (status failed, as kubectl diff exits) and an error line", bad.code, bad.stderr)
 	}
 }

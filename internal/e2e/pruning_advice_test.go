@@ -65,7 +65,7 @@ properties:
 			}
 		}
 	}
-	out := mustRun(t, "status", crd.Name)
+	out := runStatus(t, crd.Name)
 	noCommandButLoss(t, out.stdout, "migrate "+crd.Name)
 	if strings.Contains(out.stdout, "fix: kubectl crdversion migrate "+crd.Name+" --allow-pruning") {
 		t.Errorf("status advises a migration that loses data:\n%s", out.stdout)

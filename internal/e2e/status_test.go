@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,22 +12,86 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cli"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
-// statusJSON runs status -o json and decodes it.
+// statusJSON runs status -o json and decodes it. Its exit must agree with
+// the report (checkStatusExit): 1 exactly when a finding is an error.
 func statusJSON(t *testing.T, arg string, extra ...string) report.Status {
 	t.Helper()
-	r := plugin(t, append([]string{"status", arg, "-o", "json"}, extra...)...)
-	if r.err != nil {
-		t.Fatalf("status %s: %v\nstderr: %s", arg, r.err, r.stderr)
-	}
+	args := append([]string{"status", arg, "-o", "json"}, extra...)
+	r := plugin(t, args...)
+	checkStatusExit(t, strings.Join(args, " "), r)
 	var s report.Status
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("decoding status -o json: %v\n%s", err, r.stdout)
 	}
 	return s
+}
+
+// runStatus runs status with args (after "status") in-process and checks that
+// its exit agrees with the report it printed (checkStatusExit).
+func runStatus(t *testing.T, args ...string) result {
+	t.Helper()
+	args = append([]string{"status"}, args...)
+	r := plugin(t, args...)
+	checkStatusExit(t, strings.Join(args, " "), r)
+	return r
+}
+
+// tableError is an error-level finding in status's table.
+var tableError = regexp.MustCompile(`(?m)^  ERROR: `)
+
+// printedErrors reports whether the report status printed — its table or
+// -o json — has an error-level finding, read from the output alone.
+func printedErrors(t testing.TB, stdout string) bool {
+	t.Helper()
+	if !strings.HasPrefix(stdout, "{") {
+		return tableError.MatchString(stdout)
+	}
+	var s report.Status
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("decoding status -o json: %v\n%s", err, stdout)
+	}
+	for _, f := range s.Findings {
+		if f.Severity == lifecycle.SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// checkStatusExit fails t unless status (run as what; in-process or as a
+// binary) printed its report and exited as kubectl diff does
+// (statusExitMismatch).
+func checkStatusExit(t testing.TB, what string, r result) {
+	t.Helper()
+	if msg := statusExitMismatch(t, what, r); msg != "" {
+		t.Fatal(msg)
+	}
+}
+
+// statusExitMismatch says how status (run as what; in-process or as a
+// binary) failed to print its report and exit as kubectl diff does: 1
+// (*cli.FindingsError in-process) exactly when the printed report has an
+// error-level finding, 0 otherwise (issue 33: it exited 0 whatever it
+// found); "" when it did.
+func statusExitMismatch(t testing.TB, what string, r result) string {
+	t.Helper()
+	if r.stdout == "" {
+		return fmt.Sprintf("%s printed no report: exit %d, err %v\nstderr:\n%s", what, r.code, r.err, r.stderr)
+	}
+	var found *cli.FindingsError
+	findings := r.code == 1 || errors.As(r.err, &found)
+	switch want := printedErrors(t, r.stdout); {
+	case want && !findings:
+		return fmt.Sprintf("%s: the report has an error-level finding, but exit %d, err %v; want exit 1 (*cli.FindingsError)\n%s%s", what, r.code, r.err, r.stdout, r.stderr)
+	case !want && (r.code != 0 || r.err != nil):
+		return fmt.Sprintf("%s: the report has no error-level finding, but exit %d, err %v; want 0\n%s%s", what, r.code, r.err, r.stdout, r.stderr)
+	}
+	return ""
 }
 
 // TestStatusStates takes a CronTab CRD through every lifecycle state with
@@ -74,12 +140,8 @@ func TestStatusStates(t *testing.T) {
 				t.Errorf("next = %+v, want kubectl crdversion %s %s …", s.Next, tc.next, crd.Name)
 			}
 
-			table := plugin(t, "status", crd.Name)
-			if table.err != nil {
-				t.Fatal(table.err)
-			}
-			golden(t, "status/"+string(tc.state)+".txt", table.stdout)
-			golden(t, "status/"+string(tc.state)+".json", plugin(t, "status", crd.Name, "-o", "json").stdout)
+			golden(t, "status/"+string(tc.state)+".txt", runStatus(t, crd.Name).stdout)
+			golden(t, "status/"+string(tc.state)+".json", runStatus(t, crd.Name, "-o", "json").stdout)
 		})
 	}
 }
@@ -93,11 +155,7 @@ func TestStatusClusterScoped(t *testing.T) {
 	if s.CRD.Scope != "Cluster" || s.State != lifecycle.StateS2 || s.Objects.Count != 3 {
 		t.Errorf("scope %s, state %s, objects %+v; want Cluster, S2, 3", s.CRD.Scope, s.State, s.Objects)
 	}
-	r := plugin(t, "status", crd.Name)
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	golden(t, "status/cluster-scoped-S2.txt", r.stdout)
+	golden(t, "status/cluster-scoped-S2.txt", runStatus(t, crd.Name).stdout)
 }
 
 // TestStatusStoredVersionMissingFromSpec builds what older API servers and
@@ -153,9 +211,21 @@ func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
 		t.Errorf("updating the CRD: err = %v, want the storedVersions validation error", err)
 	}
 
-	r := plugin(t, "status", crd.Name)
-	if r.err != nil {
-		t.Fatal(r.err)
+	// Its findings are errors: status prints the report, then exits 1 as
+	// kubectl diff does (issue 33: it exited 0), in-process and as the
+	// plugin binary.
+	r := runStatus(t, crd.Name)
+	var found *cli.FindingsError
+	if !errors.As(r.err, &found) || !strings.HasPrefix(found.Summary, "2 errors,") {
+		t.Errorf("status of a CRD with two error-level findings: err = %v, want *cli.FindingsError of 2 errors", r.err)
+	}
+	env := []string{"KUBECONFIG=" + srv.Kubeconfig}
+	for _, output := range []string{"", "json"} {
+		bin := binary(t, env, "status", crd.Name, "-o", output)
+		if bin.code != 1 || bin.stderr != "" || !strings.Contains(bin.stdout, "Next: ") && !strings.HasSuffix(bin.stdout, "}\n") {
+			t.Errorf("the plugin binary, status -o %q: exit %d, want 1 after the whole report and nothing on stderr\nstdout:\n%s\nstderr:\n%s", output, bin.code, bin.stdout, bin.stderr)
+		}
+		checkStatusExit(t, "the plugin binary's status -o "+output, bin)
 	}
 	out := strings.ReplaceAll(r.stdout, srv.EtcdPrefix, "<etcd-prefix>")
 	out = regexp.MustCompile(`revision=\d+`).ReplaceAllString(out, "revision=<n>")
@@ -173,6 +243,9 @@ func TestStatusStoredVersionMissingFromSpec(t *testing.T) {
 	healed := statusJSON(t, crd.Name)
 	if healed.State != lifecycle.StateS5 || len(healed.Findings) != 0 || healed.Objects.Count != 2 || strings.Join(healed.StoredVersions, ",") != "v2" {
 		t.Errorf("after the repair: state %s, findings %+v, objects %+v, storedVersions %v", healed.State, healed.Findings, healed.Objects, healed.StoredVersions)
+	}
+	if bin := binary(t, env, "status", crd.Name); bin.code != 0 || !strings.Contains(bin.stdout, "State:") {
+		t.Errorf("the plugin binary, status once healthy: exit %d, want 0 after the report\n%s%s", bin.code, bin.stdout, bin.stderr)
 	}
 }
 
@@ -218,7 +291,8 @@ func TestStatusResolvesNamesLikeKubectl(t *testing.T) {
 	createCRD(t, c, twin)
 	for _, arg := range []string{"sundials", "sdl", "Sundial", "sundial"} {
 		r := plugin(t, "status", arg, "--count=false")
-		if r.err == nil || !strings.Contains(r.err.Error(), "matches 2 CustomResourceDefinitions") ||
+		var failed *cli.CheckError // exit code 2: status failed
+		if !errors.As(r.err, &failed) || !strings.Contains(r.err.Error(), "matches 2 CustomResourceDefinitions") ||
 			!strings.Contains(r.err.Error(), crd.Name) || !strings.Contains(r.err.Error(), twin.Name) {
 			t.Errorf("status %s with two CRDs of that name: err = %v, want the ambiguity named\n%s", arg, r.err, r.stdout)
 		}
@@ -246,11 +320,7 @@ func TestStatusGatewayAPI(t *testing.T) {
 		if s.Objects == nil || s.Objects.Count != 1 {
 			t.Errorf("%s: objects %+v, want 1", name, s.Objects)
 		}
-		r := plugin(t, "status", name)
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		golden(t, "status/gateway-api-"+strings.Split(name, ".")[0]+".txt", r.stdout)
+		golden(t, "status/gateway-api-"+strings.Split(name, ".")[0]+".txt", runStatus(t, name).stdout)
 	}
 }
 

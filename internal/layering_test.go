@@ -49,6 +49,7 @@ var pure = []string{
 	"manifest",
 	"migrate/result",
 	"reach",
+	"references",
 	"report",
 	"retire",
 	"schema",
@@ -103,7 +104,7 @@ var onlyImports = map[string]struct {
 		// report, edit and lifecycle, and the pure packages whose values
 		// it prints: a run's result, a cluster's reach, retire's steps and
 		// events, check-upgrade's verdicts.
-		[]string{"edit", "lifecycle", "migrate/result", "reach", "report", "retire", "upgrade"},
+		[]string{"edit", "lifecycle", "migrate/result", "reach", "references", "report", "retire", "upgrade"},
 		"view prints values it is given; it does not import an executor (doctor, migrate, svm, action, …) to build or name them",
 	},
 }

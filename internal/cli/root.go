@@ -85,6 +85,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdDeprecate(f, streams),
 		NewCmdServe(f, streams),
 		NewCmdUnserve(f, streams),
+		NewCmdRepairReferences(f, streams),
 		NewCmdMigrate(f, streams),
 		NewCmdRetire(f, streams, configFlags),
 		NewCmdDiff(f, streams),

@@ -10,7 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/crdversion/kubectl-crdversion/internal/references"
@@ -18,20 +21,39 @@ import (
 
 // ReferenceSource reads the cluster for references.Find: discovery's
 // preferred version of every resource that supports list, and their
-// objects' metadata in pages of PageSize.
+// objects' metadata in pages of PageSize. Make it with NewReferenceSource.
 type ReferenceSource struct {
 	Client   *Client
 	PageSize int64
+	// quiet is a metadata client that drops the API server's warnings:
+	// listing every resource lists the deprecated ones too (v1 Endpoints,
+	// ComponentStatus), whose warnings are about the clients that use
+	// them, not about this inventory.
+	quiet metadata.Interface
 }
 
-var _ references.Source = ReferenceSource{}
+var _ references.Source = (*ReferenceSource)(nil)
+
+// NewReferenceSource returns the source over c, listing pageSize objects
+// a page.
+func NewReferenceSource(c *Client, pageSize int64) (*ReferenceSource, error) {
+	cfg := rest.CopyConfig(c.config)
+	cfg.WarningHandler = rest.NoWarnings{}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &ReferenceSource{Client: c, PageSize: pageSize, quiet: md}, nil
+}
 
 // ListableResources asks discovery (not its disk cache) for the preferred
 // version of every resource with the verb list; subresources are left
 // out. Group versions whose discovery failed are returned with their
 // error, the rest still listed (discovery.ErrGroupDiscoveryFailed).
-func (s ReferenceSource) ListableResources(ctx context.Context) ([]schema.GroupVersionResource, map[schema.GroupVersion]error, error) {
-	disc, err := discovery.NewDiscoveryClientForConfig(s.Client.config)
+func (s *ReferenceSource) ListableResources(ctx context.Context) ([]schema.GroupVersionResource, map[schema.GroupVersion]error, error) {
+	cfg := rest.CopyConfig(s.Client.config)
+	cfg.WarningHandler = rest.NoWarnings{}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,8 +83,8 @@ func (s ReferenceSource) ListableResources(ctx context.Context) ([]schema.GroupV
 
 // EachObject pages through resource's objects in every namespace,
 // metadata only.
-func (s ReferenceSource) EachObject(ctx context.Context, resource schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
-	res := s.Client.Metadata.Resource(resource)
+func (s *ReferenceSource) EachObject(ctx context.Context, resource schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
+	res := s.quiet.Resource(resource)
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return res.List(ctx, opts)
 	})
@@ -78,3 +100,47 @@ func (s ReferenceSource) EachObject(ctx context.Context, resource schema.GroupVe
 // Forbidden reports whether err is the API server's 403, for
 // references.Options.Forbidden.
 func Forbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+// ReferencePatcher patches objects' metadata for references.RepairAll,
+// with the field manager FieldManager.
+type ReferencePatcher struct {
+	Client       *Client
+	FieldManager string
+}
+
+var _ references.Patcher = ReferencePatcher{}
+
+// PatchJSON sends a JSON patch through the metadata client. A failed test
+// operation (the API server answers 422 with "test failed") is
+// references.ErrChanged, a 404 references.ErrGone.
+func (p ReferencePatcher) PatchJSON(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte, dryRun bool) error {
+	opts := metav1.PatchOptions{FieldManager: p.FieldManager}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err := p.Client.Metadata.Resource(resource).Namespace(namespace).Patch(ctx, name, types.JSONPatchType, patch, opts)
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: %v", references.ErrGone, err)
+	case apierrors.IsInvalid(err) && !hasCauses(err):
+		// A JSON patch the API server cannot apply — a test operation
+		// that failed, a path no longer there — is a 422 without causes
+		// and with a generic message (apierrors.NewGenericServerResponse
+		// drops the patch library's); a patched object that fails
+		// validation is a 422 with a cause per field.
+		return fmt.Errorf("%w (a test of the patch failed: %v)", references.ErrChanged, err)
+	}
+	return err
+}
+
+// hasCauses reports whether err is an API error with causes.
+func hasCauses(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0
+}
+
+// NotFound reports whether err is the API server's 404, for
+// references.Options.NotFound.
+func NotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -14,7 +14,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/ptr"
 
@@ -30,7 +29,8 @@ import (
 // longer served is not collected when the owner goes, while siblings that
 // name a served version are; rewriting the reference's apiVersion to a
 // served version before the owner goes (uid, kind and name unchanged) is
-// the repair: that dependent is collected with the others. The API server
+// the repair, which kubectl crdversion repair-references makes: that
+// dependent is collected with the others. The API server
 // itself accepts and keeps references to the unserved version. (Repaired
 // after the owner went, a dependent waits for the collector's next retry,
 // which backs off exponentially to 1000 s: repair at unserve, not later.)
@@ -62,14 +62,14 @@ func TestGarbageCollectorAndAnUnservedOwnerVersion(t *testing.T) {
 	// v1 unserved (S5), then the dependents: the API server keeps a
 	// reference to a version it no longer serves.
 	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions[0].Served = false })
-	dependent("names-v1", "v1")
 	dependent("names-v1-repaired", "v1")
 	dependent("names-v2", "v2")
-	// The repair: the same reference through the served version.
-	patch := `[{"op":"replace","path":"/metadata/ownerReferences/0/apiVersion","value":"owners.example.com/v2"}]`
-	if _, err := cms.Patch(context.Background(), "names-v1-repaired", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
+	// The repair, by the tool: the same reference through the served
+	// version (uid, kind and name unchanged).
+	if r := mustRun(t, "repair-references", crd.Name, "v1"); !strings.Contains(r.stdout, "configmaps team-a/names-v1-repaired ownerReferences[0] (CronTab crontab-0): rewritten to owners.example.com/v2") {
+		t.Fatalf("repair-references:\n%s", r.stdout)
 	}
+	dependent("names-v1", "v1")
 	runControllers(t, 2, func(context.Context, controllerParts) []func(context.Context) { return nil })
 
 	if err := resource(c, crd, "v2", "team-a").Delete(context.Background(), owner.GetName(), metav1.DeleteOptions{}); err != nil {
@@ -135,7 +135,11 @@ func TestReferencesInventory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inv, err := references.Find(ctx, cluster.ReferenceSource{Client: cl, PageSize: 50}, target, references.Options{Concurrency: 4, Forbidden: cluster.Forbidden})
+		src, err := cluster.NewReferenceSource(cl, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := references.Find(ctx, src, target, references.Options{Concurrency: 4, Forbidden: cluster.Forbidden})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -67,6 +68,15 @@ type Unseen struct {
 	Forbidden bool `json:"forbidden,omitempty"`
 }
 
+// Name is the resource's GROUP_RESOURCE, or "GROUP/VERSION (discovery)"
+// for a group version whose discovery failed.
+func (u Unseen) Name() string {
+	if u.Resource.Resource == "" {
+		return u.Resource.GroupVersion().String() + " (discovery)"
+	}
+	return u.Resource.GroupResource().String()
+}
+
 // Inventory is what Find saw: every owner reference to the target, the
 // resources it listed and the objects it read, and what it could not read.
 type Inventory struct {
@@ -90,9 +100,19 @@ type Options struct {
 	// Forbidden tells whether a list error is the API server's refusal
 	// (apierrors.IsForbidden in the cluster layer); nil: none is.
 	Forbidden func(error) bool
+	// NotFound tells whether a list error is the API server's 404: the
+	// resource left discovery after Find asked for it (a CRD deleted, a
+	// version unserved). Find then asks discovery again and lists the
+	// resource at its version of now, once; a resource that discovery no
+	// longer has is gone with its objects. nil: no error is a 404.
+	NotFound func(error) bool
 	// Progress, when set, is called after each resource with the resources
 	// done and the total.
 	Progress func(done, total int)
+	// Match, when set, chooses the owner references to find instead of
+	// the target's apiVersion and kind (doctor looks for references to
+	// any version a CRD does not serve).
+	Match func(metav1.OwnerReference) bool
 }
 
 // Find reads the metadata of every object of every listable resource and
@@ -110,55 +130,38 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 	for gv, err := range failed {
 		inv.Unseen = append(inv.Unseen, Unseen{Resource: gv.WithResource(""), Reason: "its discovery failed: " + err.Error()})
 	}
-	forbidden := opts.Forbidden
-	if forbidden == nil {
-		forbidden = func(error) bool { return false }
+	f := finder{src: src, opts: opts, inv: inv}
+	if f.opts.Forbidden == nil {
+		f.opts.Forbidden = func(error) bool { return false }
 	}
-	var (
-		mu      sync.Mutex
-		objects atomic.Int64
-		done    atomic.Int64
-		next    atomic.Int64
-		wg      sync.WaitGroup
-	)
-	for range max(1, opts.Concurrency) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(resources) || ctx.Err() != nil {
-					return
-				}
-				res := resources[i]
-				var found []Dependent
-				err := src.EachObject(ctx, res, func(m *metav1.PartialObjectMetadata) error {
-					objects.Add(1)
-					for j, ref := range m.OwnerReferences {
-						if ref.APIVersion == target.APIVersion && ref.Kind == target.Kind {
-							found = append(found, Dependent{Resource: res, Namespace: m.Namespace, Name: m.Name, UID: m.UID, Index: j, Owner: ref})
-						}
-					}
-					return nil
-				})
-				mu.Lock()
-				switch {
-				case err != nil && ctx.Err() != nil:
-				case err != nil:
-					inv.Unseen = append(inv.Unseen, Unseen{Resource: res, Reason: err.Error(), Forbidden: forbidden(err)})
-				default:
-					inv.Dependents = append(inv.Dependents, found...)
-				}
-				mu.Unlock()
-				if opts.Progress != nil {
-					opts.Progress(int(done.Add(1)), len(resources))
-				}
+	if f.opts.NotFound == nil {
+		f.opts.NotFound = func(error) bool { return false }
+	}
+	if f.opts.Match == nil {
+		f.opts.Match = func(ref metav1.OwnerReference) bool {
+			return ref.APIVersion == target.APIVersion && ref.Kind == target.Kind
+		}
+	}
+	gone := f.list(ctx, resources, len(resources))
+	if len(gone) > 0 && ctx.Err() == nil {
+		again, _, err := src.ListableResources(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("discovering the listable resources again: %w", err)
+		}
+		var moved []schema.GroupVersionResource
+		for _, r := range again {
+			if slices.ContainsFunc(gone, func(g schema.GroupVersionResource) bool { return g.GroupResource() == r.GroupResource() }) {
+				moved = append(moved, r)
 			}
-		})
+		}
+		for _, r := range f.list(ctx, moved, len(moved)) {
+			inv.Unseen = append(inv.Unseen, Unseen{Resource: r, Reason: "its list answered 404 twice, though discovery has it"})
+		}
 	}
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	inv.Objects = objects.Load()
+	inv.Objects = f.objects.Load()
 	slices.SortFunc(inv.Dependents, func(a, b Dependent) int {
 		return cmp.Or(cmp.Compare(a.Resource.GroupResource().String(), b.Resource.GroupResource().String()), cmp.Compare(a.Namespace, b.Namespace),
 			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Index, b.Index))
@@ -167,4 +170,110 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 		return cmp.Compare(a.Resource.GroupResource().String(), b.Resource.GroupResource().String())
 	})
 	return inv, nil
+}
+
+// finder lists resources for Find, opts.Concurrency at a time.
+type finder struct {
+	src     Source
+	opts    Options
+	mu      sync.Mutex
+	inv     *Inventory
+	objects atomic.Int64
+}
+
+// list reads every object of resources into f.inv and returns the
+// resources whose list answered 404.
+func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResource, total int) []schema.GroupVersionResource {
+	var (
+		notFound []schema.GroupVersionResource
+		done     atomic.Int64
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	for range max(1, f.opts.Concurrency) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(resources) || ctx.Err() != nil {
+					return
+				}
+				res := resources[i]
+				var found []Dependent
+				var read int64
+				err := f.src.EachObject(ctx, res, func(m *metav1.PartialObjectMetadata) error {
+					read++
+					for j, ref := range m.OwnerReferences {
+						if f.opts.Match(ref) {
+							found = append(found, Dependent{Resource: res, Namespace: m.Namespace, Name: m.Name, UID: m.UID, Index: j, Owner: ref})
+						}
+					}
+					return nil
+				})
+				f.mu.Lock()
+				switch {
+				case err != nil && ctx.Err() != nil:
+				case err != nil && f.opts.NotFound(err):
+					notFound = append(notFound, res)
+				case err != nil:
+					f.inv.Unseen = append(f.inv.Unseen, Unseen{Resource: res, Reason: err.Error(), Forbidden: f.opts.Forbidden(err)})
+				default:
+					f.inv.Dependents = append(f.inv.Dependents, found...)
+					f.objects.Add(read)
+				}
+				f.mu.Unlock()
+				if f.opts.Progress != nil {
+					f.opts.Progress(int(done.Add(1)), total)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return notFound
+}
+
+// ByResource groups the dependents of the inventory by resource, in the
+// order of Dependents: per resource the number of references, the
+// namespaces (sorted, "" for cluster-scoped objects) and the first few
+// objects as NAMESPACE/NAME (or NAME), at most examples of them.
+func (i *Inventory) ByResource(examples int) []ResourceCount {
+	var out []ResourceCount
+	for _, d := range i.Dependents {
+		if len(out) == 0 || out[len(out)-1].Resource != d.Resource {
+			out = append(out, ResourceCount{Resource: d.Resource})
+		}
+		rc := &out[len(out)-1]
+		rc.References++
+		if !slices.Contains(rc.Namespaces, d.Namespace) {
+			rc.Namespaces = append(rc.Namespaces, d.Namespace)
+		}
+		name := d.Name
+		if d.Namespace != "" {
+			name = d.Namespace + "/" + d.Name
+		}
+		if len(rc.Examples) < examples && !slices.Contains(rc.Examples, name) {
+			rc.Examples = append(rc.Examples, name)
+		}
+	}
+	return out
+}
+
+// ResourceCount is the references found on the objects of one resource.
+type ResourceCount struct {
+	Resource   schema.GroupVersionResource
+	References int
+	Namespaces []string
+	Examples   []string
+}
+
+// String is "RESOURCE: N in NAMESPACES (EXAMPLES, …)".
+func (rc ResourceCount) String() string {
+	where := ""
+	if len(rc.Namespaces) > 0 && rc.Namespaces[0] != "" {
+		where = " in " + strings.Join(rc.Namespaces, ", ")
+	}
+	more := ""
+	if rc.References > len(rc.Examples) {
+		more = ", …"
+	}
+	return fmt.Sprintf("%s: %d%s (%s%s)", rc.Resource.GroupResource(), rc.References, where, strings.Join(rc.Examples, ", "), more)
 }

@@ -110,3 +110,79 @@ func TestFindInterrupted(t *testing.T) {
 		t.Errorf("got %+v, %v; want context.Canceled", inv, err)
 	}
 }
+
+var errNotFound = errors.New("the server could not find the requested resource")
+
+// movingSource answers 404 for the resources in moved until discovery has
+// been asked again; then discovery lists later instead of the resources.
+type movingSource struct {
+	fakeSource
+	moved       map[schema.GroupVersionResource]bool
+	later       []schema.GroupVersionResource
+	discoveries int
+}
+
+func (m *movingSource) ListableResources(ctx context.Context) ([]schema.GroupVersionResource, map[schema.GroupVersion]error, error) {
+	m.discoveries++
+	if m.discoveries == 1 {
+		return m.fakeSource.ListableResources(ctx)
+	}
+	return m.later, nil, nil
+}
+
+func (m *movingSource) EachObject(ctx context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
+	if m.moved[r] {
+		return errNotFound
+	}
+	return m.fakeSource.EachObject(ctx, r, fn)
+}
+
+// TestFindAfterDiscoveryMoved: a resource whose list answers 404 left
+// discovery while Find ran. Deleted (no longer discovered), it holds
+// nothing; served at another version now, it is listed there; still
+// discovered at the same version yet 404 again, it is Unseen.
+func TestFindAfterDiscoveryMoved(t *testing.T) {
+	v1 := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	v2 := v1.GroupResource().WithVersion("v2")
+	gone := schema.GroupVersionResource{Group: "gone.example.com", Version: "v1", Resource: "widgets"}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	target := Target{APIVersion: "owners.example.com/v1", Kind: "Owner"}
+	owned := obj("a", "owned", ref("owners.example.com/v1", "Owner", "o"))
+	notFound := Options{NotFound: func(err error) bool { return errors.Is(err, errNotFound) }}
+
+	src := &movingSource{fakeSource: fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{
+		v1: {owned}, gone: {owned}, cms: {obj("a", "cm")}}},
+		moved: map[schema.GroupVersionResource]bool{v1: true, gone: true}, later: []schema.GroupVersionResource{v2, cms}}
+	inv, err := Find(context.Background(), &withLater{src, v2, owned}, target, notFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inv.Complete() || len(inv.Dependents) != 1 || inv.Dependents[0].Resource != v2 {
+		t.Errorf("moved to v2, gone deleted: %+v", inv)
+	}
+
+	src = &movingSource{fakeSource: fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{v1: {owned}}},
+		moved: map[schema.GroupVersionResource]bool{v1: true}, later: []schema.GroupVersionResource{v1}}
+	inv, err = Find(context.Background(), src, target, notFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Complete() || len(inv.Unseen) != 1 || inv.Unseen[0].Resource != v1 {
+		t.Errorf("404 twice while discovered: %+v", inv)
+	}
+}
+
+// withLater serves resource's objects, which the first discovery does not
+// list.
+type withLater struct {
+	*movingSource
+	resource schema.GroupVersionResource
+	object   metav1.PartialObjectMetadata
+}
+
+func (w *withLater) EachObject(ctx context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
+	if r == w.resource {
+		return fn(&w.object)
+	}
+	return w.movingSource.EachObject(ctx, r, fn)
+}

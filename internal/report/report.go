@@ -40,6 +40,7 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("SchemaDiff"), &Diff{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("UpgradeCheck"), &UpgradeCheck{})
 	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("DoctorReport"), &Doctor{})
+	s.AddKnownTypeWithName(SchemeGroupVersion.WithKind("ReferenceRepair"), &ReferenceRepair{})
 	return s
 }
 

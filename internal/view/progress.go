@@ -174,3 +174,38 @@ func WaitProgress(w io.Writer, label string) (waiting func(window time.Duration)
 		}
 	}
 }
+
+// ResourceProgress draws the reference inventory's progress: label, the
+// resources listed of their total, redrawn at most ten times a second.
+// update is safe for concurrent use; stop clears the bar.
+func ResourceProgress(w io.Writer, label string) (update func(done, total int), stop func()) {
+	var mu sync.Mutex
+	var bar *progressbar.ProgressBar
+	update = func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if bar == nil {
+			bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(label),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetItsString("resources"),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+			)
+		}
+		if total != bar.GetMax() {
+			bar.ChangeMax(total)
+		}
+		_ = bar.Set(done)
+	}
+	stop = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if bar != nil {
+			_ = bar.Finish()
+			bar = nil
+		}
+	}
+	return update, stop
+}

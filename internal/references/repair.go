@@ -1,0 +1,112 @@
+package references
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// Patcher sends a JSON patch (RFC 6902) to one object.
+type Patcher interface {
+	// PatchJSON patches the object; with dryRun the API server validates
+	// the patch and writes nothing (dryRun=All). It returns ErrChanged when
+	// a test operation of the patch failed, ErrGone when the object is not
+	// there.
+	PatchJSON(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte, dryRun bool) error
+}
+
+var (
+	// ErrChanged is returned when the object no longer holds what the patch tests (another
+	// writer changed it, or it was deleted and created again).
+	ErrChanged = errors.New("the object changed since it was read")
+	// ErrGone is returned when the object was deleted.
+	ErrGone = errors.New("the object is gone")
+)
+
+// Outcome of one repair.
+type Outcome string
+
+const (
+	// Rewritten means the owner reference names the new apiVersion (with a
+	// server-side dry run: the API server accepted the patch, wrote nothing).
+	Rewritten Outcome = "rewritten"
+	// Planned means --dry-run=client: no request was sent.
+	Planned Outcome = "planned"
+	// Changed means another writer changed the object or the reference since
+	// it was read; nothing was written. Find again to see what it holds.
+	Changed Outcome = "changed"
+	// Gone means the object was deleted since it was read.
+	Gone Outcome = "gone"
+	// Failed means the API server refused the patch, Message says why.
+	Failed Outcome = "failed"
+)
+
+// Repair is what repairing one owner reference did.
+type Repair struct {
+	Dependent `json:",inline"`
+	// To is the apiVersion the reference names after the repair.
+	To      string  `json:"to"`
+	Outcome Outcome `json:"outcome"`
+	Message string  `json:"message,omitempty"`
+}
+
+// Patch is the JSON patch that rewrites d's owner reference to name
+// apiVersion to: it first tests the dependent's uid, and the reference's
+// uid and apiVersion at its index, so that it changes nothing when the
+// object, or the reference, is not the one Find read (another writer's
+// change is never overwritten).
+func Patch(d Dependent, to string) []byte {
+	at := fmt.Sprintf("/metadata/ownerReferences/%d", d.Index)
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": d.UID},
+		{"op": "test", "path": at + "/uid", "value": d.Owner.UID},
+		{"op": "test", "path": at + "/apiVersion", "value": d.Owner.APIVersion},
+		{"op": "replace", "path": at + "/apiVersion", "value": to},
+	}
+	b, err := json.Marshal(ops)
+	if err != nil { // strings and UIDs only: cannot happen
+		panic(err)
+	}
+	return b
+}
+
+// RepairAll rewrites the owner reference of each dependent to name
+// apiVersion to (GROUP/VERSION of a served version of the owner's CRD, so
+// that the garbage collector can resolve the owner again), one JSON patch
+// per reference (see Patch), in order. dryRun client sends nothing and
+// reports each as Planned; server sends each patch as a server-side dry
+// run. Only the end of ctx stops it early: the repairs not tried are
+// left out of the result, and ctx's error is returned.
+func RepairAll(ctx context.Context, p Patcher, deps []Dependent, to string, dryRun lifecycle.DryRun) ([]Repair, error) {
+	out := make([]Repair, 0, len(deps))
+	for _, d := range deps {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		r := Repair{Dependent: d, To: to, Outcome: Rewritten}
+		if dryRun == lifecycle.DryRunClient {
+			r.Outcome = Planned
+			out = append(out, r)
+			continue
+		}
+		err := p.PatchJSON(ctx, d.Resource, d.Namespace, d.Name, Patch(d, to), dryRun == lifecycle.DryRunServer)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return out, ctx.Err()
+		case errors.Is(err, ErrChanged):
+			r.Outcome, r.Message = Changed, err.Error()
+		case errors.Is(err, ErrGone):
+			r.Outcome, r.Message = Gone, err.Error()
+		default:
+			r.Outcome, r.Message = Failed, err.Error()
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,82 @@
+package references
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+)
+
+// TestPatch: the patch tests the dependent's uid and the reference's uid
+// and apiVersion at its index before it replaces the apiVersion, and
+// nothing else.
+func TestPatch(t *testing.T) {
+	d := Dependent{UID: "dep-uid", Index: 2, Owner: metav1.OwnerReference{APIVersion: "stable.example.com/v1", Kind: "CronTab", Name: "x", UID: "owner-uid"}}
+	var ops []map[string]string
+	if err := json.Unmarshal(Patch(d, "stable.example.com/v2"), &ops); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, op := range ops {
+		got = append(got, op["op"]+" "+op["path"]+"="+op["value"])
+	}
+	want := "test /metadata/uid=dep-uid; test /metadata/ownerReferences/2/uid=owner-uid; test /metadata/ownerReferences/2/apiVersion=stable.example.com/v1; " +
+		"replace /metadata/ownerReferences/2/apiVersion=stable.example.com/v2"
+	if g := strings.Join(got, "; "); g != want {
+		t.Errorf("patch\n%s\nwant\n%s", g, want)
+	}
+}
+
+type fakePatcher struct {
+	errs  map[string]error
+	calls []string
+}
+
+func (f *fakePatcher) PatchJSON(_ context.Context, r schema.GroupVersionResource, ns, name string, _ []byte, dryRun bool) error {
+	f.calls = append(f.calls, fmt.Sprintf("%s %s/%s dry=%v", r.Resource, ns, name, dryRun))
+	return f.errs[name]
+}
+
+// TestRepairAll: each outcome of the patch is reported per reference; a
+// client dry run sends nothing, a server dry run sends each patch as one.
+func TestRepairAll(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	deps := []Dependent{{Resource: cms, Namespace: "a", Name: "ok"}, {Resource: cms, Namespace: "a", Name: "changed"},
+		{Resource: cms, Namespace: "a", Name: "gone"}, {Resource: cms, Namespace: "a", Name: "refused"}}
+	p := &fakePatcher{errs: map[string]error{"changed": fmt.Errorf("%w: 422", ErrChanged), "gone": fmt.Errorf("%w: 404", ErrGone), "refused": errors.New("admission webhook denied")}}
+	rs, err := RepairAll(context.Background(), p, deps, "stable.example.com/v2", lifecycle.DryRunNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Name+"="+string(r.Outcome))
+	}
+	if g, want := strings.Join(got, " "), "ok=rewritten changed=changed gone=gone refused=failed"; g != want {
+		t.Errorf("outcomes %q, want %q", g, want)
+	}
+	if rs[3].Message != "admission webhook denied" || rs[0].To != "stable.example.com/v2" {
+		t.Errorf("message %q, to %q", rs[3].Message, rs[0].To)
+	}
+
+	p = &fakePatcher{}
+	if rs, _ := RepairAll(context.Background(), p, deps[:1], "stable.example.com/v2", lifecycle.DryRunClient); len(p.calls) != 0 || rs[0].Outcome != Planned {
+		t.Errorf("client dry run: calls %v, outcome %s", p.calls, rs[0].Outcome)
+	}
+	if _, err := RepairAll(context.Background(), p, deps[:1], "stable.example.com/v2", lifecycle.DryRunServer); err != nil || strings.Join(p.calls, ";") != "configmaps a/ok dry=true" {
+		t.Errorf("server dry run: calls %v, %v", p.calls, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if rs, err := RepairAll(ctx, p, deps, "stable.example.com/v2", lifecycle.DryRunNone); !errors.Is(err, context.Canceled) || len(rs) != 0 {
+		t.Errorf("interrupted: %v, %v", rs, err)
+	}
+}

@@ -1,0 +1,54 @@
+package view
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/crdversion/kubectl-crdversion/internal/references"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+)
+
+// ReferenceRepair writes the report of repair-references: what the
+// inventory read, one line per owner reference and what was done to it,
+// what could not be read, and a summary line.
+func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
+	suffix := ""
+	switch r.DryRun {
+	case "client":
+		suffix = " (dry run)"
+	case "server":
+		suffix = " (server dry run)"
+	}
+	fmt.Fprintf(w, "Owner references to %s %s: %d (read %d objects of %d resources)\n", r.Target.APIVersion, r.Target.Kind, len(r.Repairs), r.Objects, r.Resources)
+	counts := map[references.Outcome]int{}
+	for _, x := range r.Repairs {
+		counts[x.Outcome]++
+		name := x.Name
+		if x.Namespace != "" {
+			name = x.Namespace + "/" + x.Name
+		}
+		line := fmt.Sprintf("  %s %s ownerReferences[%d] (%s %s): ", x.Resource.GroupResource(), name, x.Index, x.Owner.Kind, x.Owner.Name)
+		switch x.Outcome {
+		case references.Rewritten:
+			line += "rewritten to " + x.To + suffix
+		case references.Planned:
+			line += "would be rewritten to " + x.To + suffix
+		default:
+			line += string(x.Outcome) + ": " + x.Message
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, u := range r.Unseen {
+		fmt.Fprintf(w, "  not read: %s: %s\n", u.Name(), u.Reason)
+	}
+	switch {
+	case len(r.Unseen) > 0:
+		fmt.Fprintf(w, "%d resources could not be read: owner references on their objects are unknown; grant list on them, or make their lists answer, and run again.\n", len(r.Unseen))
+	case len(r.Repairs) == 0:
+		fmt.Fprintf(w, "No owner reference names %s: nothing to repair.\n", r.Target.APIVersion)
+	}
+	if n := counts[references.Changed] + counts[references.Failed]; n > 0 {
+		fmt.Fprintf(w, "%d not rewritten: run again to read them anew.\n", n)
+	}
+	return nil
+}

@@ -13,6 +13,8 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -43,11 +45,26 @@ type Retire struct {
 	// that ends the display. Server-side dry runs of the migration show
 	// none.
 	Progress func(crd string) (update func(migrate.Progress), stop func())
+	// References finds owner references (preflight.References), Patcher
+	// rewrites them (cluster.ReferencePatcher).
+	References ReferenceFinder
+	Patcher    references.Patcher
 
 	scanUsed bool
 }
 
 var _ retire.Cluster = (*Retire)(nil)
+
+// OwnerReferences finds the owner references to version of crd.
+func (r *Retire) OwnerReferences(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*references.Inventory, error) {
+	return r.References.Find(ctx, preflight.ReferenceTarget(crd, version))
+}
+
+// RepairOwnerReferences rewrites each dependent's owner reference to
+// name to (references.RepairAll).
+func (r *Retire) RepairOwnerReferences(ctx context.Context, deps []references.Dependent, to string, dryRun lifecycle.DryRun) ([]references.Repair, error) {
+	return references.RepairAll(ctx, r.Patcher, deps, to, dryRun)
+}
 
 // GetCRD reads the CRD named name.
 func (r *Retire) GetCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {

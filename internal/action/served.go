@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,6 +39,11 @@ type UsageOptions struct {
 	// Measuring, when set, is called before the measurement with the
 	// group/version and the sources (UsageMeasurer.Describe).
 	Measuring func(groupVersion, sources string)
+	// References, when set, finds the owner references to the version
+	// (preflight.References); SkipReferences is --skip-reference-check,
+	// which the output records.
+	References     ReferenceFinder
+	SkipReferences bool
 }
 
 // PermissionChecker asks the API server (SelfSubjectAccessReview) which of
@@ -54,16 +60,30 @@ type NeedsReporter interface {
 
 // SetServed is the preflight of serving (served) or unserving a version of
 // the target: the rules of edit.SetServed and, to unserve, the check that
-// no client uses the version, from every source of m (every API server
-// instance's /metrics or Prometheus, managedFields, audit logs). m may be
-// nil (manifest mode without a cluster). The check's details carry the
-// evidence.
+// no object's owner reference names the version (u.References, every
+// listable resource read; see preflight.OwnerReferences) and the check
+// that no client uses the version, from every source of m (every API
+// server instance's /metrics or Prometheus, managedFields, audit logs). m
+// may be nil (manifest mode without a cluster). The checks' details carry
+// the evidence.
 func SetServed(ctx context.Context, m UsageMeasurer, t *Target, version string, served bool, u UsageOptions) (*edit.Result, error) {
 	r := edit.SetServed(t.CRD, version, served)
 	if served || r.NoOp || len(r.Checks.Failed()) > 0 {
 		return r, nil
 	}
 	gv := lifecycle.GroupVersion(t.CRD, version)
+	switch {
+	case u.SkipReferences:
+		r.Checks = append(r.Checks, preflight.OwnerReferencesSkipped(gv))
+	case !t.live():
+		r.Checks = append(r.Checks, edit.Check{Name: preflight.CheckOwnerReferences, Outcome: edit.Skip, Message: "owner references to " + gv + " not checked: " + t.LiveSkip})
+	case u.References != nil:
+		inv, err := u.References.Find(ctx, preflight.ReferenceTarget(t.CRD, version))
+		if err != nil {
+			return nil, fmt.Errorf("finding the owner references to %s: %w", gv, err)
+		}
+		r.Checks = append(r.Checks, preflight.OwnerReferences(t.CRD, version, inv))
+	}
 	switch {
 	case u.Skip:
 		r.Checks = append(r.Checks, preflight.ClientUsageSkipped(gv))

@@ -30,9 +30,11 @@ var doctorLong = templates.LongDesc(`
 	and the findings of status, and beyond them every list of its objects
 	that the API server cannot answer (with the objects that break it), a
 	conversion webhook that does not answer, status.storedVersions entries
-	ready to trim, and, per deprecated or old served version, whether clients
-	still use it and who. The output states how many API requests were
-	made.
+	ready to trim, per deprecated or old served version whether clients
+	still use it and who, and the objects whose owner references name a
+	version the CRD does not serve, which the garbage collector cannot
+	resolve (every listable resource read once; --skip-reference-check
+	leaves it out). The output states how many API requests were made.
 
 	Exit codes: 0 no error-level finding, 1 error-level findings, 2 the check
 	failed. See docs/doctor.md for each check and its cost.`)
@@ -51,6 +53,8 @@ type DoctorFlags struct {
 	ChunkSize      int64
 	WebhookTimeout time.Duration
 	Usage          UsageFlags
+	// SkipReferenceCheck is --skip-reference-check.
+	SkipReferenceCheck bool
 	// Fleet runs doctor in several contexts at once.
 	Fleet *FleetFlags
 	genericiooptions.IOStreams
@@ -73,6 +77,7 @@ func (fl *DoctorFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when listing them.")
 	cmd.Flags().DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for a conversion webhook's answer.")
 	fl.Usage.addFlags(cmd, 0)
+	addReferenceFlag(cmd, &fl.SkipReferenceCheck)
 	fl.Fleet.addFlags(cmd)
 }
 
@@ -85,6 +90,9 @@ type DoctorOptions struct {
 	ChunkSize      int64
 	WebhookTimeout time.Duration
 	Usage          preflight.UsageConfig
+	// SkipReferenceCheck leaves out the owner references that name
+	// versions the CRDs do not serve.
+	SkipReferenceCheck bool
 	// Contexts are the kubeconfig contexts of a fleet run; empty for one
 	// cluster.
 	Contexts []string
@@ -131,7 +139,7 @@ func (fl *DoctorFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	}
 	o := &DoctorOptions{
 		Names: args, All: fl.All, ChunkSize: fl.ChunkSize, WebhookTimeout: fl.WebhookTimeout,
-		Usage: fl.Usage.config(),
+		Usage: fl.Usage.config(), SkipReferenceCheck: fl.SkipReferenceCheck,
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams,
 	}
 	var err error
@@ -184,8 +192,14 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 // own request counter and cache of webhook endpoints; conn are the
 // connection flags of its printed commands.
 func (o *DoctorOptions) doctor(ctx context.Context, getter genericclioptions.RESTClientGetter, conn []lifecycle.Flag, progress func(doctor.Event)) (*report.Doctor, error) {
-	d, err := doctor.Connect(getter, doctor.Config{ChunkSize: o.ChunkSize, WebhookTimeout: o.WebhookTimeout,
-		Usage: o.Usage, Conn: conn, Progress: progress})
+	cfg := doctor.Config{ChunkSize: o.ChunkSize, WebhookTimeout: o.WebhookTimeout,
+		Usage: o.Usage, Conn: conn, Progress: progress, SkipReferences: o.SkipReferenceCheck}
+	if o.progress && len(o.Contexts) == 0 {
+		update, stop := view.ResourceProgress(o.ErrOut, "looking for owner references to versions that are not served")
+		defer stop()
+		cfg.ReferenceProgress = update
+	}
+	d, err := doctor.Connect(getter, cfg)
 	if err != nil {
 		return nil, err
 	}

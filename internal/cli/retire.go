@@ -29,13 +29,12 @@ var retireLong = templates.LongDesc(`
 	Retire an old version of a CustomResourceDefinition: take, in order, the
 	steps of the Kubernetes task page "Versions in CustomResourceDefinitions"
 	for removing it, each after its preflight: 1. clients moved off the
-	version (no request, watch or write seen during --usage-window, nor
-	before it within --usage-history); 2. the
-	version unserved; 3. another version the storage version; 4. every object
-	rewritten at the storage version and status.storedVersions trimmed
-	(--migrate); 5. no managedFields entry naming the version
-	(--clean-managed-fields, not a recent writer's); 6. the version removed from spec.versions;
-	7. what the conversion can drop now.
+	version (--usage-window, --usage-history); 2. no owner reference naming
+	it (--repair-references); 3. the version unserved; 4. another version the
+	storage version; 5. every object rewritten at the storage version and
+	status.storedVersions trimmed (--migrate); 6. no managedFields entry
+	naming the version (--clean-managed-fields); 7. the version removed from
+	spec.versions; 8. what the conversion can drop now.
 
 	retire plans every step, measures client usage, checks its permissions
 	and asks the API server, with server-side dry runs, whether it accepts
@@ -70,6 +69,8 @@ type RetireFlags struct {
 	UsageFlags
 	Migrate            bool
 	CleanManagedFields bool
+	RepairReferences   bool
+	SkipReferenceCheck bool
 	AllowPruning       bool
 	// VersionOrder is --version-order, oldest first.
 	VersionOrder []string
@@ -106,6 +107,8 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&fl.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
 	f.BoolVar(&fl.AllowPruning, "allow-pruning", false, "With --migrate: rewrite the objects even when the storage version drops fields they have (measured before anything is changed; the loss is then accepted).")
 	f.BoolVar(&fl.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
+	f.BoolVar(&fl.RepairReferences, "repair-references", false, "Rewrite the owner references that name the version so that they name the storage version, before unserving it (as kubectl crdversion repair-references does).")
+	addReferenceFlag(cmd, &fl.SkipReferenceCheck)
 	f.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
 	f.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")
 	f.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar while migrating (on a terminal only).")
@@ -181,6 +184,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, IOStreams: fl.IOStreams}
 	o.Retire = retire.Options{DryRun: dryRun,
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
+		SkipReferenceCheck: fl.SkipReferenceCheck, RepairReferences: fl.RepairReferences,
 		UsageFlags: usageFlagsGiven(cmd.Flags()), Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
 	human := humanPrinter(printRetireLogged)
 	if fl.Fleet.enabled() {
@@ -242,7 +246,8 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	if err != nil {
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
-	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning}
+	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning,
+		References: referenceFinder(c, errOut), Patcher: cluster.ReferencePatcher{Client: c, FieldManager: o.Engine.FieldManager}}
 	if progress {
 		u.Waiting = waitProgress(errOut, o.Usage.Window)
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }

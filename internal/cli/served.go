@@ -38,7 +38,12 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			endpoint leaves the API, and clients that still use it fail.
 
 			Preflight: the version is not the storage version; another version
-			stays served; and no client uses it: no request to the version during
+			stays served; no object's owner reference names it (every listable
+			resource's metadata is read: once the version is unserved the garbage
+			collector cannot resolve such an owner, so the object is never
+			deleted; kubectl crdversion repair-references rewrites them, and a
+			resource that cannot be read makes the check unknown and refuses;
+			--skip-reference-check skips it); and no client uses it: no request to the version during
 			--usage-window and no watch open on it on any API server instance
 			(each one's /metrics, read twice --usage-window apart, or the
 			history of --prometheus-url / --prometheus-service), no write through
@@ -67,6 +72,7 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 	}
 	fl := NewEditFlags()
 	var usageFlags UsageFlags
+	var skipReferences bool
 	cmd := &cobra.Command{
 		Use:                   name + " CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
@@ -79,12 +85,13 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			if err != nil {
 				return nil, err
 			}
-			return &ServedOptions{EditOptions: eo, Served: served, Usage: usageFlags}, nil
+			return &ServedOptions{EditOptions: eo, Served: served, Usage: usageFlags, SkipReferenceCheck: skipReferences}, nil
 		}),
 	}
 	fl.AddFlags(cmd)
 	if !served {
 		usageFlags.addFlags(cmd, 15*time.Second)
+		addReferenceFlag(cmd, &skipReferences)
 	}
 	return cmd
 }
@@ -95,6 +102,8 @@ type ServedOptions struct {
 	// Served is true for serve, false for unserve.
 	Served bool
 	Usage  UsageFlags
+	// SkipReferenceCheck is --skip-reference-check (unserve).
+	SkipReferenceCheck bool
 }
 
 // Validate checks the flags.
@@ -131,10 +140,17 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 		}}
 	if o.client != nil {
 		uo.Permissions = o.client
+		uo.SkipReferences = o.SkipReferenceCheck
+		uo.References = referenceFinder(o.client, o.ErrOut)
 	}
 	res, err := action.SetServed(ctx, m, r.target, o.Version, o.Served, uo)
 	if err != nil {
 		return err
 	}
 	return r.finish(ctx, res)
+}
+
+// addReferenceFlag binds --skip-reference-check (unserve, retire).
+func addReferenceFlag(cmd *cobra.Command, skip *bool) {
+	cmd.Flags().BoolVar(skip, "skip-reference-check", false, "Do not look for objects whose owner references name the version (the output records that the check was skipped).")
 }

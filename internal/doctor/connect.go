@@ -23,12 +23,18 @@ type Config struct {
 	Conn []lifecycle.Flag
 	// Progress, when set, receives the lists' progress (see Doctor).
 	Progress func(Event)
+	// SkipReferences leaves out the owner-reference inventory;
+	// ReferenceProgress, when set, receives its progress (resources
+	// listed of their total).
+	SkipReferences    bool
+	ReferenceProgress func(done, total int)
 }
 
 // Connect returns a Doctor for the cluster getter connects to, with its own
 // client, API request counter (Doctor.Requests) and cache of webhook
-// endpoints, and, unless c.Usage.Skip, the client-usage check with the
-// objects' managedFields as one of its sources. Errors are those of
+// endpoints, unless c.SkipReferences the owner-reference inventory, and,
+// unless c.Usage.Skip, the client-usage check with the objects'
+// managedFields as one of its sources. Errors are those of
 // building the client or the usage sources; nothing is sent yet.
 func Connect(getter genericclioptions.RESTClientGetter, c Config) (*Doctor, error) {
 	var requests cluster.RequestCounter
@@ -38,6 +44,9 @@ func Connect(getter genericclioptions.RESTClientGetter, c Config) (*Doctor, erro
 	}
 	d := &Doctor{Reader: cl, Webhooks: preflight.NewWebhooks(cl, c.WebhookTimeout), Requests: requests.Count,
 		ChunkSize: c.ChunkSize, Conn: c.Conn, Progress: c.Progress}
+	if !c.SkipReferences {
+		d.References = preflight.References{Client: cl, Progress: c.ReferenceProgress}
+	}
 	if !c.Usage.Skip {
 		u, err := preflight.NewUsage(cl, c.Usage, cl.ManagedFieldsSource(c.ChunkSize, nil))
 		if err != nil {

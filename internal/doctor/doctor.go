@@ -3,7 +3,8 @@
 // only the cluster shows — lists of its objects that the API server cannot
 // answer at a served version, and the objects that break them; a conversion
 // webhook that does not convert; status.storedVersions entries ready to
-// trim; deprecated versions that clients still use.
+// trim; deprecated versions that clients still use; owner references that
+// name a version a CRD does not serve.
 //
 // It reads the cluster through narrow interfaces (Reader, WebhookChecker,
 // UsageSource), which cluster.Client, preflight.Webhooks and ClientUsage
@@ -13,6 +14,7 @@ package doctor
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,6 +23,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
@@ -89,6 +92,12 @@ type Doctor struct {
 	// Progress, when set, receives an Event every progressEvery objects
 	// of a list and at its end.
 	Progress func(Event)
+	// References, when set, finds the owner references that name a
+	// version a CRD of the run does not serve: one inventory of the
+	// cluster per run (Run), whose findings Check adds.
+	References ReferenceFinder
+
+	refs *references.Inventory
 }
 
 // Run lists the CRDs of the cluster, selects those names match (every CRD
@@ -107,6 +116,11 @@ func (d *Doctor) Run(ctx context.Context, names []string, all bool) (*report.Doc
 	if d.Usage != nil {
 		if err := d.Usage.Prepare(ctx, crds); err != nil {
 			return nil, err
+		}
+	}
+	if d.References != nil {
+		if d.refs, err = brokenReferences(ctx, d.References, crds); err != nil {
+			return nil, fmt.Errorf("finding owner references: %w", err)
 		}
 	}
 	r := &report.Doctor{CRDs: []report.DoctorCRD{}}
@@ -146,6 +160,11 @@ func (d *Doctor) Check(ctx context.Context, crd *apiextensionsv1.CustomResourceD
 	}
 	for _, f := range d.webhook(ctx, crd) {
 		a.AddFinding(f)
+	}
+	if d.refs != nil {
+		for _, f := range referenceFindings(crd, d.refs) {
+			a.AddFinding(f)
+		}
 	}
 	if d.Usage != nil {
 		fs, as, err := d.Usage.Findings(ctx, crd)

@@ -195,7 +195,7 @@ func TestFleet(t *testing.T) {
 	}
 
 	// retire without --migrate: both reachable clusters are refused at
-	// step 4 and left untouched — the pending one lists v1 in
+	// step 5 and left untouched — the pending one lists v1 in
 	// storedVersions, and for the migrated one storedVersions without v1
 	// is a claim that only a migration pass proves (B24) — and the
 	// unreachable one is reported. With --migrate the migrated cluster
@@ -206,7 +206,7 @@ func TestFleet(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("fleet retire succeeded with blocked and unreachable clusters:\n%s", r.stdout)
 	}
-	for _, want := range []string{"migrated  ", "Blocked", "stopped at step 4", "Unreachable", "did not finish in 3 of 3 cluster(s)"} {
+	for _, want := range []string{"migrated  ", "Blocked", "stopped at step 5", "Unreachable", "did not finish in 3 of 3 cluster(s)"} {
 		if !strings.Contains(r.stdout+r.stderr, want) {
 			t.Errorf("fleet retire output lacks %q:\n%s\n%s", want, r.stdout, r.stderr)
 		}
@@ -227,7 +227,7 @@ func TestFleet(t *testing.T) {
 
 	// A dry run prints the combined plan and changes nothing.
 	plan := run("retire", name, "v1", "--contexts", "pending", "--skip-usage-check", "--clean-managed-fields", "--migrate", "--dry-run")
-	if plan.code != 0 || !strings.Contains(plan.stdout, "=== pending") || !strings.Contains(plan.stdout, "4. TO DO") || !strings.Contains(plan.stdout, "Planned") {
+	if plan.code != 0 || !strings.Contains(plan.stdout, "=== pending") || !strings.Contains(plan.stdout, "5. TO DO") || !strings.Contains(plan.stdout, "Planned") {
 		t.Errorf("fleet dry run: exit %d\n%s\n%s", plan.code, plan.stdout, plan.stderr)
 	}
 	if fingerprint(t, pendingC, name) != fpPending {

@@ -308,7 +308,7 @@ func ptrInt64(v int64) *int64 { return &v }
 // storage switched to v2 and status.storedVersions trimmed to [v2] by hand
 // (the status patch that upgrade guides pass around). retire used to take
 // storedVersions at its word, remove v1 and leave every object unreadable.
-// Now storedVersions without v1 is a claim: retire refuses at step 4 while
+// Now storedVersions without v1 is a claim: retire refuses at step 5 while
 // objects exist, naming --migrate; with it, the migration pass rewrites the
 // objects still stored at v1 before the removal, and every object reads at
 // v2 afterwards.
@@ -326,7 +326,7 @@ func TestRetireProvesNothingIsStoredAtTheVersion(t *testing.T) {
 	}
 	before := contents(t, c, crd, "v2")
 
-	refuses(t, c, []string{crd.Name}, []string{"stopped at step 4", "does not list v1, but that is a claim", "none of the 3 object(s) is still stored at v1",
+	refuses(t, c, []string{crd.Name}, []string{"stopped at step 5", "does not list v1, but that is a claim", "none of the 3 object(s) is still stored at v1",
 		"retire " + crd.Name + " v1 --migrate"}, "retire", crd.Name, "v1", "--skip-usage-check", "--clean-managed-fields")
 	if lifecycle.FindVersion(getCRD(t, c, crd.Name), "v1") == nil {
 		t.Fatal("the refused retire removed v1")

@@ -121,6 +121,9 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 		{"crdversion-diff", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"diff", "CRD", "v1", "v2"}}},
 		{"crdversion-check-upgrade", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"check-upgrade", "CRD", "-f", "FILE"}}},
 		{"crdversion-doctor", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"doctor", "CRD"}}},
+		// The owner-reference inventory, complete on this server: every
+		// resource listed.
+		{"crdversion-references", lifecycle.StateS4, lifecycle.StateS4, [][]string{{"repair-references", "CRD", "v1", "--dry-run=server"}}},
 		{"crdversion-operator", lifecycle.StateS1, lifecycle.StateS6, [][]string{
 			{"status", "CRD"}, {"promote-storage", "CRD", "v2"}, {"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"},
 		}},

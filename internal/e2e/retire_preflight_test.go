@@ -118,19 +118,19 @@ func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 		name := crd.Name
 		allow := denyCRDEdit(t, c, name, neverRemoved, neverRemovedMsg, removeVersion("v1"))
 
-		refused(t, c, name, []string{"stopped at step 6", "nothing was changed", neverRemovedMsg},
+		refused(t, c, name, []string{"stopped at step 7", "nothing was changed", neverRemovedMsg},
 			append([]string{"retire", name, "v1"}, args...)...)
 		if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {
 			t.Fatal("v1 was unserved although the API server refuses its removal")
 		}
 
-		r := refused(t, c, name, []string{"stopped at step 6", neverRemovedMsg}, append([]string{"retire", name, "v1", "--dry-run=server"}, args...)...)
-		if !strings.Contains(r.stdout, "6. BLOCKED") || !strings.Contains(r.stdout, "the API server refuses the removal of v1 (server-side dry run of the write)") ||
+		r := refused(t, c, name, []string{"stopped at step 7", neverRemovedMsg}, append([]string{"retire", name, "v1", "--dry-run=server"}, args...)...)
+		if !strings.Contains(r.stdout, "7. BLOCKED") || !strings.Contains(r.stdout, "the API server refuses the removal of v1 (server-side dry run of the write)") ||
 			!strings.Contains(r.stdout, "the API server accepts the write (server-side dry run)") {
 			t.Errorf("--dry-run=server does not show the API server's answers:\n%s", r.stdout)
 		}
 		client := mustRun(t, append([]string{"retire", name, "v1", "--dry-run=client"}, args...)...)
-		if strings.Contains(client.stdout, "server-side dry run") || !strings.Contains(client.stdout, "6. TO DO") {
+		if strings.Contains(client.stdout, "server-side dry run") || !strings.Contains(client.stdout, "7. TO DO") {
 			t.Errorf("--dry-run=client asked the API server, or planned otherwise:\n%s", client.stdout)
 		}
 
@@ -151,24 +151,24 @@ func TestRetireAsksTheAPIServerFirst(t *testing.T) {
 		crd := advance(t, c, "asks-unserve.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS4)
 		name := crd.Name
 		denyCRDEdit(t, c, name, staysServed, staysServedMsg, unserveVersion("v1"))
-		refused(t, c, name, []string{"stopped at step 2", "nothing was changed", "the API server refuses to unserve v1", staysServedMsg},
+		refused(t, c, name, []string{"stopped at step 3", "nothing was changed", "the API server refuses to unserve v1", staysServedMsg},
 			append([]string{"retire", name, "v1"}, args...)...)
 	})
 }
 
 // TestRetireChecksTheMigrationFirst reproduces B4 of the preflight-holes
 // report: v2 has a CEL transition rule that rejects the migration's no-op
-// update of a sealed object. retire --migrate used to unserve v1 (step 2),
-// fail at the migration (step 4) and exit with v1 unserved without saying
-// so. The migration's server-side dry run now blocks step 4 before
+// update of a sealed object. retire --migrate used to unserve v1 (step 3),
+// fail at the migration (step 5) and exit with v1 unserved without saying
+// so. The migration's server-side dry run now blocks step 5 before
 // anything changes.
 func TestRetireChecksTheMigrationFirst(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
 	_, name := sealedCRD(t, c, "seals-retire.example.com")
 	args := []string{"retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check"}
-	r := refused(t, c, name, []string{"stopped at step 4", "nothing was changed", "a sealed object cannot be updated", "default/s1"}, args...)
-	if !strings.Contains(r.stdout, "4. BLOCKED") {
+	r := refused(t, c, name, []string{"stopped at step 5", "nothing was changed", "a sealed object cannot be updated", "default/s1"}, args...)
+	if !strings.Contains(r.stdout, "5. BLOCKED") {
 		t.Errorf("plan:\n%s", r.stdout)
 	}
 	live := getCRD(t, c, name)
@@ -217,7 +217,7 @@ func sealedCRD(t *testing.T, c clients, group string) (*apiextensionsv1.CustomRe
 // TestRetireSaysWhichStepsItTook: when the API server can answer for the
 // removal only after the migration (objects stored at v1: it validates
 // storedVersions before admission runs) and then refuses it, retire stops
-// at step 6 saying exactly which steps it took, with the command that
+// at step 7 saying exactly which steps it took, with the command that
 // undoes the unserve; that command, pasted, serves v1 again.
 func TestRetireSaysWhichStepsItTook(t *testing.T) {
 	t.Parallel()
@@ -235,10 +235,10 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 	undo := "kubectl crdversion serve " + name + " v1"
 	// The error line says where it stopped; the log above it (stderr, as
 	// stdout carries the report) why, and the steps taken with their undo.
-	if !strings.Contains(r.err.Error(), "stopped at step 6, blocked, after taking the steps listed above") {
+	if !strings.Contains(r.err.Error(), "stopped at step 7, blocked, after taking the steps listed above") {
 		t.Errorf("error %q", r.err)
 	}
-	for _, want := range []string{neverRemovedMsg, "This run took:\n  - step 2 (v1 unserved); to undo it: " + undo + "\n  - step 4 ("} {
+	for _, want := range []string{neverRemovedMsg, "This run took:\n  - step 3 (v1 unserved); to undo it: " + undo + "\n  - step 5 ("} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
@@ -251,7 +251,7 @@ func TestRetireSaysWhichStepsItTook(t *testing.T) {
 			UndoCommand string `json:"undoCommand"`
 		} `json:"steps"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "Blocked" || len(rep.Steps) != 7 || rep.Steps[1].UndoCommand != undo ||
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "Blocked" || len(rep.Steps) != 8 || rep.Steps[2].UndoCommand != undo ||
 		strings.Join(rep.Taken, ",") != "Unserved,Migrated" {
 		t.Errorf("report (%v): %+v\n%s", err, rep, r.stdout)
 	}
@@ -308,14 +308,14 @@ func TestRetireReportRecordsEachStep(t *testing.T) {
 
 // TestRetireStorageVersionRefusedAtOnce (friction 2 of the preflight-holes
 // report): retiring the storage version is refused from the CRD alone —
-// step 2 — without waiting for the metrics window first.
+// step 3 — without waiting for the metrics window first.
 func TestRetireStorageVersionRefusedAtOnce(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
 	crd := advance(t, c, "at-once.example.com", apiextensionsv1.NamespaceScoped, 1, lifecycle.StateS1)
 	name := crd.Name
 	start := time.Now()
-	r := refused(t, c, name, []string{"stopped at step 2", "v1 is the storage version"}, "retire", name, "v1", "--usage-window=5s", "-o", "json")
+	r := refused(t, c, name, []string{"stopped at step 3", "v1 is the storage version"}, "retire", name, "v1", "--usage-window=5s", "-o", "json")
 	t.Logf("refused in %s", time.Since(start).Round(time.Millisecond))
 	if strings.Contains(r.stderr, "Measuring the client usage") || strings.Contains(r.stdout, `"usage"`) {
 		t.Errorf("client usage was measured before a refusal the CRD alone shows:\n%s\n%s", r.stderr, r.stdout)
@@ -389,8 +389,8 @@ func TestRetireDryRunsTheTrim(t *testing.T) {
 	const never = "storedVersions of this CRD are never trimmed"
 	denyStatusEdit(t, c, name, "object.status.storedVersions.size() >= oldObject.status.storedVersions.size()", never)
 
-	r := refused(t, c, name, []string{"stopped at step 4", "nothing was changed", never}, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check")
-	if !strings.Contains(r.stdout, "4. BLOCKED") {
+	r := refused(t, c, name, []string{"stopped at step 5", "nothing was changed", never}, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check")
+	if !strings.Contains(r.stdout, "5. BLOCKED") {
 		t.Errorf("plan:\n%s", r.stdout)
 	}
 	if v := lifecycle.FindVersion(getCRD(t, c, name), "v1"); v == nil || !v.Served {

@@ -341,7 +341,7 @@ func TestUsageHistory(t *testing.T) {
 	}
 	// v1 is no longer served: no request can be counted, but the entry
 	// still records my-operator's write, and the clean-up would relabel it.
-	refused(t, c, name, []string{"stopped at step 5", "manager my-operator (Apply) wrote through history.example.com/v1 inside the last 24h0m0s", "a client, not a leftover; its entries are not rewritten", applier},
+	refused(t, c, name, []string{"stopped at step 6", "manager my-operator (Apply) wrote through history.example.com/v1 inside the last 24h0m0s", "a client, not a leftover; its entries are not rewritten", applier},
 		append(strings.Fields(next[1]), short...)...)
 	got, err := v2.Get(context.Background(), "crontab-0", metav1.GetOptions{})
 	if err != nil {
@@ -461,10 +461,10 @@ func TestRetireManagedFields(t *testing.T) {
 		t.Fatalf("server-side apply after removing v1 by hand: %v; want the invalid group/version failure", err)
 	}
 
-	// With retire: step 5 blocks without --clean-managed-fields.
+	// With retire: step 6 blocks without --clean-managed-fields.
 	fixed, obj := s5("mf-fixed.example.com")
 	name := fixed.Name
-	refused(t, c, name, []string{"stopped at step 5", "team-a/applied", "kubernetes/kubernetes#111937", "--clean-managed-fields"}, "retire", name, "v1", "--migrate", "--skip-usage-check")
+	refused(t, c, name, []string{"stopped at step 6", "team-a/applied", "kubernetes/kubernetes#111937", "--clean-managed-fields"}, "retire", name, "v1", "--migrate", "--skip-usage-check")
 	mustRun(t, "retire", name, "v1", "--migrate", "--clean-managed-fields", "--skip-usage-check")
 	healthy(t, name, lifecycle.StateS6)
 	live, err := resource(c, fixed, "v2", "team-a").Get(context.Background(), "applied", metav1.GetOptions{})
@@ -508,7 +508,7 @@ func TestRetireResume(t *testing.T) {
 			if state != lifecycle.StateS6 {
 				plan := plugin(t, append([]string{"retire", name, "v1", "--dry-run", "-o", "json"}, args...)...)
 				var rep report.Retire
-				if plan.err != nil || json.Unmarshal([]byte(plan.stdout), &rep) != nil || rep.Outcome != "Planned" || len(rep.Steps) != 7 || rep.Kind != "RetirePlan" {
+				if plan.err != nil || json.Unmarshal([]byte(plan.stdout), &rep) != nil || rep.Outcome != "Planned" || len(rep.Steps) != 8 || rep.Kind != "RetirePlan" {
 					t.Fatalf("dry run: %v\n%s", plan.err, plan.stdout)
 				}
 				if fingerprint(t, c, name) != fp {
@@ -528,12 +528,12 @@ func TestRetireResume(t *testing.T) {
 	t.Run("refusals", func(t *testing.T) {
 		crd := advance(t, c, "resume-refusals.example.com", apiextensionsv1.NamespaceScoped, 2, lifecycle.StateS1)
 		name := crd.Name
-		refused(t, c, name, []string{"stopped at step 2", "v1 is the storage version", "promote-storage " + name + " v2"}, append([]string{"retire", name, "v1"}, args...)...)
+		refused(t, c, name, []string{"stopped at step 3", "v1 is the storage version", "promote-storage " + name + " v2"}, append([]string{"retire", name, "v1"}, args...)...)
 		refused(t, c, name, []string{"has no version v9"}, "retire", name, "v9")
 		setStorage(t, c, name, "v2")
-		refused(t, c, name, []string{"stopped at step 4", "--migrate"}, "retire", name, "v1", "--skip-usage-check", "--clean-managed-fields")
-		r := refused(t, c, name, []string{"stopped at step 5"}, "retire", name, "v1", "--skip-usage-check", "--migrate")
-		if !strings.Contains(r.stdout, "4. TO DO") {
+		refused(t, c, name, []string{"stopped at step 5", "--migrate"}, "retire", name, "v1", "--skip-usage-check", "--clean-managed-fields")
+		r := refused(t, c, name, []string{"stopped at step 6"}, "retire", name, "v1", "--skip-usage-check", "--migrate")
+		if !strings.Contains(r.stdout, "5. TO DO") {
 			t.Errorf("plan:\n%s", r.stdout)
 		}
 		refused(t, c, name, []string{"--usage-window must not be negative"}, "retire", name, "v1", "--usage-window=-1s")
@@ -555,7 +555,7 @@ func TestRetireRunLineCarriesUsageFlags(t *testing.T) {
 	name := crd.Name
 	given := strings.Join([]string{"--usage-window", "2s", "--usage-min-window", "2s", "--usage-history", "0"}, " ")
 
-	// Without --clean-managed-fields the run stops at step 5 at the latest
+	// Without --clean-managed-fields the run stops at step 6 at the latest
 	// (the creation's managedFields entry names v1); at step 1 when the
 	// creation falls inside its 2s window. Each run: line is followed.
 	args := append([]string{"retire", name, "v1", "--migrate"}, strings.Fields(given)...)
@@ -568,7 +568,7 @@ func TestRetireRunLineCarriesUsageFlags(t *testing.T) {
 				t.Errorf("v1 is still in spec.versions after retire passed: %+v", v)
 			}
 			if len(stops) == 0 {
-				t.Errorf("retire without --clean-managed-fields did not stop at step 5, so no run: line was followed")
+				t.Errorf("retire without --clean-managed-fields did not stop at step 6, so no run: line was followed")
 			}
 			return
 		}

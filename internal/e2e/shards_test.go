@@ -76,6 +76,9 @@ var soloShards = []struct {
 	// server.
 	{"solo-references", []string{
 		"TestGarbageCollectorAndAnUnservedOwnerVersion",
+		"TestUnserveRefusesOwnerReferences",
+		"TestRetireRepairsOwnerReferences",
+		"TestCase31OwnerReferencesPinRemovedVersion",
 	}},
 	// Sweeps that see every CRD of the server, and real CRDs installed
 	// under their own names.

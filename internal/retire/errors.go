@@ -55,7 +55,7 @@ func (e *BlockedError) DetailLines() []string {
 }
 
 // takenLines are the steps a run took, with their undo: "This run took:",
-// then "  - step 2 (v1 unserved); to undo it: kubectl crdversion serve …".
+// then "  - step 3 (v1 unserved); to undo it: kubectl crdversion serve …".
 func takenLines(taken []Step) []string {
 	lines := []string{"This run took:"}
 	for _, s := range taken {
@@ -95,7 +95,7 @@ type StepError struct {
 
 // Error is the failure's own line when the run took no step. After steps
 // were taken it is one short line — the failure, then "this run took
-// step 2 (v1 unserved) before step 4" — when that fits in
+// step 3 (v1 unserved) before step 5" — when that fits in
 // lifecycle.MaxErrorLine, else a line that names the failed step; the
 // failure's text, when it did not fit, and how to undo each step taken
 // are in DetailLines, printed above it.
@@ -146,7 +146,7 @@ func (e *StepError) DetailLines() []string {
 	return append(lines, takenLines(e.Taken)...)
 }
 
-// stepList is "step 2 (v1 unserved) and step 4 (…)".
+// stepList is "step 3 (v1 unserved) and step 5 (…)".
 func stepList(steps []Step) string {
 	parts := make([]string, len(steps))
 	for i, s := range steps {

@@ -23,6 +23,9 @@ const (
 	EventTaking EventKind = "Taking"
 	// EventManagedFieldsCleaned — ManagedFields is the clean-up's outcome.
 	EventManagedFieldsCleaned EventKind = "ManagedFieldsCleaned"
+	// EventReferencesRewritten — Message says what the rewrite of the
+	// owner references did.
+	EventReferencesRewritten EventKind = "ReferencesRewritten"
 	// EventMigrated — Migration is the migration's outcome.
 	EventMigrated EventKind = "Migrated"
 	// EventWarning — Err did not stop the run.
@@ -42,5 +45,6 @@ type Event struct {
 	Migration           *Migration
 	ManagedFields       *ManagedFieldsCleanup
 	Err                 error
+	Message             string
 	Analysis            *lifecycle.Analysis
 }

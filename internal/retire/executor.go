@@ -12,6 +12,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -27,6 +28,10 @@ type Options struct {
 	// the run migrate the objects; CleanManagedFields
 	// (--clean-managed-fields) lets it rewrite managedFields entries.
 	SkipUsageCheck, Migrate, CleanManagedFields bool
+	// SkipReferenceCheck records --skip-reference-check; RepairReferences
+	// (--repair-references) lets the run rewrite the owner references that
+	// name the version to the storage version.
+	SkipReferenceCheck, RepairReferences bool
 	// VersionOrder is the order of the CRD's versions the user gave,
 	// oldest first (--version-order; see lifecycle.Order).
 	VersionOrder []string
@@ -98,7 +103,7 @@ type Executor struct {
 func (e *Executor) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, old string, opts Options) (*Result, error) {
 	r := &run{e: e, opts: opts, old: old, crd: crd, res: &Result{},
 		facts: Facts{SkipUsage: opts.SkipUsageCheck, Migrate: opts.Migrate, CleanManagedFields: opts.CleanManagedFields, VersionOrder: opts.VersionOrder,
-			UsageFlags: opts.UsageFlags},
+			UsageFlags: opts.UsageFlags, SkipReferences: opts.SkipReferenceCheck, RepairReferences: opts.RepairReferences},
 		found:    map[StepID]string{},
 		observed: map[StepID][]string{},
 		did:      map[StepID][]string{},
@@ -118,7 +123,10 @@ type run struct {
 	facts         Facts
 	writesAt      string
 	usageMeasured bool
-	res           *Result
+	// referencesAsked: the rewrites of facts.References were sent as a
+	// server-side dry run.
+	referencesAsked bool
+	res             *Result
 	// found is each step's status and message when the run decided to go
 	// on or stop; observed what it measured or asked for it; did what it
 	// did to take it.
@@ -167,7 +175,7 @@ func (r *run) run(ctx context.Context) error {
 		return r.stop(steps)
 	}
 	if r.opts.DryRun == lifecycle.DryRunNone {
-		if missing := r.e.Cluster.Missing(ctx, needs(r.crd, steps)); len(missing) > 0 {
+		if missing := r.e.Cluster.Missing(ctx, needs(r.crd, steps, r.facts.References)); len(missing) > 0 {
 			r.res.Outcome = OutcomeBlocked
 			return &access.MissingError{Operation: "retire " + old + " of", CRD: crd.Name, Missing: missing}
 		}
@@ -186,7 +194,7 @@ func (r *run) run(ctx context.Context) error {
 }
 
 // needs are the permissions the steps to do need.
-func needs(crd *apiextensionsv1.CustomResourceDefinition, steps []Step) []access.Need {
+func needs(crd *apiextensionsv1.CustomResourceDefinition, steps []Step, refs *references.Inventory) []access.Need {
 	var out []access.Need
 	for _, s := range steps {
 		if s.Status != ToDo {
@@ -199,6 +207,13 @@ func needs(crd *apiextensionsv1.CustomResourceDefinition, steps []Step) []access
 			out = append(out, access.Migrate(crd, true)...)
 		case ManagedFieldsClean:
 			out = append(out, access.CleanManagedFields(crd)...)
+		case ReferencesMoved:
+			if refs == nil {
+				continue
+			}
+			for _, rc := range refs.ByResource(0) {
+				out = append(out, access.Need{Verb: "patch", Group: rc.Resource.Group, Resource: rc.Resource.Resource, Why: "rewrite the owner references that name " + refs.Target.APIVersion})
+			}
 		}
 	}
 	return out
@@ -244,6 +259,15 @@ func (r *run) measure(ctx context.Context) error {
 			return fmt.Errorf("reading the managedFields writers of %s: %w", lifecycle.GroupVersion(r.crd, r.old), err)
 		}
 		r.facts.Writers = w
+	}
+	if v != nil && !r.opts.SkipReferenceCheck && r.facts.References == nil {
+		inv, err := r.e.Cluster.OwnerReferences(ctx, r.crd, r.old)
+		if err != nil {
+			return fmt.Errorf("finding the owner references to %s: %w", lifecycle.GroupVersion(r.crd, r.old), err)
+		}
+		r.facts.References, r.facts.ReferenceRefusals, r.referencesAsked = inv, nil, false
+		r.observe(ReferencesMoved, fmt.Sprintf("read %d objects of %d resources (%d not read): %d owner reference(s) name %s",
+			inv.Objects, inv.Resources, len(inv.Unseen), len(inv.Dependents), lifecycle.GroupVersion(r.crd, r.old)))
 	}
 	if v != nil && !slices.Contains(r.crd.Status.StoredVersions, r.old) && !r.facts.MigratedInRun && r.facts.Objects == nil {
 		n, err := r.e.Cluster.CountObjects(ctx, r.crd)
@@ -299,6 +323,9 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 		r.facts.Writes[s.ID] = answer
 		r.observe(s.ID, fmt.Sprintf("at resourceVersion %s: %s", r.crd.ResourceVersion, answer.evidence(r.old)))
 	}
+	if err := r.dryRunReferences(ctx, steps); err != nil {
+		return err
+	}
 	if !migrates || r.facts.MigrationCheck != nil {
 		return nil
 	}
@@ -332,6 +359,36 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 		r.observe(Migrated, fmt.Sprintf("server-side dry run of the migration: %d object(s), %d refused", mc.Total, mc.Failed))
 	}
 	return nil
+}
+
+// dryRunReferences sends the rewrites of the owner references as
+// server-side dry runs, once per inventory, when the plan takes them.
+func (r *run) dryRunReferences(ctx context.Context, steps []Step) error {
+	i := slices.IndexFunc(steps, func(s Step) bool { return s.ID == ReferencesMoved && s.Status == ToDo })
+	if i < 0 || r.facts.References == nil || r.referencesAsked {
+		return nil
+	}
+	to := lifecycle.GroupVersion(r.crd, lifecycle.StorageVersion(r.crd))
+	rs, err := r.e.Cluster.RepairOwnerReferences(ctx, r.facts.References.Dependents, to, lifecycle.DryRunServer)
+	if err != nil {
+		return fmt.Errorf("asking the API server whether it accepts the rewrite of the owner references with server-side dry runs: %w", err)
+	}
+	r.referencesAsked = true
+	for _, x := range rs {
+		if x.Outcome == references.Changed || x.Outcome == references.Failed {
+			r.facts.ReferenceRefusals = append(r.facts.ReferenceRefusals, repairName(x)+": "+x.Message)
+		}
+	}
+	r.observe(ReferencesMoved, fmt.Sprintf("server-side dry run of the rewrite to %s: %d owner reference(s), %d refused", to, len(rs), len(r.facts.ReferenceRefusals)))
+	return nil
+}
+
+// repairName is "RESOURCE NAMESPACE/NAME" of a repair.
+func repairName(x references.Repair) string {
+	if x.Namespace == "" {
+		return x.Resource.GroupResource().String() + " " + x.Name
+	}
+	return x.Resource.GroupResource().String() + " " + x.Namespace + "/" + x.Name
 }
 
 // execute takes the steps in order, planning again after each.
@@ -411,6 +468,31 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 		r.res.Taken = append(r.res.Taken, s.ID)
 		r.facts.StaleManagedFields = nil // look again
 		return r.measure(ctx)
+	case ReferencesMoved:
+		if r.facts.References == nil {
+			return r.measure(ctx)
+		}
+		to := lifecycle.GroupVersion(r.crd, lifecycle.StorageVersion(r.crd))
+		rs, err := c.RepairOwnerReferences(ctx, r.facts.References.Dependents, to, lifecycle.DryRunNone)
+		counts := map[references.Outcome]int{}
+		var notRewritten []string
+		for _, x := range rs {
+			counts[x.Outcome]++
+			if x.Outcome == references.Changed || x.Outcome == references.Failed {
+				notRewritten = append(notRewritten, repairName(x)+": "+x.Message)
+			}
+		}
+		did := fmt.Sprintf("rewrote %d owner reference(s) to %s; %d changed by another writer, %d deleted, %d failed",
+			counts[references.Rewritten], to, counts[references.Changed], counts[references.Gone], counts[references.Failed])
+		r.did[s.ID] = append(r.did[s.ID], did)
+		r.emit(Event{Kind: EventReferencesRewritten, Message: did})
+		if err != nil {
+			return err
+		}
+		if len(notRewritten) > 0 {
+			return fmt.Errorf("%d owner reference(s) were not rewritten (%s); re-run %s to read them anew", len(notRewritten), notRewritten[0], r.rerun())
+		}
+		r.facts.References = nil // look again
 	case Unserved, Removed:
 		if s.write == nil {
 			return fmt.Errorf("internal error: step %d (%s) has no write", s.Number, s.Title)
@@ -464,7 +546,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 // rerun is the command that resumes this run.
 func (r *run) rerun() string {
 	return command(r.crd.Name, r.old, choices{migrate: r.opts.Migrate, clean: r.opts.CleanManagedFields, skip: r.opts.SkipUsageCheck,
-		order: r.opts.VersionOrder, usage: r.opts.UsageFlags}, "").Render(r.opts.Global)
+		repairRefs: r.opts.RepairReferences, skipRefs: r.opts.SkipReferenceCheck, order: r.opts.VersionOrder, usage: r.opts.UsageFlags}, "").Render(r.opts.Global)
 }
 
 // failed records a step that failed while taken (or while the API server

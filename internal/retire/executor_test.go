@@ -16,6 +16,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -44,6 +45,12 @@ type fakeCluster struct {
 	ineffective bool
 	// objects answers CountObjects.
 	objects int
+	// dependents answer OwnerReferences (rewritten ones are removed);
+	// unseen makes the inventory incomplete; refuseRefs refuses the
+	// rewrite of every reference, dry run or not.
+	dependents []references.Dependent
+	unseen     []references.Unseen
+	refuseRefs string
 }
 
 func newFake(crd *apiextensionsv1.CustomResourceDefinition) *fakeCluster {
@@ -68,7 +75,7 @@ func (f *fakeCluster) count(call string) int {
 // writes are the calls that change the cluster.
 func (f *fakeCluster) writes() []string {
 	return slices.DeleteFunc(slices.Clone(f.calls), func(c string) bool {
-		return !slices.Contains([]string{"update", "migrate", "clean managedFields"}, c)
+		return !slices.Contains([]string{"update", "migrate", "clean managedFields", "rewrite owner references"}, c)
 	})
 }
 
@@ -133,6 +140,31 @@ func (f *fakeCluster) CleanManagedFields(_ context.Context, _ *apiextensionsv1.C
 	f.log("clean managedFields")
 	f.stale = nil
 	return &ManagedFieldsCleanup{Rewritten: len(objs), Relabeled: len(objs)}, nil
+}
+
+func (f *fakeCluster) OwnerReferences(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*references.Inventory, error) {
+	f.log("find owner references")
+	return &references.Inventory{Dependents: slices.Clone(f.dependents), Unseen: f.unseen, Resources: 40, Objects: 900}, nil
+}
+
+func (f *fakeCluster) RepairOwnerReferences(_ context.Context, deps []references.Dependent, to string, d lifecycle.DryRun) ([]references.Repair, error) {
+	call := "rewrite owner references"
+	if d == lifecycle.DryRunServer {
+		call = "dry-run " + call
+	}
+	f.log(call)
+	var out []references.Repair
+	for _, dep := range deps {
+		r := references.Repair{Dependent: dep, To: to, Outcome: references.Rewritten}
+		if f.refuseRefs != "" {
+			r.Outcome, r.Message = references.Failed, f.refuseRefs
+		}
+		out = append(out, r)
+	}
+	if d == lifecycle.DryRunNone && f.refuseRefs == "" {
+		f.dependents = nil
+	}
+	return out, nil
 }
 
 func (f *fakeCluster) Missing(context.Context, []access.Need) []access.Need {
@@ -211,7 +243,7 @@ func TestRunTakesEveryStepAndPlansAgainAfterEachWrite(t *testing.T) {
 	if got, want := f.writes(), []string{"update", "migrate", "clean managedFields", "update"}; !slices.Equal(got, want) {
 		t.Errorf("writes %v, want %v", got, want)
 	}
-	if got := stepsTaken(events); !slices.Equal(got, []int{2, 4, 5, 6}) {
+	if got := stepsTaken(events); !slices.Equal(got, []int{3, 5, 6, 7}) {
 		t.Errorf("steps taken in order %v", got)
 	}
 	for _, e := range events {
@@ -272,10 +304,10 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 		measured bool
 	}{
 		{"clients in use", s2(), func(f *fakeCluster) { f.usage = inUse }, 1, "clients still use stable.example.com/v1 crontabs", true},
-		{"the storage version, from the CRD alone", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), nil, 2, "v1 is the storage version", false},
+		{"the storage version, from the CRD alone", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served).Stored("v1").CRD(), nil, 3, "v1 is the storage version", false},
 		{"migration refused by the API server", s2(), func(f *fakeCluster) {
 			f.migrationDryRun = &Migration{Total: 3, Failed: 1, Complete: true, Failures: []ObjectFailure{{Object: "default/s1", Message: "a sealed object cannot be updated"}}}
-		}, 4, "a sealed object cannot be updated", true},
+		}, 5, "a sealed object cannot be updated", true},
 		{"unserve refused by the API server", s2(), func(f *fakeCluster) {
 			f.refuse = func(crd *apiextensionsv1.CustomResourceDefinition, _ bool) error {
 				if v := lifecycle.FindVersion(crd, "v1"); v != nil && !v.Served {
@@ -283,7 +315,7 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 				}
 				return nil
 			}
-		}, 2, "policy: versions stay served", true},
+		}, 3, "policy: versions stay served", true},
 		{"removal refused by the API server", s4(), func(f *fakeCluster) {
 			f.refuse = func(crd *apiextensionsv1.CustomResourceDefinition, _ bool) error {
 				if lifecycle.FindVersion(crd, "v1") == nil {
@@ -291,13 +323,13 @@ func TestRunBlockedChangesNothing(t *testing.T) {
 				}
 				return nil
 			}
-		}, 6, "policy: versions are never removed", true},
+		}, 7, "policy: versions are never removed", true},
 		// Issue 33: v1 is no longer served, so no request is counted, but
 		// my-operator's entry records a write through it two minutes back:
 		// a client, whose entries the clean-up would relabel.
 		{"a recent writer of an unserved version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1").Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD(), func(f *fakeCluster) {
 			f.stale, f.writers = []ObjectRef{{Namespace: "default", Name: "a"}}, recentWriter()
-		}, 5, "manager my-operator (Apply) wrote through stable.example.com/v1", false},
+		}, 6, "manager my-operator (Apply) wrote through stable.example.com/v1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(tc.crd)
@@ -356,7 +388,7 @@ func TestRunPermissionRefusalBeforeAnyWrite(t *testing.T) {
 		t.Fatalf("err = %v, want the missing permission", err)
 	}
 	for _, c := range f.calls {
-		if c != "usage" && c != "list managedFields" && c != "access review" {
+		if c != "usage" && c != "find owner references" && c != "list managedFields" && c != "access review" {
 			t.Errorf("%s before the permission refusal: %v", c, f.calls)
 		}
 	}
@@ -368,7 +400,7 @@ func TestRunStopsAfterTwoAttempts(t *testing.T) {
 	res, _, err := execute(t, f, all)
 	var failed *StepError
 	if !errors.As(err, &failed) || failed.Step.ID != Unserved || !strings.Contains(printed(t, err), "did not take effect after two attempts") {
-		t.Fatalf("err = %v, want step 2 to fail after two attempts", err)
+		t.Fatalf("err = %v, want step 3 to fail after two attempts", err)
 	}
 	if n := f.count("update"); n != 2 {
 		t.Errorf("%d attempts to unserve, want 2: %v", n, f.calls)
@@ -405,7 +437,7 @@ func TestRunDryRunPlansOnly(t *testing.T) {
 			t.Errorf("dry run %d reviewed permissions", tc.dryRun)
 		}
 		if tc.dryRun == lifecycle.DryRunServer {
-			if ev := strings.Join(res.Steps[1].Evidence, " "); !strings.Contains(ev, "the API server accepts the write") {
+			if ev := strings.Join(res.Steps[2].Evidence, " "); !strings.Contains(ev, "the API server accepts the write") {
 				t.Errorf("the server dry run's answer is not in the plan: %q", ev)
 			}
 		}
@@ -431,13 +463,13 @@ func TestRunRemovalRefusedAfterTheMigration(t *testing.T) {
 	res, _, err := execute(t, f, opts)
 	var blocked *BlockedError
 	if !errors.As(err, &blocked) || blocked.Step.ID != Removed {
-		t.Fatalf("err = %v, want step 6 blocked", err)
+		t.Fatalf("err = %v, want step 7 blocked", err)
 	}
-	if !strings.Contains(blocked.Step.Message, "policy: versions are never removed") || !strings.Contains(err.Error(), "stopped at step 6, blocked, after taking the steps listed above") {
+	if !strings.Contains(blocked.Step.Message, "policy: versions are never removed") || !strings.Contains(err.Error(), "stopped at step 7, blocked, after taking the steps listed above") {
 		t.Errorf("error %q, step message %q", err, blocked.Step.Message)
 	}
 	details := strings.Join(blocked.DetailLines(), "\n")
-	for _, want := range []string{"step 2 (v1 unserved); to undo it: kubectl crdversion --context east serve crontabs.stable.example.com v1", "step 4 (objects migrated"} {
+	for _, want := range []string{"step 3 (v1 unserved); to undo it: kubectl crdversion --context east serve crontabs.stable.example.com v1", "step 5 (objects migrated"} {
 		if !strings.Contains(details, want) {
 			t.Errorf("details %q lack %q", details, want)
 		}
@@ -445,11 +477,11 @@ func TestRunRemovalRefusedAfterTheMigration(t *testing.T) {
 	if got := f.writes(); !slices.Equal(got, []string{"update", "migrate"}) {
 		t.Errorf("writes %v", got)
 	}
-	if s := res.Steps[1]; s.UndoCommand != "kubectl crdversion --context east serve crontabs.stable.example.com v1" {
-		t.Errorf("step 2 in the report: undo %q", s.UndoCommand)
+	if s := res.Steps[2]; s.UndoCommand != "kubectl crdversion --context east serve crontabs.stable.example.com v1" {
+		t.Errorf("step 3 in the report: undo %q", s.UndoCommand)
 	}
-	if checked := strings.Join(res.Steps[5].Checked, "; "); !strings.Contains(checked, "checked the write only in part") || !strings.Contains(checked, "policy: versions are never removed") {
-		t.Errorf("step 6 checked %q", checked)
+	if checked := strings.Join(res.Steps[6].Checked, "; "); !strings.Contains(checked, "checked the write only in part") || !strings.Contains(checked, "policy: versions are never removed") {
+		t.Errorf("step 7 checked %q", checked)
 	}
 }
 
@@ -461,10 +493,10 @@ func TestRunMigrationFailureNamesTheStepsTaken(t *testing.T) {
 	res, events, err := execute(t, f, all)
 	var failed *StepError
 	if !errors.As(err, &failed) || failed.Step.ID != Migrated {
-		t.Fatalf("err = %v, want step 4 failed", err)
+		t.Fatalf("err = %v, want step 5 failed", err)
 	}
 	for _, want := range []string{"the migration of crontabs.stable.example.com did not finish (1 failed", "re-run kubectl crdversion retire crontabs.stable.example.com v1 --migrate --clean-managed-fields",
-		"Step 4 (", "This run took:\n  - step 2 (v1 unserved); to undo it: kubectl crdversion serve crontabs.stable.example.com v1"} {
+		"Step 5 (", "This run took:\n  - step 3 (v1 unserved); to undo it: kubectl crdversion serve crontabs.stable.example.com v1"} {
 		if out := printed(t, err); !strings.Contains(out, want) {
 			t.Errorf("printed:\n%s\nlacks %q", out, want)
 		}
@@ -491,4 +523,76 @@ func printed(t *testing.T, err error) string {
 		t.Errorf("an error line of %d characters (at most %d):\n%s", len(line), lifecycle.MaxErrorLine, line)
 	}
 	return strings.Join(append(lines, line), "\n")
+}
+
+// Issue 28: objects whose owner references name v1 block step 2 until
+// --repair-references, which rewrites them before v1 is unserved, finds
+// them again, and then goes on; a server dry run sends the rewrites as
+// dry runs; an inventory that could not read every resource is unknown
+// and blocks; --skip-reference-check skips the step and says so.
+func TestRunOwnerReferences(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	deps := []references.Dependent{{Resource: cms, Namespace: "a", Name: "x"}, {Resource: cms, Namespace: "b", Name: "y"}}
+
+	f := newFake(s4())
+	f.dependents = deps
+	_, _, err := execute(t, f, all)
+	var blocked *BlockedError
+	if !errors.As(err, &blocked) || blocked.Step.ID != ReferencesMoved || !strings.Contains(blocked.Step.Command, "retire crontabs.stable.example.com v1 --migrate --clean-managed-fields --repair-references") ||
+		!strings.Contains(blocked.Step.Message, "2 owner reference(s) name stable.example.com/v1 CronTab") {
+		t.Fatalf("err = %v (%+v), want step 2 blocked on the references", err, blocked)
+	}
+	if w := f.writes(); len(w) > 0 {
+		t.Errorf("blocked, yet wrote %v", w)
+	}
+	if ev := strings.Join(blocked.Step.Evidence, "\n"); !strings.Contains(ev, "configmaps: 2 in a, b (a/x, b/y)") {
+		t.Errorf("evidence %q", ev)
+	}
+
+	f = newFake(s4())
+	f.dependents = deps
+	opts := all
+	opts.RepairReferences = true
+	res, _, err := execute(t, f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.writes(), []string{"rewrite owner references", "update", "migrate", "update"}; !slices.Equal(got, want) {
+		t.Errorf("writes %v, want %v (the rewrite before the unserve)", got, want)
+	}
+	if n := f.count("find owner references"); n != 2 {
+		t.Errorf("%d inventories, want 2 (before and after the rewrite): %v", n, f.calls)
+	}
+	if !slices.Equal(res.Taken, []StepID{ReferencesMoved, Unserved, Migrated, Removed}) {
+		t.Errorf("taken %v", res.Taken)
+	}
+	if did := strings.Join(res.Steps[1].Did, "; "); !strings.Contains(did, "rewrote 2 owner reference(s) to stable.example.com/v2") {
+		t.Errorf("step 2 did %q", did)
+	}
+
+	f = newFake(s4())
+	f.dependents, f.refuseRefs = deps, "admission webhook denied"
+	opts.DryRun = lifecycle.DryRunServer
+	_, _, err = execute(t, f, opts)
+	if !errors.As(err, &blocked) || blocked.Step.ID != ReferencesMoved || !strings.Contains(blocked.Step.Message, "refuses the rewrite of 2 of 2 owner reference(s)") ||
+		f.count("dry-run rewrite owner references") != 1 {
+		t.Errorf("server dry run, the rewrite refused: %v; calls %v", err, f.calls)
+	}
+
+	f = newFake(s4())
+	f.unseen = []references.Unseen{{Resource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
+	_, _, err = execute(t, f, all)
+	if !errors.As(err, &blocked) || blocked.Step.ID != ReferencesMoved || !strings.Contains(blocked.Step.Message, "unknown: 1 resource(s) could not be read") ||
+		!strings.Contains(strings.Join(blocked.Step.Evidence, "\n"), "not read: secrets: forbidden") {
+		t.Errorf("incomplete inventory: %v", err)
+	}
+
+	f = newFake(s4())
+	f.dependents = deps
+	opts = all
+	opts.SkipReferenceCheck = true
+	res, _, err = execute(t, f, opts)
+	if err != nil || f.count("find owner references") != 0 || !strings.Contains(strings.Join(res.Steps[1].Checked, "; "), "skipped: owner references to stable.example.com/v1 were NOT checked (--skip-reference-check)") {
+		t.Errorf("skipped: %v; calls %v; step 2 %+v", err, f.calls, res.Steps[1])
+	}
 }

@@ -22,6 +22,7 @@ var order = []struct {
 	plan  func(p *planner, s *Step)
 }{
 	{ClientsMoved, func(old string) string { return "clients moved off " + old }, (*planner).clients},
+	{ReferencesMoved, func(old string) string { return "no owner reference names " + old }, (*planner).references},
 	{Unserved, func(old string) string { return old + " unserved" }, (*planner).unserve},
 	{StorageMoved, func(string) string { return "another version is the storage version" }, (*planner).storage},
 	{Migrated, func(old string) string { return "objects migrated, storedVersions without " + old }, (*planner).migration},
@@ -30,13 +31,24 @@ var order = []struct {
 	{Conversion, func(string) string { return "conversion" }, (*planner).conversion},
 }
 
+// number is the step number of id (its position in order, from 1).
+func number(id StepID) int { return stepNumbers[id] }
+
+var stepNumbers = map[StepID]int{}
+
+func init() {
+	for i, o := range order {
+		stepNumbers[o.id] = i + 1
+	}
+}
+
 // Plan evaluates the steps of retiring old from crd, in order. A step that
 // is to do is assumed taken when the later steps are evaluated (they see
 // the CRD as it would leave it), so a plan with no blocked step runs to the
 // end; after the first blocked step the later steps say what they would
 // do, but retire stops there. Plan does not change crd.
 func Plan(crd *apiextensionsv1.CustomResourceDefinition, old string, f Facts) []Step {
-	p := &planner{old: old, f: f, name: crd.Name, group: crd.Spec.Group, sim: crd.DeepCopy(),
+	p := &planner{old: old, f: f, name: crd.Name, group: crd.Spec.Group, kind: crd.Spec.Names.Kind, sim: crd.DeepCopy(),
 		inSpec: lifecycle.FindVersion(crd, old) != nil, storageVersion: lifecycle.StorageVersion(crd), successor: successorOf(crd, old)}
 	if p.inSpec && p.storageVersion != "" && p.storageVersion != old {
 		_, basis := lifecycle.OrderOf(crd, f.VersionOrder).Compare(old, p.storageVersion)
@@ -52,8 +64,8 @@ func Plan(crd *apiextensionsv1.CustomResourceDefinition, old string, f Facts) []
 
 // planner is the state the step planners share.
 type planner struct {
-	old, name, group string
-	f                Facts
+	old, name, group, kind string
+	f                      Facts
 	// sim is the CRD as the steps evaluated so far leave it.
 	sim *apiextensionsv1.CustomResourceDefinition
 	// inSpec: OLD is in spec.versions as read; storageVersion is the
@@ -79,13 +91,14 @@ func (p *planner) version() *apiextensionsv1.CustomResourceDefinitionVersion {
 // it.
 func (p *planner) retire(flag string) []lifecycle.Command {
 	return []lifecycle.Command{command(p.name, p.old, choices{migrate: p.f.Migrate, clean: p.f.CleanManagedFields, skip: p.f.SkipUsage,
-		order: p.f.VersionOrder, usage: p.f.UsageFlags}, flag)}
+		repairRefs: p.f.RepairReferences, skipRefs: p.f.SkipReferences, order: p.f.VersionOrder, usage: p.f.UsageFlags}, flag)}
 }
 
 // choices are the flags of a retire run that every retire command it
 // prints carries.
 type choices struct {
 	migrate, clean, skip bool
+	repairRefs, skipRefs bool
 	order                []string
 	usage                []lifecycle.Flag
 }
@@ -97,12 +110,12 @@ func command(crd, old string, c choices, flag string) lifecycle.Command {
 	for _, f := range []struct {
 		name string
 		on   bool
-	}{{"migrate", c.migrate}, {"clean-managed-fields", c.clean}, {"skip-usage-check", c.skip}} {
+	}{{"migrate", c.migrate}, {"clean-managed-fields", c.clean}, {"repair-references", c.repairRefs}, {"skip-usage-check", c.skip}, {"skip-reference-check", c.skipRefs}} {
 		if f.on || f.name == flag {
 			cmd = cmd.With(f.name, "")
 		}
 	}
-	if flag != "" && flag != "migrate" && flag != "clean-managed-fields" && flag != "skip-usage-check" {
+	if flag != "" && !slices.Contains([]string{"migrate", "clean-managed-fields", "repair-references", "skip-usage-check", "skip-reference-check"}, flag) {
 		cmd = cmd.With(flag, "")
 	}
 	if len(c.order) > 0 {
@@ -158,7 +171,48 @@ func (p *planner) clients(s *Step) {
 	}
 }
 
-// 2. OLD unserved: the edit's preflight, then the API server's answer to
+// 2. No owner reference names OLD: every listable resource read, the
+// references rewritten to the storage version with --repair-references.
+func (p *planner) references(s *Step) {
+	old, f, v := p.old, p.f, p.version()
+	gv := p.group + "/" + old
+	switch {
+	case !p.inSpec:
+		s.set(Done, nil, "%s is not in spec.versions (kubectl crdversion doctor finds owner references to removed versions)", old)
+	case f.SkipReferences:
+		s.set(Skipped, nil, "owner references to %s were NOT checked (--skip-reference-check)", gv)
+	case f.References == nil:
+		s.set(ToDo, nil, "look for objects whose owner references name %s (the metadata of every listable resource)", gv)
+	case len(f.References.Dependents) == 0 && f.References.Complete():
+		s.set(Done, nil, "no owner reference names %s (%d objects of %d resources read)", gv, f.References.Objects, f.References.Resources)
+	case !f.References.Complete():
+		inv := f.References
+		s.set(Blocked, p.retire(""), "owner references to %s unknown: %d resource(s) could not be read (%d reference(s) found in the rest); grant list on them, or make their lists answer, and re-run — or re-run with --skip-reference-check to go on without knowing",
+			gv, len(inv.Unseen), len(inv.Dependents))
+		for _, u := range inv.Unseen {
+			s.Evidence = append(s.Evidence, "not read: "+u.Name()+": "+u.Reason)
+		}
+	case v.Storage:
+		s.set(Blocked, p.promoteStorage(), "%d owner reference(s) name %s, the storage version: they are rewritten to the storage version once another version is", len(f.References.Dependents), gv)
+	case f.RepairReferences && len(f.ReferenceRefusals) > 0:
+		s.set(Blocked, nil, "the API server refuses the rewrite of %d of %d owner reference(s) to %s/%s (server-side dry run; %s); nothing is rewritten or unserved until it accepts them all",
+			len(f.ReferenceRefusals), len(f.References.Dependents), p.group, p.storageVersion, f.ReferenceRefusals[0])
+		s.Evidence = append(s.Evidence, f.ReferenceRefusals...)
+	case f.RepairReferences:
+		s.set(ToDo, nil, "rewrite %d owner reference(s) from %s to %s/%s (a JSON patch each that tests the object's and the owner's uid first)",
+			len(f.References.Dependents), gv, p.group, p.storageVersion)
+	default:
+		s.set(Blocked, p.retire("repair-references"), "%d owner reference(s) name %s %s: once %s is unserved the garbage collector cannot resolve that owner and never deletes these objects; rewrite them to %s/%s first",
+			len(f.References.Dependents), gv, p.kind, old, p.group, p.storageVersion)
+	}
+	if f.References != nil {
+		for _, rc := range f.References.ByResource(3) {
+			s.Evidence = append(s.Evidence, rc.String())
+		}
+	}
+}
+
+// 3. OLD unserved: the edit's preflight, then the API server's answer to
 // its dry run.
 func (p *planner) unserve(s *Step) {
 	old, v := p.old, p.version()
@@ -188,7 +242,7 @@ func (p *planner) unserve(s *Step) {
 	p.sim = r.Edited
 }
 
-// 3. Another version is the storage version.
+// 4. Another version is the storage version.
 func (p *planner) storage(s *Step) {
 	switch v := p.version(); {
 	case v != nil && v.Storage:
@@ -200,7 +254,7 @@ func (p *planner) storage(s *Step) {
 	}
 }
 
-// 4. Objects migrated and storedVersions trimmed, with --migrate: the
+// 5. Objects migrated and storedVersions trimmed, with --migrate: the
 // migration's server-side dry run decides whether it can be taken.
 func (p *planner) migration(s *Step) {
 	old, f, v, sim := p.old, p.f, p.version(), p.sim
@@ -226,7 +280,7 @@ func (p *planner) migration(s *Step) {
 		s.set(Blocked, []lifecycle.Command{lifecycle.Crdversion("add-version", p.name, old).With("from", p.storageVersion).With("served", "false")},
 			"status.storedVersions lists %s but spec.versions does not: objects stored at it are unreadable until it is restored (unserved); then kubectl crdversion migrate %s", old, p.name)
 	case v.Storage:
-		s.set(Blocked, nil, "waits for step 3: objects can move off %s only once another version is the storage version", old)
+		s.set(Blocked, nil, "waits for step %d: objects can move off %s only once another version is the storage version", number(StorageMoved), old)
 	case !f.Migrate:
 		s.set(Blocked, p.retire("migrate"), "status.storedVersions [%s] lists %s: objects may still be stored at it; migrate them (kubectl crdversion migrate %s, or retire with --migrate)",
 			stored, old, p.name)
@@ -261,7 +315,7 @@ func (p *planner) migration(s *Step) {
 	}
 }
 
-// 5. No managedFields entry names OLD.
+// 6. No managedFields entry names OLD.
 func (p *planner) managedFields(s *Step) {
 	old, f, v := p.old, p.f, p.version()
 	switch {
@@ -297,7 +351,7 @@ func (p *planner) managedFields(s *Step) {
 	}
 }
 
-// 6. OLD removed, evaluated on the CRD as the steps before leave it; the
+// 7. OLD removed, evaluated on the CRD as the steps before leave it; the
 // API server's answer to the removal's dry run.
 func (p *planner) removal(s *Step) {
 	old := p.old
@@ -333,7 +387,7 @@ func (p *planner) removal(s *Step) {
 	}
 }
 
-// 7. Conversion: what the webhook and strategy no longer need.
+// 8. Conversion: what the webhook and strategy no longer need.
 func (p *planner) conversion(s *Step) {
 	left := len(p.sim.Spec.Versions)
 	if p.version() != nil {
@@ -353,7 +407,7 @@ func (p *planner) conversion(s *Step) {
 func (w WriteCheck) evidence(old string) string {
 	switch {
 	case w.Deferred:
-		return fmt.Sprintf("the API server checked the write only in part (server-side dry run): status.storedVersions lists %s until step 4 trims it, and the API server validates that before admission runs; retire asks again before removing %s", old, old)
+		return fmt.Sprintf("the API server checked the write only in part (server-side dry run): status.storedVersions lists %s until step %d trims it, and the API server validates that before admission runs; retire asks again before removing %s", old, number(Migrated), old)
 	case w.Refused != "":
 		return "the API server refuses the write (server-side dry run): " + w.Refused
 	}

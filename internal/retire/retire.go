@@ -19,6 +19,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -28,6 +29,10 @@ type StepID string
 const (
 	// ClientsMoved means no client requests OLD (from the API server's metrics).
 	ClientsMoved StepID = "ClientsMoved"
+	// ReferencesMoved means no object's owner reference names OLD: once OLD
+	// is unserved the garbage collector cannot resolve such an owner
+	// (kubernetes/kubernetes#102641).
+	ReferencesMoved StepID = "ReferencesMoved"
 	// Unserved means OLD has served: false.
 	Unserved StepID = "Unserved"
 	// StorageMoved means another version is the storage version.
@@ -112,7 +117,7 @@ type Facts struct {
 	// Writers is the managedFields source's report on OLD, looked at
 	// while OLD is not served (the usage check then has nothing to count):
 	// a manager that wrote through OLD inside the window or the history
-	// span is a client, not a leftover, and step 5 does not relabel its
+	// span is a client, not a leftover, and step 6 does not relabel its
 	// entries.
 	Writers *usage.SourceReport
 	// Writes are the API server's answers to the server-side dry runs of
@@ -140,6 +145,16 @@ type Facts struct {
 	// UsageFlags are the usage check's flags the run was given, carried
 	// by the retire commands the plan prints (see Options.UsageFlags).
 	UsageFlags []lifecycle.Flag
+	// References is the inventory of the owner references that name OLD
+	// (every listable resource read); SkipReferences records
+	// --skip-reference-check, RepairReferences --repair-references, which
+	// lets retire rewrite them to the storage version.
+	References                       *references.Inventory
+	SkipReferences, RepairReferences bool
+	// ReferenceRefusals are the API server's answers that refused the
+	// rewrite of an owner reference in the server-side dry run of
+	// --repair-references ("RESOURCE NAMESPACE/NAME: message").
+	ReferenceRefusals []string
 }
 
 // WriteCheck is the API server's answer to the server-side dry run of a
@@ -150,7 +165,7 @@ type WriteCheck struct {
 	Refused string `json:"refused,omitempty"`
 	// Deferred: the API server refused the write only because
 	// status.storedVersions still lists a version that the write removes
-	// from spec.versions, which the migration (step 4) trims. The API
+	// from spec.versions, which the migration (step 5) trims. The API
 	// server validates that before admission runs, so admission has not
 	// answered yet; retire asks again once storedVersions is trimmed,
 	// before the removal.

@@ -64,6 +64,8 @@ func (l *RetireLog) Event(e retire.Event) {
 		c := e.ManagedFields
 		fmt.Fprintf(w, "      managedFields rewritten on %d object(s) (entries relabeled: %d, merged: %d); %d already clean, %d deleted\n",
 			c.Rewritten, c.Relabeled, c.Merged, c.Current, c.Deleted)
+	case retire.EventReferencesRewritten:
+		fmt.Fprintf(w, "      %s\n", e.Message)
 	case retire.EventMigrated:
 		if res, ok := e.Migration.Report.(*result.Result); ok {
 			Migration(w, res, lifecycle.DryRunNone)

@@ -1,0 +1,88 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
+)
+
+// ReferenceFinder reads the owner references of every object of the
+// cluster that match (preflight.References.FindMatching).
+type ReferenceFinder interface {
+	FindMatching(ctx context.Context, match func(metav1.OwnerReference) bool) (*references.Inventory, error)
+}
+
+// brokenReferences finds, in one inventory for all of crds, every owner
+// reference that names one of them (its group and kind) through a version
+// it does not serve: unserved, or not in spec.versions at all. The garbage
+// collector cannot resolve such an owner (kubernetes/kubernetes#102641).
+func brokenReferences(ctx context.Context, f ReferenceFinder, crds []*apiextensionsv1.CustomResourceDefinition) (*references.Inventory, error) {
+	served := map[schema.GroupKind]map[string]bool{}
+	for _, crd := range crds {
+		gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+		served[gk] = map[string]bool{}
+		for _, v := range crd.Spec.Versions {
+			served[gk][v.Name] = v.Served
+		}
+	}
+	return f.FindMatching(ctx, func(ref metav1.OwnerReference) bool {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			return false
+		}
+		vs, ok := served[schema.GroupKind{Group: gv.Group, Kind: ref.Kind}]
+		return ok && !vs[gv.Version]
+	})
+}
+
+// referenceFindings are the findings of crd from the inventory inv:
+// per version it does not serve that owner references name, an error
+// with the repair; when inv could not read every resource, a warning that
+// names what it could not read.
+func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *references.Inventory) []lifecycle.Finding {
+	byVersion := map[string]*references.Inventory{}
+	var versions []string
+	for _, d := range inv.Dependents {
+		gv, err := schema.ParseGroupVersion(d.Owner.APIVersion)
+		if err != nil || gv.Group != crd.Spec.Group || d.Owner.Kind != crd.Spec.Names.Kind {
+			continue
+		}
+		if byVersion[gv.Version] == nil {
+			byVersion[gv.Version] = &references.Inventory{}
+			versions = append(versions, gv.Version)
+		}
+		byVersion[gv.Version].Dependents = append(byVersion[gv.Version].Dependents, d)
+	}
+	var out []lifecycle.Finding
+	for _, v := range versions {
+		deps := byVersion[v]
+		why := "which is not served"
+		if lifecycle.FindVersion(crd, v) == nil {
+			why = "which is not in spec.versions"
+		}
+		var where []string
+		for _, rc := range deps.ByResource(3) {
+			where = append(where, rc.String())
+		}
+		f := lifecycle.Finding{Code: lifecycle.CodeOwnerReferencesBroken, Severity: lifecycle.SeverityError, Version: v,
+			Message: fmt.Sprintf("%d owner reference(s) name %s/%s %s, %s: the garbage collector cannot resolve that owner and never deletes these objects; rewrite them to %s/%s (%s)",
+				len(deps.Dependents), crd.Spec.Group, v, crd.Spec.Names.Kind, why, crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
+		out = append(out, f.WithRun(lifecycle.Crdversion("repair-references", crd.Name, v)))
+	}
+	if !inv.Complete() {
+		var names []string
+		for _, u := range inv.Unseen {
+			names = append(names, u.Name())
+		}
+		out = append(out, lifecycle.Finding{Code: lifecycle.CodeOwnerReferencesUnknown, Severity: lifecycle.SeverityWarning,
+			Message: fmt.Sprintf("owner references to versions of %s that are not served are unknown on the objects of %d resource(s) that could not be read: %s", crd.Name, len(inv.Unseen), strings.Join(names, ", "))})
+	}
+	return out
+}

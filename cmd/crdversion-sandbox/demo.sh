@@ -48,6 +48,23 @@ crdversion status httproutes.gateway.networking.k8s.io -o jsonpath='{.state}{" s
 # ...and deprecate v1beta1, so that its clients get a warning.
 crdversion deprecate httproutes.gateway.networking.k8s.io v1beta1
 
+# A controller made a ConfigMap for the example route while it read routes
+# at v1beta1: its owner reference names gateway.networking.k8s.io/v1beta1,
+# and nothing rewrites that. (The route's uid is read through v1, so that
+# reading it is not a client of v1beta1.)
+if command -v kubectl >/dev/null 2>&1; then
+	uid=$(kubectl get httproutes.v1.gateway.networking.k8s.io http-app-1 -n default -o jsonpath='{.metadata.uid}')
+	kubectl create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: http-app-1-routing
+  namespace: default
+  ownerReferences:
+  - {apiVersion: gateway.networking.k8s.io/v1beta1, kind: HTTPRoute, name: http-app-1, uid: "$uid"}
+EOF
+fi
+
 # A client still reading v1beta1 blocks its retirement (and unserve): the
 # API server's request counters show it.
 if command -v kubectl >/dev/null 2>&1; then
@@ -68,11 +85,14 @@ fi
 crdversion retire httproutes.gateway.networking.k8s.io v1beta1 || echo "(refused, exit code $?; nothing was changed)"
 
 # We know both are done, and say so: --usage-history 0 looks at the window
-# only. The route's managedFields still name v1beta1, so server-side apply
-# would fail once v1beta1 is gone: retire refuses until the entries are
-# rewritten, which --clean-managed-fields does.
+# only. The ConfigMap's owner reference names v1beta1: once v1beta1 is
+# unserved the garbage collector cannot resolve it and would never delete
+# the ConfigMap with its route. And the route's managedFields still name
+# v1beta1, so server-side apply would fail once v1beta1 is gone. retire
+# refuses until both are rewritten: --repair-references and
+# --clean-managed-fields do it.
 crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 --migrate || echo "(refused, exit code $?; nothing was changed)"
-crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 --migrate --clean-managed-fields
+crdversion retire httproutes.gateway.networking.k8s.io v1beta1 --usage-history 0 --migrate --clean-managed-fields --repair-references
 crdversion status httproutes.gateway.networking.k8s.io
 
 # ReferenceGrant stores v1alpha2 and serves v1beta1 beside it: a promotion

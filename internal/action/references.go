@@ -3,6 +3,8 @@ package action
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -16,6 +18,12 @@ import (
 // (references.Find on the cluster).
 type ReferenceFinder interface {
 	Find(ctx context.Context, target references.Target) (*references.Inventory, error)
+}
+
+// knownVersion reports whether version is, or was, a version of crd: in
+// spec.versions, status.storedVersions or the versions retire removed.
+func knownVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	return lifecycle.FindVersion(crd, version) != nil || slices.Contains(crd.Status.StoredVersions, version) || slices.Contains(lifecycle.RetiredVersions(crd), version)
 }
 
 // RepairReferencesOptions are the inputs of RepairReferences.
@@ -36,7 +44,8 @@ type RepairReferencesOptions struct {
 // served version, and no other writer's change is overwritten. The report
 // names what the inventory could not read: references there are unknown.
 // A To that is not a served version of crd, or equal to Version, is an
-// error before anything is read.
+// error before anything is read; a Version that crd neither has nor had
+// and that no reference names is an error too (a typo, most likely).
 func RepairReferences(ctx context.Context, f ReferenceFinder, p references.Patcher, crd *apiextensionsv1.CustomResourceDefinition, o RepairReferencesOptions) (*report.ReferenceRepair, error) {
 	to := o.To
 	if to == "" {
@@ -55,8 +64,12 @@ func RepairReferences(ctx context.Context, f ReferenceFinder, p references.Patch
 	if err != nil {
 		return nil, fmt.Errorf("finding the owner references to %s: %w", target.APIVersion, err)
 	}
+	if len(inv.Dependents) == 0 && !knownVersion(crd, o.Version) {
+		return nil, fmt.Errorf("%s has no version %s (spec.versions: %s; status.storedVersions: %s), and no owner reference names it",
+			crd.Name, o.Version, strings.Join(lifecycle.VersionNames(crd), ", "), strings.Join(crd.Status.StoredVersions, ", "))
+	}
 	out := &report.ReferenceRepair{CRD: crd.Name, Version: o.Version, Target: target, To: lifecycle.GroupVersion(crd, to),
-		Resources: inv.Resources, Objects: inv.Objects, Unseen: inv.Unseen}
+		Found: len(inv.Dependents), Resources: inv.Resources, Objects: inv.Objects, Unseen: inv.Unseen}
 	if o.DryRun != lifecycle.DryRunNone {
 		out.DryRun = o.DryRun.String()
 	}

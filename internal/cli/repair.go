@@ -125,13 +125,14 @@ func (o *RepairReferencesOptions) Run(ctx context.Context) error {
 	if err := o.print(rep, o.Out); err != nil {
 		return err
 	}
-	switch {
+	switch unrepaired := rep.Count(references.Changed) + rep.Count(references.Failed); {
 	case runErr != nil:
-		return runErr
+		return fmt.Errorf("%d of the %d owner references were rewritten before it stopped (listed above), the rest were not: run the command again to finish: %w",
+			rep.Count(references.Rewritten), rep.Found, runErr)
 	case len(rep.Unseen) > 0:
-		return fmt.Errorf("%d resources could not be read: owner references to %s on their objects are unknown", len(rep.Unseen), rep.Target.APIVersion)
-	case rep.Unrepaired() > 0:
-		return fmt.Errorf("%d owner references were not rewritten", rep.Unrepaired())
+		return fmt.Errorf("%d resource(s) could not be read: owner references to %s on their objects are unknown", len(rep.Unseen), rep.Target.APIVersion)
+	case unrepaired > 0:
+		return fmt.Errorf("%d owner reference(s) were not rewritten", unrepaired)
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func (p ReferencePatcher) PatchJSON(ctx context.Context, resource schema.GroupVe
 		// and with a generic message (apierrors.NewGenericServerResponse
 		// drops the patch library's); a patched object that fails
 		// validation is a 422 with a cause per field.
-		return fmt.Errorf("%w (a test of the patch failed: %v)", references.ErrChanged, err)
+		return fmt.Errorf("%w (a test of the patch failed)", references.ErrChanged)
 	}
 	return err
 }

@@ -44,8 +44,11 @@ func brokenReferences(ctx context.Context, f ReferenceFinder, crds []*apiextensi
 
 // referenceFindings are the findings of crd from the inventory inv:
 // per version it does not serve that owner references name, an error
-// with the repair; when inv could not read every resource, a warning that
-// names what it could not read.
+// with the repair; when inv could not read every resource and crd has
+// versions that are not served or were removed, a warning that names what
+// it could not read (not under every CRD of the run: one whose versions
+// are all served and none removed has references only to versions it
+// never had, which no workflow of this tool leaves behind).
 func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *references.Inventory) []lifecycle.Finding {
 	byVersion := map[string]*references.Inventory{}
 	var versions []string
@@ -76,7 +79,7 @@ func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *refer
 				len(deps.Dependents), crd.Spec.Group, v, crd.Spec.Names.Kind, why, crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
 		out = append(out, f.WithRun(lifecycle.Crdversion("repair-references", crd.Name, v)))
 	}
-	if !inv.Complete() {
+	if !inv.Complete() && notAllServed(crd) {
 		var names []string
 		for _, u := range inv.Unseen {
 			names = append(names, u.Name())
@@ -85,4 +88,20 @@ func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *refer
 			Message: fmt.Sprintf("owner references to versions of %s that are not served are unknown on the objects of %d resource(s) that could not be read: %s", crd.Name, len(inv.Unseen), strings.Join(names, ", "))})
 	}
 	return out
+}
+
+// notAllServed reports whether crd has a version that is not served, or
+// had versions that are no longer in spec.versions.
+func notAllServed(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			return true
+		}
+	}
+	for _, s := range crd.Status.StoredVersions {
+		if lifecycle.FindVersion(crd, s) == nil {
+			return true
+		}
+	}
+	return len(lifecycle.RetiredVersions(crd)) > 0
 }

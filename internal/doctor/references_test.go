@@ -7,7 +7,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -21,7 +20,7 @@ func (m matchAll) FindMatching(_ context.Context, match func(metav1.OwnerReferen
 	inv := &references.Inventory{}
 	for i, ref := range m {
 		if match(ref) {
-			inv.Dependents = append(inv.Dependents, references.Dependent{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace: "a", Name: string(rune('p' + i)), Owner: ref})
+			inv.Dependents = append(inv.Dependents, references.Dependent{Resource: references.Resource{Version: "v1", Resource: "configmaps"}, Namespace: "a", Name: string(rune('p' + i)), Owner: ref})
 		}
 	}
 	return inv, nil
@@ -60,7 +59,7 @@ func TestBrokenReferences(t *testing.T) {
 		t.Errorf("messages: %q; %q", fs[0].Message, fs[1].Message)
 	}
 
-	inv.Unseen = []references.Unseen{{Resource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
+	inv.Unseen = []references.Unseen{{Resource: references.Resource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
 	fs = referenceFindings(crd, inv)
 	if last := fs[len(fs)-1]; last.Code != lifecycle.CodeOwnerReferencesUnknown || last.Severity != lifecycle.SeverityWarning || !strings.Contains(last.Message, "secrets") {
 		t.Errorf("incomplete inventory: %+v", last)

@@ -74,7 +74,7 @@ func TestRepairReferencesNeverOverwritesAnotherWriter(t *testing.T) {
 	}
 	p := cluster.ReferencePatcher{Client: cl, FieldManager: "kubectl-crdversion"}
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	read := references.Dependent{Resource: cms, Namespace: "team-a", Name: "repair-race", UID: cm.UID, Owner: cm.OwnerReferences[0]}
+	read := references.Dependent{Resource: references.Resource(cms), Namespace: "team-a", Name: "repair-race", UID: cm.UID, Owner: cm.OwnerReferences[0]}
 
 	otherOwner := read
 	otherOwner.Owner.UID = "7b1f3c5e-0000-4000-8000-000000000002"

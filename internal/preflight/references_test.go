@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
@@ -17,11 +16,11 @@ import (
 // none found; only a complete inventory without a reference passes.
 func TestOwnerReferences(t *testing.T) {
 	crd := crdtest.New("crontabs.stable.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v2").CRD()
-	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	cms := references.Resource{Version: "v1", Resource: "configmaps"}
 	dep := func(ns, name string) references.Dependent {
 		return references.Dependent{Resource: cms, Namespace: ns, Name: name, Owner: metav1.OwnerReference{APIVersion: "stable.example.com/v1", Kind: "CronTab"}}
 	}
-	unseen := []references.Unseen{{Resource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
+	unseen := []references.Unseen{{Resource: references.Resource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
 	for _, tc := range []struct {
 		name    string
 		inv     references.Inventory

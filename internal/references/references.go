@@ -42,19 +42,37 @@ type Source interface {
 // Target is the owner apiVersion and kind that references are looked for:
 // APIVersion "GROUP/VERSION", Kind the CRD's kind.
 type Target struct {
-	APIVersion, Kind string
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
 }
+
+// Resource is a resource of the API server (a schema.GroupVersionResource
+// with the field names of the JSON reports).
+type Resource struct {
+	Group    string `json:"group,omitempty"`
+	Version  string `json:"version"`
+	Resource string `json:"resource"`
+}
+
+// GVR is r as a schema.GroupVersionResource.
+func (r Resource) GVR() schema.GroupVersionResource { return schema.GroupVersionResource(r) }
+
+// GroupResource is r without its version.
+func (r Resource) GroupResource() schema.GroupResource { return r.GVR().GroupResource() }
+
+// GroupVersion is r's group and version.
+func (r Resource) GroupVersion() schema.GroupVersion { return r.GVR().GroupVersion() }
 
 // Dependent is one owner reference that names Target: the object that
 // holds it (Resource, Namespace, Name, UID) and the reference's index in
 // its metadata.ownerReferences, with the reference itself.
 type Dependent struct {
-	Resource  schema.GroupVersionResource `json:"resource"`
-	Namespace string                      `json:"namespace,omitempty"`
-	Name      string                      `json:"name"`
-	UID       types.UID                   `json:"uid"`
-	Index     int                         `json:"index"`
-	Owner     metav1.OwnerReference       `json:"owner"`
+	Resource  Resource              `json:"resource"`
+	Namespace string                `json:"namespace,omitempty"`
+	Name      string                `json:"name"`
+	UID       types.UID             `json:"uid"`
+	Index     int                   `json:"index"`
+	Owner     metav1.OwnerReference `json:"owner"`
 }
 
 // Unseen is a resource, or a discovery group, that the inventory could not
@@ -62,8 +80,8 @@ type Dependent struct {
 type Unseen struct {
 	// Resource is the resource whose list failed; for a group version
 	// whose discovery failed, only its Group and Version are set.
-	Resource schema.GroupVersionResource `json:"resource"`
-	Reason   string                      `json:"reason"`
+	Resource Resource `json:"resource"`
+	Reason   string   `json:"reason"`
 	// Forbidden is set when the API server refused the list (403).
 	Forbidden bool `json:"forbidden,omitempty"`
 }
@@ -128,7 +146,7 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 	}
 	inv := &Inventory{Target: target, Dependents: []Dependent{}, Resources: len(resources)}
 	for gv, err := range failed {
-		inv.Unseen = append(inv.Unseen, Unseen{Resource: gv.WithResource(""), Reason: "its discovery failed: " + err.Error()})
+		inv.Unseen = append(inv.Unseen, Unseen{Resource: Resource(gv.WithResource("")), Reason: "its discovery failed: " + err.Error()})
 	}
 	f := finder{src: src, opts: opts, inv: inv}
 	if f.opts.Forbidden == nil {
@@ -155,7 +173,7 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 			}
 		}
 		for _, r := range f.list(ctx, moved, len(moved)) {
-			inv.Unseen = append(inv.Unseen, Unseen{Resource: r, Reason: "its list answered 404 twice, though discovery has it"})
+			inv.Unseen = append(inv.Unseen, Unseen{Resource: Resource(r), Reason: "its list answered 404 twice, though discovery has it"})
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -204,7 +222,7 @@ func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResour
 					read++
 					for j, ref := range m.OwnerReferences {
 						if f.opts.Match(ref) {
-							found = append(found, Dependent{Resource: res, Namespace: m.Namespace, Name: m.Name, UID: m.UID, Index: j, Owner: ref})
+							found = append(found, Dependent{Resource: Resource(res), Namespace: m.Namespace, Name: m.Name, UID: m.UID, Index: j, Owner: ref})
 						}
 					}
 					return nil
@@ -215,7 +233,7 @@ func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResour
 				case err != nil && f.opts.NotFound(err):
 					notFound = append(notFound, res)
 				case err != nil:
-					f.inv.Unseen = append(f.inv.Unseen, Unseen{Resource: res, Reason: err.Error(), Forbidden: f.opts.Forbidden(err)})
+					f.inv.Unseen = append(f.inv.Unseen, Unseen{Resource: Resource(res), Reason: err.Error(), Forbidden: f.opts.Forbidden(err)})
 				default:
 					f.inv.Dependents = append(f.inv.Dependents, found...)
 					f.objects.Add(read)
@@ -259,7 +277,7 @@ func (i *Inventory) ByResource(examples int) []ResourceCount {
 
 // ResourceCount is the references found on the objects of one resource.
 type ResourceCount struct {
-	Resource   schema.GroupVersionResource
+	Resource   Resource
 	References int
 	Namespaces []string
 	Examples   []string

@@ -94,7 +94,7 @@ func TestFind(t *testing.T) {
 	if u := inv.Unseen[0]; u.Resource.Group != "metrics.k8s.io" || u.Forbidden {
 		t.Errorf("the failed group %+v", u)
 	}
-	if u := inv.Unseen[1]; u.Resource != secrets || !u.Forbidden || u.Reason != "forbidden" {
+	if u := inv.Unseen[1]; u.Resource.GVR() != secrets || !u.Forbidden || u.Reason != "forbidden" {
 		t.Errorf("the forbidden list %+v", u)
 	}
 }
@@ -157,7 +157,7 @@ func TestFindAfterDiscoveryMoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inv.Complete() || len(inv.Dependents) != 1 || inv.Dependents[0].Resource != v2 {
+	if !inv.Complete() || len(inv.Dependents) != 1 || inv.Dependents[0].Resource.GVR() != v2 {
 		t.Errorf("moved to v2, gone deleted: %+v", inv)
 	}
 
@@ -167,7 +167,7 @@ func TestFindAfterDiscoveryMoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inv.Complete() || len(inv.Unseen) != 1 || inv.Unseen[0].Resource != v1 {
+	if inv.Complete() || len(inv.Unseen) != 1 || inv.Unseen[0].Resource.GVR() != v1 {
 		t.Errorf("404 twice while discovered: %+v", inv)
 	}
 }

@@ -94,7 +94,7 @@ func RepairAll(ctx context.Context, p Patcher, deps []Dependent, to string, dryR
 			out = append(out, r)
 			continue
 		}
-		err := p.PatchJSON(ctx, d.Resource, d.Namespace, d.Name, Patch(d, to), dryRun == lifecycle.DryRunServer)
+		err := p.PatchJSON(ctx, d.Resource.GVR(), d.Namespace, d.Name, Patch(d, to), dryRun == lifecycle.DryRunServer)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

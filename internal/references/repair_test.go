@@ -47,7 +47,7 @@ func (f *fakePatcher) PatchJSON(_ context.Context, r schema.GroupVersionResource
 // TestRepairAll: each outcome of the patch is reported per reference; a
 // client dry run sends nothing, a server dry run sends each patch as one.
 func TestRepairAll(t *testing.T) {
-	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	cms := Resource{Version: "v1", Resource: "configmaps"}
 	deps := []Dependent{{Resource: cms, Namespace: "a", Name: "ok"}, {Resource: cms, Namespace: "a", Name: "changed"},
 		{Resource: cms, Namespace: "a", Name: "gone"}, {Resource: cms, Namespace: "a", Name: "refused"}}
 	p := &fakePatcher{errs: map[string]error{"changed": fmt.Errorf("%w: 422", ErrChanged), "gone": fmt.Errorf("%w: 404", ErrGone), "refused": errors.New("admission webhook denied")}}

@@ -22,6 +22,9 @@ type ReferenceRepair struct {
 	To     string            `json:"to"`
 	// DryRun is "client" or "server" for a dry run, "" when written.
 	DryRun string `json:"dryRun,omitempty"`
+	// Found is the number of owner references the inventory found;
+	// Repairs are those tried (fewer when the run was interrupted).
+	Found int `json:"found"`
 	// Resources and Objects are what the inventory read.
 	Resources int                 `json:"resources"`
 	Objects   int64               `json:"objects"`
@@ -29,12 +32,11 @@ type ReferenceRepair struct {
 	Unseen    []references.Unseen `json:"unseen,omitempty"`
 }
 
-// Unrepaired counts the repairs that did not rewrite their reference
-// (changed, failed; not gone: a deleted object names nothing).
-func (r *ReferenceRepair) Unrepaired() int {
+// Count is the number of repairs with outcome o.
+func (r *ReferenceRepair) Count(o references.Outcome) int {
 	n := 0
 	for _, x := range r.Repairs {
-		if x.Outcome == references.Changed || x.Outcome == references.Failed {
+		if x.Outcome == o {
 			n++
 		}
 	}

@@ -531,7 +531,7 @@ func printed(t *testing.T, err error) string {
 // dry runs; an inventory that could not read every resource is unknown
 // and blocks; --skip-reference-check skips the step and says so.
 func TestRunOwnerReferences(t *testing.T) {
-	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	cms := references.Resource{Version: "v1", Resource: "configmaps"}
 	deps := []references.Dependent{{Resource: cms, Namespace: "a", Name: "x"}, {Resource: cms, Namespace: "b", Name: "y"}}
 
 	f := newFake(s4())
@@ -580,7 +580,7 @@ func TestRunOwnerReferences(t *testing.T) {
 	}
 
 	f = newFake(s4())
-	f.unseen = []references.Unseen{{Resource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
+	f.unseen = []references.Unseen{{Resource: references.Resource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
 	_, _, err = execute(t, f, all)
 	if !errors.As(err, &blocked) || blocked.Step.ID != ReferencesMoved || !strings.Contains(blocked.Step.Message, "unknown: 1 resource(s) could not be read") ||
 		!strings.Contains(strings.Join(blocked.Step.Evidence, "\n"), "not read: secrets: forbidden") {

@@ -58,7 +58,7 @@ func none() *[]ObjectRef { return &[]ObjectRef{} }
 func refsTo(n int) *references.Inventory {
 	inv := noRefs()
 	for i := range n {
-		inv.Dependents = append(inv.Dependents, references.Dependent{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace: "a", Name: fmt.Sprint("cm-", i)})
+		inv.Dependents = append(inv.Dependents, references.Dependent{Resource: references.Resource{Version: "v1", Resource: "configmaps"}, Namespace: "a", Name: fmt.Sprint("cm-", i)})
 	}
 	return inv
 }

@@ -19,7 +19,7 @@ func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 	case "server":
 		suffix = " (server dry run)"
 	}
-	fmt.Fprintf(w, "Owner references to %s %s: %d (read %d objects of %d resources)\n", r.Target.APIVersion, r.Target.Kind, len(r.Repairs), r.Objects, r.Resources)
+	fmt.Fprintf(w, "Owner references to %s %s: %d (read %d objects of %d resources)\n", r.Target.APIVersion, r.Target.Kind, r.Found, r.Objects, r.Resources)
 	counts := map[references.Outcome]int{}
 	for _, x := range r.Repairs {
 		counts[x.Outcome]++
@@ -47,8 +47,11 @@ func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 	case len(r.Repairs) == 0:
 		fmt.Fprintf(w, "No owner reference names %s: nothing to repair.\n", r.Target.APIVersion)
 	}
-	if n := counts[references.Changed] + counts[references.Failed]; n > 0 {
-		fmt.Fprintf(w, "%d not rewritten: run again to read them anew.\n", n)
+	if n := counts[references.Changed]; n > 0 {
+		fmt.Fprintf(w, "%d changed by another writer since they were read, not rewritten: run again to read them anew.\n", n)
+	}
+	if n := counts[references.Failed]; n > 0 {
+		fmt.Fprintf(w, "%d refused by the API server, not rewritten: see why above.\n", n)
 	}
 	return nil
 }

@@ -8,10 +8,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
@@ -30,6 +32,9 @@ type ReferenceSource struct {
 	// ComponentStatus), whose warnings are about the clients that use
 	// them, not about this inventory.
 	quiet metadata.Interface
+	// whole is the dynamic client, warnings dropped, that reads the
+	// objects of references.ScaleTargetResources.
+	whole dynamic.Interface
 }
 
 var _ references.Source = (*ReferenceSource)(nil)
@@ -43,7 +48,11 @@ func NewReferenceSource(c *Client, pageSize int64) (*ReferenceSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ReferenceSource{Client: c, PageSize: pageSize, quiet: md}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &ReferenceSource{Client: c, PageSize: pageSize, quiet: md, whole: dyn}, nil
 }
 
 // ListableResources asks discovery (not its disk cache) for the preferred
@@ -97,11 +106,36 @@ func (s *ReferenceSource) EachObject(ctx context.Context, resource schema.GroupV
 	})
 }
 
+// EachScaler pages through resource's whole objects in every namespace
+// and calls fn with each one's metadata and spec.scaleTargetRef
+// (apiVersion, kind, name; empty strings where the object has none).
+func (s *ReferenceSource) EachScaler(ctx context.Context, resource schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata, metav1.OwnerReference) error) error {
+	res := s.whole.Resource(resource)
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return res.List(ctx, opts)
+	})
+	p.PageSize = s.PageSize
+	return p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), OwnerReferences: u.GetOwnerReferences()}}
+		var target metav1.OwnerReference
+		target.APIVersion, _, _ = unstructured.NestedString(u.Object, "spec", "scaleTargetRef", "apiVersion")
+		target.Kind, _, _ = unstructured.NestedString(u.Object, "spec", "scaleTargetRef", "kind")
+		target.Name, _, _ = unstructured.NestedString(u.Object, "spec", "scaleTargetRef", "name")
+		return fn(m, target)
+	})
+}
+
 // Forbidden reports whether err is the API server's 403, for
 // references.Options.Forbidden.
 func Forbidden(err error) bool { return apierrors.IsForbidden(err) }
 
-// ReferencePatcher patches objects' metadata for references.RepairAll,
+// ReferencePatcher patches objects for references.RepairAll (through the
+// metadata client: the patch applies to the whole object, the answer is
+// its metadata),
 // with the field manager FieldManager.
 type ReferencePatcher struct {
 	Client       *Client

@@ -1,7 +1,9 @@
 // Package references finds the objects of a cluster that still name a
 // custom resource's API version outside the custom resources themselves
-// (issue 28). Storage migration rewrites the custom resources; it never
-// rewrites their dependents, and once the version is unserved kube-
+// (issue 28): owner references (metadata.ownerReferences) and scale
+// targets (spec.scaleTargetRef of HorizontalPodAutoscalers and of KEDA's
+// ScaledObjects). Storage migration rewrites the custom resources; it
+// never rewrites these, and once the version is unserved kube-
 // controller-manager's garbage collector cannot resolve an owner reference
 // that names it, so the dependent is never collected
 // (kubernetes/kubernetes#102641; established on v1.37.2 by the e2e test
@@ -37,7 +39,31 @@ type Source interface {
 	// EachObject calls fn with the metadata of every object of resource,
 	// in every namespace, paged. An error of fn stops it and is returned.
 	EachObject(ctx context.Context, resource schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error
+	// EachScaler is EachObject for a resource of ScaleTargetResources: it
+	// reads whole objects and calls fn with each one's metadata and its
+	// spec.scaleTargetRef (apiVersion, kind and name; zero when the object
+	// has none).
+	EachScaler(ctx context.Context, resource schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata, metav1.OwnerReference) error) error
 }
+
+// ScaleTargetResources are the resources whose objects name a scale
+// target by apiVersion in spec.scaleTargetRef: the HorizontalPodAutoscaler
+// (autoscaling/v1 and v2) and KEDA's ScaledObject (keda.sh), when
+// discovery has them.
+var ScaleTargetResources = []schema.GroupResource{
+	{Group: "autoscaling", Resource: "horizontalpodautoscalers"},
+	{Group: "keda.sh", Resource: "scaledobjects"},
+}
+
+// Field is where an object names the target's version.
+type Field string
+
+const (
+	// OwnerReference is an entry of metadata.ownerReferences.
+	OwnerReference Field = "metadata.ownerReferences"
+	// ScaleTarget is spec.scaleTargetRef.
+	ScaleTarget Field = "spec.scaleTargetRef"
+)
 
 // Target is the owner apiVersion and kind that references are looked for:
 // APIVersion "GROUP/VERSION", Kind the CRD's kind.
@@ -63,16 +89,37 @@ func (r Resource) GroupResource() schema.GroupResource { return r.GVR().GroupRes
 // GroupVersion is r's group and version.
 func (r Resource) GroupVersion() schema.GroupVersion { return r.GVR().GroupVersion() }
 
-// Dependent is one owner reference that names Target: the object that
-// holds it (Resource, Namespace, Name, UID) and the reference's index in
-// its metadata.ownerReferences, with the reference itself.
+// Dependent is one reference that names Target: the object that holds it
+// (Resource, Namespace, Name, UID), the Field that holds it, the
+// reference's index in metadata.ownerReferences (0 for a scale target),
+// and the reference itself in Owner (for a scale target: its apiVersion,
+// kind and name; no uid).
 type Dependent struct {
 	Resource  Resource              `json:"resource"`
 	Namespace string                `json:"namespace,omitempty"`
 	Name      string                `json:"name"`
 	UID       types.UID             `json:"uid"`
+	Field     Field                 `json:"field"`
 	Index     int                   `json:"index"`
 	Owner     metav1.OwnerReference `json:"owner"`
+}
+
+// Object is the dependent's NAMESPACE/NAME, or NAME for a cluster-scoped
+// object.
+func (d Dependent) Object() string {
+	if d.Namespace == "" {
+		return d.Name
+	}
+	return d.Namespace + "/" + d.Name
+}
+
+// Where is the field that names the version: "ownerReferences[INDEX]" or
+// "scaleTargetRef".
+func (d Dependent) Where() string {
+	if d.Field == ScaleTarget {
+		return "scaleTargetRef"
+	}
+	return fmt.Sprintf("ownerReferences[%d]", d.Index)
 }
 
 // Unseen is a resource, or a discovery group, that the inventory could not
@@ -95,7 +142,7 @@ func (u Unseen) Name() string {
 	return u.Resource.GroupResource().String()
 }
 
-// Inventory is what Find saw: every owner reference to the target, the
+// Inventory is what Find saw: every reference to the target, the
 // resources it listed and the objects it read, and what it could not read.
 type Inventory struct {
 	Target     Target      `json:"target"`
@@ -127,15 +174,17 @@ type Options struct {
 	// Progress, when set, is called after each resource with the resources
 	// done and the total.
 	Progress func(done, total int)
-	// Match, when set, chooses the owner references to find instead of
-	// the target's apiVersion and kind (doctor looks for references to
-	// any version a CRD does not serve).
+	// Match, when set, chooses the references to find instead of the
+	// target's apiVersion and kind (doctor looks for references to any
+	// version a CRD does not serve); a scale target is passed as an
+	// OwnerReference with its apiVersion, kind and name.
 	Match func(metav1.OwnerReference) bool
 }
 
-// Find reads the metadata of every object of every listable resource and
-// returns each owner reference to target, sorted by resource, namespace,
-// name and index. A resource that fails to list is recorded as Unseen and
+// Find reads the metadata of every object of every listable resource (the
+// whole objects of ScaleTargetResources) and returns each owner reference
+// and scale target that names target, sorted by resource, namespace,
+// name, field and index. A resource that fails to list is recorded as Unseen and
 // the inventory goes on; only the end of ctx, or a failure of discovery as
 // a whole, is an error. Memory is one page per worker and the references
 // found.
@@ -182,7 +231,7 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 	inv.Objects = f.objects.Load()
 	slices.SortFunc(inv.Dependents, func(a, b Dependent) int {
 		return cmp.Or(cmp.Compare(a.Resource.GroupResource().String(), b.Resource.GroupResource().String()), cmp.Compare(a.Namespace, b.Namespace),
-			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Index, b.Index))
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Index, b.Index))
 	})
 	slices.SortFunc(inv.Unseen, func(a, b Unseen) int {
 		return cmp.Compare(a.Resource.GroupResource().String(), b.Resource.GroupResource().String())
@@ -218,15 +267,26 @@ func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResour
 				res := resources[i]
 				var found []Dependent
 				var read int64
-				err := f.src.EachObject(ctx, res, func(m *metav1.PartialObjectMetadata) error {
+				owners := func(m *metav1.PartialObjectMetadata) {
 					read++
 					for j, ref := range m.OwnerReferences {
 						if f.opts.Match(ref) {
-							found = append(found, Dependent{Resource: Resource(res), Namespace: m.Namespace, Name: m.Name, UID: m.UID, Index: j, Owner: ref})
+							found = append(found, Dependent{Resource: Resource(res), Namespace: m.Namespace, Name: m.Name, UID: m.UID, Field: OwnerReference, Index: j, Owner: ref})
 						}
 					}
-					return nil
-				})
+				}
+				var err error
+				if slices.Contains(ScaleTargetResources, res.GroupResource()) {
+					err = f.src.EachScaler(ctx, res, func(m *metav1.PartialObjectMetadata, target metav1.OwnerReference) error {
+						if target.APIVersion != "" && f.opts.Match(target) {
+							found = append(found, Dependent{Resource: Resource(res), Namespace: m.Namespace, Name: m.Name, UID: m.UID, Field: ScaleTarget, Owner: target})
+						}
+						owners(m)
+						return nil
+					})
+				} else {
+					err = f.src.EachObject(ctx, res, func(m *metav1.PartialObjectMetadata) error { owners(m); return nil })
+				}
 				f.mu.Lock()
 				switch {
 				case err != nil && ctx.Err() != nil:
@@ -264,10 +324,7 @@ func (i *Inventory) ByResource(examples int) []ResourceCount {
 		if !slices.Contains(rc.Namespaces, d.Namespace) {
 			rc.Namespaces = append(rc.Namespaces, d.Namespace)
 		}
-		name := d.Name
-		if d.Namespace != "" {
-			name = d.Namespace + "/" + d.Name
-		}
+		name := d.Object()
 		if len(rc.Examples) < examples && !slices.Contains(rc.Examples, name) {
 			rc.Examples = append(rc.Examples, name)
 		}
@@ -294,4 +351,56 @@ func (rc ResourceCount) String() string {
 		more = ", …"
 	}
 	return fmt.Sprintf("%s: %d%s (%s%s)", rc.Resource.GroupResource(), rc.References, where, strings.Join(rc.Examples, ", "), more)
+}
+
+// Count is "N owner reference(s)", "N scale target(s)" or both joined by
+// "and", for deps.
+func Count(deps []Dependent) string {
+	var owners, targets int
+	for _, d := range deps {
+		if d.Field == ScaleTarget {
+			targets++
+		} else {
+			owners++
+		}
+	}
+	var parts []string
+	if owners > 0 || targets == 0 {
+		parts = append(parts, countOf(owners, "owner reference"))
+	}
+	if targets > 0 {
+		parts = append(parts, countOf(targets, "scale target"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Consequence is what breaks while the version that deps name is not
+// served, for the fields of deps: an owner reference the garbage collector cannot resolve
+// (the dependent is never collected; kubernetes/kubernetes#102641,
+// TestGarbageCollectorAndAnUnservedOwnerVersion), a scale target that an
+// autoscaler resolving the version cannot map (KEDA's ScaledObject
+// controller asks the RESTMapper for group, kind and version; the
+// HorizontalPodAutoscaler controller of kube-controller-manager v1.37
+// asks for group and kind only and keeps scaling: TestScaleTargetOfAnUnservedVersion).
+func Consequence(deps []Dependent) string {
+	var owners, targets bool
+	for _, d := range deps {
+		owners = owners || d.Field != ScaleTarget
+		targets = targets || d.Field == ScaleTarget
+	}
+	var out []string
+	if owners || !targets {
+		out = append(out, "the garbage collector cannot resolve such an owner and never deletes its dependents")
+	}
+	if targets {
+		out = append(out, "an autoscaler that maps its scale target by version (KEDA's ScaledObject) cannot find it (kube-controller-manager's HPA controller maps group and kind only)")
+	}
+	return strings.Join(out, "; ")
+}
+
+func countOf(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,9 +18,18 @@ type fakeSource struct {
 	objects map[schema.GroupVersionResource][]metav1.PartialObjectMetadata
 	errs    map[schema.GroupVersionResource]error
 	failed  map[schema.GroupVersion]error
+	// targets are the scale targets of objects, by name.
+	targets map[string]metav1.OwnerReference
+	// wholeReads are the resources read with EachScaler.
+	wholeReads []schema.GroupVersionResource
 }
 
-func (f fakeSource) ListableResources(context.Context) ([]schema.GroupVersionResource, map[schema.GroupVersion]error, error) {
+func (f *fakeSource) EachScaler(ctx context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata, metav1.OwnerReference) error) error {
+	f.wholeReads = append(f.wholeReads, r)
+	return f.EachObject(ctx, r, func(m *metav1.PartialObjectMetadata) error { return fn(m, f.targets[m.Name]) })
+}
+
+func (f *fakeSource) ListableResources(context.Context) ([]schema.GroupVersionResource, map[schema.GroupVersion]error, error) {
 	var out []schema.GroupVersionResource
 	for r := range f.objects {
 		out = append(out, r)
@@ -29,7 +40,7 @@ func (f fakeSource) ListableResources(context.Context) ([]schema.GroupVersionRes
 	return out, f.failed, nil
 }
 
-func (f fakeSource) EachObject(_ context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
+func (f *fakeSource) EachObject(_ context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
 	if err := f.errs[r]; err != nil {
 		return err
 	}
@@ -60,7 +71,7 @@ func TestFind(t *testing.T) {
 	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	target := Target{APIVersion: "stable.example.com/v1", Kind: "CronTab"}
-	src := fakeSource{
+	src := &fakeSource{
 		objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{
 			cms: {obj("b", "two", ref("stable.example.com/v1", "CronTab", "x")), obj("a", "one", ref("apps/v1", "Deployment", "d"), ref("stable.example.com/v1", "CronTab", "y")),
 				obj("a", "other-version", ref("stable.example.com/v2", "CronTab", "y")), obj("a", "other-kind", ref("stable.example.com/v1", "Widget", "y"))},
@@ -105,7 +116,7 @@ func TestFindInterrupted(t *testing.T) {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	src := fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{cms: {obj("a", "one")}}}
+	src := &fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{cms: {obj("a", "one")}}}
 	if inv, err := Find(ctx, src, Target{APIVersion: "stable.example.com/v1", Kind: "CronTab"}, Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %+v, %v; want context.Canceled", inv, err)
 	}
@@ -116,7 +127,7 @@ var errNotFound = errors.New("the server could not find the requested resource")
 // movingSource answers 404 for the resources in moved until discovery has
 // been asked again; then discovery lists later instead of the resources.
 type movingSource struct {
-	fakeSource
+	*fakeSource
 	moved       map[schema.GroupVersionResource]bool
 	later       []schema.GroupVersionResource
 	discoveries int
@@ -150,7 +161,7 @@ func TestFindAfterDiscoveryMoved(t *testing.T) {
 	owned := obj("a", "owned", ref("owners.example.com/v1", "Owner", "o"))
 	notFound := Options{NotFound: func(err error) bool { return errors.Is(err, errNotFound) }}
 
-	src := &movingSource{fakeSource: fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{
+	src := &movingSource{fakeSource: &fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{
 		v1: {owned}, gone: {owned}, cms: {obj("a", "cm")}}},
 		moved: map[schema.GroupVersionResource]bool{v1: true, gone: true}, later: []schema.GroupVersionResource{v2, cms}}
 	inv, err := Find(context.Background(), &withLater{src, v2, owned}, target, notFound)
@@ -161,7 +172,7 @@ func TestFindAfterDiscoveryMoved(t *testing.T) {
 		t.Errorf("moved to v2, gone deleted: %+v", inv)
 	}
 
-	src = &movingSource{fakeSource: fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{v1: {owned}}},
+	src = &movingSource{fakeSource: &fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{v1: {owned}}},
 		moved: map[schema.GroupVersionResource]bool{v1: true}, later: []schema.GroupVersionResource{v1}}
 	inv, err = Find(context.Background(), src, target, notFound)
 	if err != nil {
@@ -185,4 +196,49 @@ func (w *withLater) EachObject(ctx context.Context, r schema.GroupVersionResourc
 		return fn(&w.object)
 	}
 	return w.movingSource.EachObject(ctx, r, fn)
+}
+
+// TestFindScaleTargets: the scale target of a HorizontalPodAutoscaler (at
+// any of its versions) and of a KEDA ScaledObject that names the target
+// is found, read from the whole object, beside the object's own owner
+// references; a scale target of another version or kind is not, and no
+// other resource is read whole.
+func TestFindScaleTargets(t *testing.T) {
+	hpas := schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+	scaled := schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	target := Target{APIVersion: "stable.example.com/v1", Kind: "CronTab"}
+	scale := func(apiVersion, kind, name string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name}
+	}
+	src := &fakeSource{
+		objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{
+			hpas:   {obj("a", "hpa", ref("stable.example.com/v1", "CronTab", "owner")), obj("a", "other-version"), obj("a", "deployment"), obj("a", "none")},
+			scaled: {obj("b", "keda")},
+			cms:    {obj("a", "cm")},
+		},
+		targets: map[string]metav1.OwnerReference{
+			"hpa": scale("stable.example.com/v1", "CronTab", "x"), "other-version": scale("stable.example.com/v2", "CronTab", "x"),
+			"deployment": scale("apps/v1", "Deployment", "d"), "keda": scale("stable.example.com/v1", "CronTab", "y"),
+		},
+	}
+	inv, err := Find(context.Background(), src, target, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range inv.Dependents {
+		got = append(got, fmt.Sprintf("%s %s %s→%s", d.Resource.Resource, d.Object(), d.Where(), d.Owner.Name))
+	}
+	want := "horizontalpodautoscalers a/hpa ownerReferences[0]→owner; horizontalpodautoscalers a/hpa scaleTargetRef→x; scaledobjects b/keda scaleTargetRef→y"
+	if g := strings.Join(got, "; "); g != want {
+		t.Errorf("dependents\n%s\nwant\n%s", g, want)
+	}
+	if inv.Objects != 6 {
+		t.Errorf("objects read %d, want 6", inv.Objects)
+	}
+	slices.SortFunc(src.wholeReads, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.Resource, b.Resource) })
+	if want := []schema.GroupVersionResource{hpas, scaled}; !slices.Equal(src.wholeReads, want) {
+		t.Errorf("read whole %v, want %v", src.wholeReads, want)
+	}
 }

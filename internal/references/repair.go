@@ -32,7 +32,7 @@ var (
 type Outcome string
 
 const (
-	// Rewritten means the owner reference names the new apiVersion (with a
+	// Rewritten means the reference names the new apiVersion (with a
 	// server-side dry run: the API server accepted the patch, wrote nothing).
 	Rewritten Outcome = "rewritten"
 	// Planned means --dry-run=client: no request was sent.
@@ -46,7 +46,7 @@ const (
 	Failed Outcome = "failed"
 )
 
-// Repair is what repairing one owner reference did.
+// Repair is what repairing one reference did.
 type Repair struct {
 	Dependent `json:",inline"`
 	// To is the apiVersion the reference names after the repair.
@@ -55,19 +55,24 @@ type Repair struct {
 	Message string  `json:"message,omitempty"`
 }
 
-// Patch is the JSON patch that rewrites d's owner reference to name
-// apiVersion to: it first tests the dependent's uid, and the reference's
-// uid and apiVersion at its index, so that it changes nothing when the
-// object, or the reference, is not the one Find read (another writer's
-// change is never overwritten).
+// Patch is the JSON patch that rewrites d's reference to name apiVersion
+// to: it first tests the dependent's uid, and the reference as Find read
+// it — an owner reference's uid and apiVersion at its index, a scale
+// target's apiVersion, kind and name — so that it changes nothing when
+// the object, or the reference, is not the one Find read (another
+// writer's change is never overwritten).
 func Patch(d Dependent, to string) []byte {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": d.UID}}
 	at := fmt.Sprintf("/metadata/ownerReferences/%d", d.Index)
-	ops := []map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": d.UID},
-		{"op": "test", "path": at + "/uid", "value": d.Owner.UID},
-		{"op": "test", "path": at + "/apiVersion", "value": d.Owner.APIVersion},
-		{"op": "replace", "path": at + "/apiVersion", "value": to},
+	if d.Field == ScaleTarget {
+		at = "/spec/scaleTargetRef"
+		ops = append(ops, map[string]any{"op": "test", "path": at + "/kind", "value": d.Owner.Kind},
+			map[string]any{"op": "test", "path": at + "/name", "value": d.Owner.Name})
+	} else {
+		ops = append(ops, map[string]any{"op": "test", "path": at + "/uid", "value": d.Owner.UID})
 	}
+	ops = append(ops, map[string]any{"op": "test", "path": at + "/apiVersion", "value": d.Owner.APIVersion},
+		map[string]any{"op": "replace", "path": at + "/apiVersion", "value": to})
 	b, err := json.Marshal(ops)
 	if err != nil { // strings and UIDs only: cannot happen
 		panic(err)
@@ -75,9 +80,10 @@ func Patch(d Dependent, to string) []byte {
 	return b
 }
 
-// RepairAll rewrites the owner reference of each dependent to name
-// apiVersion to (GROUP/VERSION of a served version of the owner's CRD, so
-// that the garbage collector can resolve the owner again), one JSON patch
+// RepairAll rewrites the reference of each dependent to name apiVersion
+// to (GROUP/VERSION of a served version of the CRD, so that the garbage
+// collector can resolve the owner again, and an autoscaler its scale
+// target), one JSON patch
 // per reference (see Patch), in order. dryRun client sends nothing and
 // reports each as Planned; server sends each patch as a server-side dry
 // run. Only the end of ctx stops it early: the repairs not tried are

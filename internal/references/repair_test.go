@@ -32,6 +32,21 @@ func TestPatch(t *testing.T) {
 	if g := strings.Join(got, "; "); g != want {
 		t.Errorf("patch\n%s\nwant\n%s", g, want)
 	}
+
+	d = Dependent{UID: "hpa-uid", Field: ScaleTarget, Owner: metav1.OwnerReference{APIVersion: "stable.example.com/v1", Kind: "CronTab", Name: "x"}}
+	ops = nil
+	if err := json.Unmarshal(Patch(d, "stable.example.com/v2"), &ops); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, op := range ops {
+		got = append(got, op["op"]+" "+op["path"]+"="+op["value"])
+	}
+	want = "test /metadata/uid=hpa-uid; test /spec/scaleTargetRef/kind=CronTab; test /spec/scaleTargetRef/name=x; test /spec/scaleTargetRef/apiVersion=stable.example.com/v1; " +
+		"replace /spec/scaleTargetRef/apiVersion=stable.example.com/v2"
+	if g := strings.Join(got, "; "); g != want {
+		t.Errorf("scale target patch\n%s\nwant\n%s", g, want)
+	}
 }
 
 type fakePatcher struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
-// ReferenceFinder finds the objects whose owner references name target
+// ReferenceFinder finds the owner references and scale targets that name target
 // (references.Find on the cluster).
 type ReferenceFinder interface {
 	Find(ctx context.Context, target references.Target) (*references.Inventory, error)
@@ -28,7 +28,7 @@ func knownVersion(crd *apiextensionsv1.CustomResourceDefinition, version string)
 
 // RepairReferencesOptions are the inputs of RepairReferences.
 type RepairReferencesOptions struct {
-	// Version is the version the owner references name; it need not be in
+	// Version is the version the references name; it need not be in
 	// the CRD any more (a reference to a removed version is repaired too).
 	Version string
 	// To is the version they are rewritten to: a served version of the
@@ -37,7 +37,7 @@ type RepairReferencesOptions struct {
 	DryRun lifecycle.DryRun
 }
 
-// RepairReferences finds every owner reference to Version of crd (f) and
+// RepairReferences finds every reference to Version of crd (f) and
 // rewrites its apiVersion to To with a JSON patch that first tests the
 // object's uid and the reference's uid and apiVersion (p; see
 // references.Patch): the garbage collector resolves the owner through the
@@ -62,10 +62,10 @@ func RepairReferences(ctx context.Context, f ReferenceFinder, p references.Patch
 	target := preflight.ReferenceTarget(crd, o.Version)
 	inv, err := f.Find(ctx, target)
 	if err != nil {
-		return nil, fmt.Errorf("finding the owner references to %s: %w", target.APIVersion, err)
+		return nil, fmt.Errorf("finding the references to %s: %w", target.APIVersion, err)
 	}
 	if len(inv.Dependents) == 0 && !knownVersion(crd, o.Version) {
-		return nil, fmt.Errorf("%s has no version %s (spec.versions: %s; status.storedVersions: %s), and no owner reference names it",
+		return nil, fmt.Errorf("%s has no version %s (spec.versions: %s; status.storedVersions: %s), and no owner reference or scale target names it",
 			crd.Name, o.Version, strings.Join(lifecycle.VersionNames(crd), ", "), strings.Join(crd.Status.StoredVersions, ", "))
 	}
 	out := &report.ReferenceRepair{CRD: crd.Name, Version: o.Version, Target: target, To: lifecycle.GroupVersion(crd, to),

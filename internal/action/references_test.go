@@ -42,7 +42,7 @@ func TestRepairReferencesVersions(t *testing.T) {
 		{"to itself", "v2", "v2", nil, "the references name v2 already"},
 		{"to an unserved version", "v1", "v3", nil, "v3 of crontabs.stable.example.com is not served"},
 		{"to no version", "v1", "v9", nil, "has no version v9 to rewrite the references to"},
-		{"a typo, nothing found", "v1aplha1", "", nil, "crontabs.stable.example.com has no version v1aplha1 (spec.versions: v1, v2, v3; status.storedVersions: v2), and no owner reference names it"},
+		{"a typo, nothing found", "v1aplha1", "", nil, "crontabs.stable.example.com has no version v1aplha1 (spec.versions: v1, v2, v3; status.storedVersions: v2), and no owner reference or scale target names it"},
 		{"a version it never had, references found", "v0", "", one, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,7 +45,7 @@ type Retire struct {
 	// that ends the display. Server-side dry runs of the migration show
 	// none.
 	Progress func(crd string) (update func(migrate.Progress), stop func())
-	// References finds owner references (preflight.References), Patcher
+	// References finds references (preflight.References), Patcher
 	// rewrites them (cluster.ReferencePatcher).
 	References ReferenceFinder
 	Patcher    references.Patcher
@@ -55,14 +55,14 @@ type Retire struct {
 
 var _ retire.Cluster = (*Retire)(nil)
 
-// OwnerReferences finds the owner references to version of crd.
-func (r *Retire) OwnerReferences(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*references.Inventory, error) {
+// FindReferences finds the references to version of crd.
+func (r *Retire) FindReferences(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*references.Inventory, error) {
 	return r.References.Find(ctx, preflight.ReferenceTarget(crd, version))
 }
 
-// RepairOwnerReferences rewrites each dependent's owner reference to
+// RepairReferences rewrites each dependent's reference to
 // name to (references.RepairAll).
-func (r *Retire) RepairOwnerReferences(ctx context.Context, deps []references.Dependent, to string, dryRun lifecycle.DryRun) ([]references.Repair, error) {
+func (r *Retire) RepairReferences(ctx context.Context, deps []references.Dependent, to string, dryRun lifecycle.DryRun) ([]references.Repair, error) {
 	return references.RepairAll(ctx, r.Patcher, deps, to, dryRun)
 }
 

@@ -39,7 +39,7 @@ type UsageOptions struct {
 	// Measuring, when set, is called before the measurement with the
 	// group/version and the sources (UsageMeasurer.Describe).
 	Measuring func(groupVersion, sources string)
-	// References, when set, finds the owner references to the version
+	// References, when set, finds the references to the version
 	// (preflight.References); SkipReferences is --skip-reference-check,
 	// which the output records.
 	References     ReferenceFinder
@@ -60,7 +60,7 @@ type NeedsReporter interface {
 
 // SetServed is the preflight of serving (served) or unserving a version of
 // the target: the rules of edit.SetServed and, to unserve, the check that
-// no object's owner reference names the version (u.References, every
+// no owner reference or scale target names the version (u.References, every
 // listable resource read; see preflight.OwnerReferences) and the check
 // that no client uses the version, from every source of m (every API
 // server instance's /metrics or Prometheus, managedFields, audit logs). m
@@ -74,15 +74,15 @@ func SetServed(ctx context.Context, m UsageMeasurer, t *Target, version string, 
 	gv := lifecycle.GroupVersion(t.CRD, version)
 	switch {
 	case u.SkipReferences:
-		r.Checks = append(r.Checks, preflight.OwnerReferencesSkipped(gv))
+		r.Checks = append(r.Checks, preflight.ReferencesSkipped(gv))
 	case !t.live():
-		r.Checks = append(r.Checks, edit.Check{Name: preflight.CheckOwnerReferences, Outcome: edit.Skip, Message: "owner references to " + gv + " not checked: " + t.LiveSkip})
+		r.Checks = append(r.Checks, edit.Check{Name: preflight.CheckReferences, Outcome: edit.Skip, Message: "references to " + gv + " not checked: " + t.LiveSkip})
 	case u.References != nil:
 		inv, err := u.References.Find(ctx, preflight.ReferenceTarget(t.CRD, version))
 		if err != nil {
-			return nil, fmt.Errorf("finding the owner references to %s: %w", gv, err)
+			return nil, fmt.Errorf("finding the references to %s: %w", gv, err)
 		}
-		r.Checks = append(r.Checks, preflight.OwnerReferences(t.CRD, version, inv))
+		r.Checks = append(r.Checks, preflight.ReferencesCheck(t.CRD, version, inv))
 	}
 	switch {
 	case u.Skip:

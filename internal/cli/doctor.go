@@ -31,9 +31,9 @@ var doctorLong = templates.LongDesc(`
 	that the API server cannot answer (with the objects that break it), a
 	conversion webhook that does not answer, status.storedVersions entries
 	ready to trim, per deprecated or old served version whether clients
-	still use it and who, and the objects whose owner references name a
-	version the CRD does not serve, which the garbage collector cannot
-	resolve (every listable resource read once; --skip-reference-check
+	still use it and who, and the owner references and scale targets that
+	name a version the CRD does not serve, which the garbage collector and
+	autoscalers cannot resolve (every listable resource read once; --skip-reference-check
 	leaves it out). The output states how many API requests were made.
 
 	Exit codes: 0 no error-level finding, 1 error-level findings, 2 the check
@@ -90,7 +90,7 @@ type DoctorOptions struct {
 	ChunkSize      int64
 	WebhookTimeout time.Duration
 	Usage          preflight.UsageConfig
-	// SkipReferenceCheck leaves out the owner references that name
+	// SkipReferenceCheck leaves out the references that name
 	// versions the CRDs do not serve.
 	SkipReferenceCheck bool
 	// Contexts are the kubeconfig contexts of a fleet run; empty for one
@@ -195,7 +195,7 @@ func (o *DoctorOptions) doctor(ctx context.Context, getter genericclioptions.RES
 	cfg := doctor.Config{ChunkSize: o.ChunkSize, WebhookTimeout: o.WebhookTimeout,
 		Usage: o.Usage, Conn: conn, Progress: progress, SkipReferences: o.SkipReferenceCheck}
 	if o.progress && len(o.Contexts) == 0 {
-		update, stop := view.ResourceProgress(o.ErrOut, "looking for owner references to versions that are not served")
+		update, stop := view.ResourceProgress(o.ErrOut, "looking for references to versions that are not served")
 		defer stop()
 		cfg.ReferenceProgress = update
 	}

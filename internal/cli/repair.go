@@ -22,26 +22,32 @@ import (
 )
 
 var repairReferencesLong = templates.LongDesc(`
-	Rewrite the owner references that name a version of a
+	Rewrite the owner references and scale targets that name a version of a
 	CustomResourceDefinition so that they name a served version (the storage
 	version unless --to says another).
 
-	Storage migration rewrites the custom objects, never the objects they own:
-	a ConfigMap, a Job or another custom object created while the old version
-	was served keeps ownerReferences[].apiVersion GROUP/OLD. Once OLD is
-	unserved, the garbage collector cannot resolve that owner, and the object
-	is never deleted with it. unserve and retire refuse while such references
-	exist; this command repairs them.
+	Storage migration rewrites the custom objects, never the objects that
+	name them: a ConfigMap, a Job or another custom object created while the
+	old version was served keeps ownerReferences[].apiVersion GROUP/OLD, and
+	a HorizontalPodAutoscaler or KEDA ScaledObject keeps
+	spec.scaleTargetRef.apiVersion GROUP/OLD. Once OLD is unserved, the
+	garbage collector cannot resolve that owner, and the object is never
+	deleted with it; an autoscaler that maps its target by version cannot
+	find it. unserve and retire refuse while such references exist; this
+	command repairs them.
 
 	Every listable resource's metadata is read (paged, a few resources at
-	once). Each reference is rewritten with a JSON patch that first tests the
-	object's uid and the reference's uid and apiVersion, so another writer's
-	change is never overwritten: such an object is reported "changed" and
-	left as it is. A resource that cannot be read is named; references on
+	once; HorizontalPodAutoscalers and ScaledObjects whole). Each reference
+	is rewritten with a JSON patch that first tests the object's uid and the
+	reference as it was read (an owner reference's uid and apiVersion, a
+	scale target's apiVersion, kind and name), so another writer's change is
+	never overwritten: such an object is reported "changed" and left as it
+	is. An autoscaler managed by another controller (KEDA's HPAs) or by
+	GitOps gets its old version back from that owner: fix it there too. A resource that cannot be read is named; references on
 	its objects are unknown and the command exits non-zero.`)
 
 var repairReferencesExample = templates.Examples(`
-	# See which objects' owner references name v1alpha2, sending nothing
+	# See which owner references and scale targets name v1alpha2, sending nothing
 	kubectl crdversion repair-references certificates.pki.example.com v1alpha2 --dry-run=client
 
 	# Ask the API server whether it accepts each rewrite, writing nothing
@@ -67,7 +73,7 @@ func NewCmdRepairReferences(f cmdutil.Factory, streams genericiooptions.IOStream
 	cmd := &cobra.Command{
 		Use:                   "repair-references CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Rewrite the owner references that name a version to a served version",
+		Short:                 "Rewrite the owner references and scale targets that name a version",
 		Long:                  repairReferencesLong,
 		Example:               repairReferencesExample,
 		ValidArgsFunction:     versionCompletion(f),
@@ -127,17 +133,17 @@ func (o *RepairReferencesOptions) Run(ctx context.Context) error {
 	}
 	switch unrepaired := rep.Count(references.Changed) + rep.Count(references.Failed); {
 	case runErr != nil:
-		return fmt.Errorf("%d of the %d owner references were rewritten before it stopped (listed above), the rest were not: run the command again to finish: %w",
+		return fmt.Errorf("%d of the %d references were rewritten before it stopped (listed above), the rest were not: run the command again to finish: %w",
 			rep.Count(references.Rewritten), rep.Found, runErr)
 	case len(rep.Unseen) > 0:
-		return fmt.Errorf("%d resource(s) could not be read: owner references to %s on their objects are unknown", len(rep.Unseen), rep.Target.APIVersion)
+		return fmt.Errorf("%d resource(s) could not be read: references to %s on their objects are unknown", len(rep.Unseen), rep.Target.APIVersion)
 	case unrepaired > 0:
-		return fmt.Errorf("%d owner reference(s) were not rewritten", unrepaired)
+		return fmt.Errorf("%d reference(s) were not rewritten", unrepaired)
 	}
 	return nil
 }
 
-// referenceFinder finds owner references on c, with a progress bar on
+// referenceFinder finds owner references and scale targets on c, with a progress bar on
 // errOut when it is a terminal.
 func referenceFinder(c *cluster.Client, errOut io.Writer) action.ReferenceFinder {
 	return progressFinder{References: preflight.References{Client: c}, errOut: errOut}
@@ -152,7 +158,7 @@ type progressFinder struct {
 
 func (p progressFinder) Find(ctx context.Context, target references.Target) (*references.Inventory, error) {
 	if term.IsTerminal(p.errOut) {
-		update, stop := view.ResourceProgress(p.errOut, "looking for owner references to "+target.APIVersion)
+		update, stop := view.ResourceProgress(p.errOut, "looking for references to "+target.APIVersion)
 		defer stop()
 		p.Progress = update
 	}

@@ -29,8 +29,8 @@ var retireLong = templates.LongDesc(`
 	Retire an old version of a CustomResourceDefinition: take, in order, the
 	steps of the Kubernetes task page "Versions in CustomResourceDefinitions"
 	for removing it, each after its preflight: 1. clients moved off the
-	version (--usage-window, --usage-history); 2. no owner reference naming
-	it (--repair-references); 3. the version unserved; 4. another version the
+	version (--usage-window, --usage-history); 2. no owner reference or
+	scale target naming it (--repair-references); 3. the version unserved; 4. another version the
 	storage version; 5. every object rewritten at the storage version and
 	status.storedVersions trimmed (--migrate); 6. no managedFields entry
 	naming the version (--clean-managed-fields); 7. the version removed from
@@ -107,7 +107,7 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&fl.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
 	f.BoolVar(&fl.AllowPruning, "allow-pruning", false, "With --migrate: rewrite the objects even when the storage version drops fields they have (measured before anything is changed; the loss is then accepted).")
 	f.BoolVar(&fl.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
-	f.BoolVar(&fl.RepairReferences, "repair-references", false, "Rewrite the owner references that name the version so that they name the storage version, before unserving it (as kubectl crdversion repair-references does).")
+	f.BoolVar(&fl.RepairReferences, "repair-references", false, "Rewrite the owner references and scale targets that name the version so that they name the storage version, before unserving it (as kubectl crdversion repair-references does).")
 	addReferenceFlag(cmd, &fl.SkipReferenceCheck)
 	f.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
 	f.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")

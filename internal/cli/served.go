@@ -38,10 +38,12 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			endpoint leaves the API, and clients that still use it fail.
 
 			Preflight: the version is not the storage version; another version
-			stays served; no object's owner reference names it (every listable
-			resource's metadata is read: once the version is unserved the garbage
-			collector cannot resolve such an owner, so the object is never
-			deleted; kubectl crdversion repair-references rewrites them, and a
+			stays served; no object's owner reference or scale target names it
+			(every listable resource's metadata is read: once the version is
+			unserved the garbage collector cannot resolve such an owner, so the
+			object is never deleted, and an autoscaler that maps its target by
+			version cannot find it; kubectl crdversion repair-references rewrites
+			them, and a
 			resource that cannot be read makes the check unknown and refuses;
 			--skip-reference-check skips it); and no client uses it: no request to the version during
 			--usage-window and no watch open on it on any API server instance
@@ -152,5 +154,5 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 
 // addReferenceFlag binds --skip-reference-check (unserve, retire).
 func addReferenceFlag(cmd *cobra.Command, skip *bool) {
-	cmd.Flags().BoolVar(skip, "skip-reference-check", false, "Do not look for objects whose owner references name the version (the output records that the check was skipped).")
+	cmd.Flags().BoolVar(skip, "skip-reference-check", false, "Do not look for owner references and scale targets that name the version (the output records that the check was skipped).")
 }

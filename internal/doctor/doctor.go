@@ -3,8 +3,8 @@
 // only the cluster shows — lists of its objects that the API server cannot
 // answer at a served version, and the objects that break them; a conversion
 // webhook that does not convert; status.storedVersions entries ready to
-// trim; deprecated versions that clients still use; owner references that
-// name a version a CRD does not serve.
+// trim; deprecated versions that clients still use; owner references and
+// scale targets that name a version a CRD does not serve.
 //
 // It reads the cluster through narrow interfaces (Reader, WebhookChecker,
 // UsageSource), which cluster.Client, preflight.Webhooks and ClientUsage
@@ -92,7 +92,7 @@ type Doctor struct {
 	// Progress, when set, receives an Event every progressEvery objects
 	// of a list and at its end.
 	Progress func(Event)
-	// References, when set, finds the owner references that name a
+	// References, when set, finds the references that name a
 	// version a CRD of the run does not serve: one inventory of the
 	// cluster per run (Run), whose findings Check adds.
 	References ReferenceFinder
@@ -120,7 +120,7 @@ func (d *Doctor) Run(ctx context.Context, names []string, all bool) (*report.Doc
 	}
 	if d.References != nil {
 		if d.refs, err = brokenReferences(ctx, d.References, crds); err != nil {
-			return nil, fmt.Errorf("finding owner references: %w", err)
+			return nil, fmt.Errorf("finding references: %w", err)
 		}
 	}
 	r := &report.Doctor{CRDs: []report.DoctorCRD{}}

@@ -13,16 +13,16 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 )
 
-// ReferenceFinder reads the owner references of every object of the
-// cluster that match (preflight.References.FindMatching).
+// ReferenceFinder reads the owner references and scale targets of every
+// object of the cluster that match (preflight.References.FindMatching).
 type ReferenceFinder interface {
 	FindMatching(ctx context.Context, match func(metav1.OwnerReference) bool) (*references.Inventory, error)
 }
 
 // brokenReferences finds, in one inventory for all of crds, every owner
-// reference that names one of them (its group and kind) through a version
-// it does not serve: unserved, or not in spec.versions at all. The garbage
-// collector cannot resolve such an owner (kubernetes/kubernetes#102641).
+// reference and scale target that names one of them (its group and kind)
+// through a version it does not serve: unserved, or not in spec.versions
+// at all (references.Consequence says what breaks).
 func brokenReferences(ctx context.Context, f ReferenceFinder, crds []*apiextensionsv1.CustomResourceDefinition) (*references.Inventory, error) {
 	served := map[schema.GroupKind]map[string]bool{}
 	for _, crd := range crds {
@@ -43,7 +43,7 @@ func brokenReferences(ctx context.Context, f ReferenceFinder, crds []*apiextensi
 }
 
 // referenceFindings are the findings of crd from the inventory inv:
-// per version it does not serve that owner references name, an error
+// per version it does not serve that references name, an error
 // with the repair; when inv could not read every resource and crd has
 // versions that are not served or were removed, a warning that names what
 // it could not read (not under every CRD of the run: one whose versions
@@ -74,9 +74,9 @@ func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *refer
 		for _, rc := range deps.ByResource(3) {
 			where = append(where, rc.String())
 		}
-		f := lifecycle.Finding{Code: lifecycle.CodeOwnerReferencesBroken, Severity: lifecycle.SeverityError, Version: v,
-			Message: fmt.Sprintf("%d owner reference(s) name %s/%s %s, %s: the garbage collector cannot resolve that owner and never deletes these objects; rewrite them to %s/%s (%s)",
-				len(deps.Dependents), crd.Spec.Group, v, crd.Spec.Names.Kind, why, crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
+		f := lifecycle.Finding{Code: lifecycle.CodeReferencesBroken, Severity: lifecycle.SeverityError, Version: v,
+			Message: fmt.Sprintf("%s name %s/%s %s, %s: %s; rewrite them to %s/%s (%s)",
+				references.Count(deps.Dependents), crd.Spec.Group, v, crd.Spec.Names.Kind, why, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
 		out = append(out, f.WithRun(lifecycle.Crdversion("repair-references", crd.Name, v)))
 	}
 	if !inv.Complete() && notAllServed(crd) {
@@ -84,8 +84,8 @@ func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *refer
 		for _, u := range inv.Unseen {
 			names = append(names, u.Name())
 		}
-		out = append(out, lifecycle.Finding{Code: lifecycle.CodeOwnerReferencesUnknown, Severity: lifecycle.SeverityWarning,
-			Message: fmt.Sprintf("owner references to versions of %s that are not served are unknown on the objects of %d resource(s) that could not be read: %s", crd.Name, len(inv.Unseen), strings.Join(names, ", "))})
+		out = append(out, lifecycle.Finding{Code: lifecycle.CodeReferencesUnknown, Severity: lifecycle.SeverityWarning,
+			Message: fmt.Sprintf("references to versions of %s that are not served are unknown on the objects of %d resource(s) that could not be read: %s", crd.Name, len(inv.Unseen), strings.Join(names, ", "))})
 	}
 	return out
 }

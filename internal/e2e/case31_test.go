@@ -59,19 +59,19 @@ func TestCase31OwnerReferencesPinRemovedVersion(t *testing.T) {
 		}
 		out := map[string]lifecycle.Finding{}
 		for _, f := range rep.CRDs[0].Findings {
-			if f.Code == lifecycle.CodeOwnerReferencesBroken || f.Code == lifecycle.CodeOwnerReferencesUnknown {
+			if f.Code == lifecycle.CodeReferencesBroken || f.Code == lifecycle.CodeReferencesUnknown {
 				out[f.Version] = f
 			}
 		}
 		return out
 	}
 	fs := broken()
-	if f := fs["v1alpha2"]; len(fs) != 2 || !strings.Contains(f.Message, "2 owner reference(s) name pki.example.com/v1alpha2 Cert, which is not served") ||
-		f.Fix != "kubectl crdversion repair-references "+certs.Name+" v1alpha2" || !strings.Contains(fs["v1alpha9"].Message, "1 owner reference(s) name pki.example.com/v1alpha9 Cert, which is not in spec.versions") {
+	if f := fs["v1alpha2"]; len(fs) != 2 || !strings.Contains(f.Message, "2 owner references name pki.example.com/v1alpha2 Cert, which is not served") ||
+		f.Fix != "kubectl crdversion repair-references "+certs.Name+" v1alpha2" || !strings.Contains(fs["v1alpha9"].Message, "1 owner reference name pki.example.com/v1alpha9 Cert, which is not in spec.versions") {
 		t.Errorf("doctor's owner-reference findings: %+v", fs)
 	}
 
-	r := refuses(t, c, []string{certs.Name, reqs.Name}, []string{"stopped at step 2", "2 owner reference(s) name pki.example.com/v1alpha2 Cert",
+	r := refuses(t, c, []string{certs.Name, reqs.Name}, []string{"stopped at step 2", "2 owner references name pki.example.com/v1alpha2 Cert",
 		"certrequests.pki.example.com: 1 in default (default/test1-abcde)", "configmaps: 1 in default (default/test1-cm)"},
 		"retire", certs.Name, "v1alpha2", "--skip-usage-check", "--migrate")
 	args := runLine(t, r.stdout+r.stderr)

@@ -75,7 +75,7 @@ func TestUnserveRefusesOwnerReferences(t *testing.T) {
 	}
 
 	r = mustRun(t, "unserve", crd.Name, "v1", "--skip-usage-check")
-	if !strings.Contains(r.stdout, "no owner reference names unserverefs.example.com/v1 CronTab") {
+	if !strings.Contains(r.stdout, "no owner reference or scale target names unserverefs.example.com/v1 CronTab") {
 		t.Errorf("unserve after the repair:\n%s", r.stdout)
 	}
 }
@@ -94,7 +94,7 @@ func TestRetireRepairsOwnerReferences(t *testing.T) {
 	}
 	ownedBy(t, c, "team-a", "retire-owned-v1", "retirerefs.example.com/v1", "CronTab", owner, false)
 
-	r := refused(t, c, crd.Name, []string{"stopped at step 2", "1 owner reference(s) name retirerefs.example.com/v1 CronTab", "configmaps: 1 in team-a (team-a/retire-owned-v1)"},
+	r := refused(t, c, crd.Name, []string{"stopped at step 2", "1 owner reference name retirerefs.example.com/v1 CronTab", "configmaps: 1 in team-a (team-a/retire-owned-v1)"},
 		"retire", crd.Name, "v1", "--skip-usage-check", "--migrate", "--clean-managed-fields")
 	if strings.Contains(r.stderr, "Warning:") {
 		t.Errorf("the inventory printed the API server's warnings about the resources it lists:\n%s", r.stderr)
@@ -104,7 +104,7 @@ func TestRetireRepairsOwnerReferences(t *testing.T) {
 		t.Fatalf("the run: line does not repair: %v", args)
 	}
 	r = mustRun(t, args...)
-	if !strings.Contains(r.stdout, "rewrote 1 owner reference(s) to retirerefs.example.com/v2") {
+	if !strings.Contains(r.stdout, "rewrote 1 reference(s) to retirerefs.example.com/v2") {
 		t.Errorf("retire --repair-references:\n%s", r.stdout)
 	}
 	if v, _ := ownerAPIVersion(t, c, "team-a", "retire-owned-v1"); v != "retirerefs.example.com/v2" {

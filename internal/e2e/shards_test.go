@@ -70,15 +70,16 @@ var soloShards = []struct {
 		"TestMigrateServerEngineRefusalsAndTimeout",
 		"TestFaultDryRunOnAStaleRead",
 	}},
-	// Owner references (issue 28): the inventory reads every resource of
-	// the server, which the parallel shard's tests leave unreadable on
-	// purpose, and a garbage collector with workers deletes on the whole
-	// server.
+	// Owner references and scale targets (issue 28): the inventory reads
+	// every resource of the server, which the parallel shard's tests leave
+	// unreadable on purpose, a garbage collector with workers deletes on the
+	// whole server, and an HPA controller scales every HPA of it.
 	{"solo-references", []string{
 		"TestGarbageCollectorAndAnUnservedOwnerVersion",
 		"TestUnserveRefusesOwnerReferences",
 		"TestRetireRepairsOwnerReferences",
 		"TestCase31OwnerReferencesPinRemovedVersion",
+		"TestScaleTargetOfAnUnservedVersion",
 	}},
 	// Sweeps that see every CRD of the server, and real CRDs installed
 	// under their own names.

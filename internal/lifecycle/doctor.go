@@ -26,13 +26,13 @@ const (
 	// the storage version and not yet deprecated (information: the clients
 	// to move before it is deprecated).
 	CodeOldVersionInUse = "OldVersionInUse"
-	// CodeOwnerReferencesBroken: objects' owner references name a version
+	// CodeReferencesBroken: objects' owner references name a version
 	// of the CRD that is not served (or not in spec.versions): the
 	// garbage collector cannot resolve that owner (kubernetes/kubernetes#102641).
-	CodeOwnerReferencesBroken = "OwnerReferencesBroken"
-	// CodeOwnerReferencesUnknown: resources whose objects could not be
+	CodeReferencesBroken = "ReferencesBroken"
+	// CodeReferencesUnknown: resources whose objects could not be
 	// read, so references there are unknown.
-	CodeOwnerReferencesUnknown = "OwnerReferencesUnknown"
+	CodeReferencesUnknown = "ReferencesUnknown"
 )
 
 // ReadyToTrim returns the finding for a CRD with objects objects whose

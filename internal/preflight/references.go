@@ -14,9 +14,9 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 )
 
-// CheckOwnerReferences is the name of the owner-reference check of
-// unserve (and of retire's unserve step).
-const CheckOwnerReferences = "OwnerReferences"
+// CheckReferences is the name of the reference check of unserve (and of
+// retire's unserve step): owner references and scale targets.
+const CheckReferences = "References"
 
 // ReferenceConcurrency is the number of resources the inventory lists at
 // once, ReferencePageSize its objects per page.
@@ -25,7 +25,7 @@ const (
 	ReferencePageSize    = 500
 )
 
-// References finds owner references on a live cluster.
+// References finds owner references and scale targets on a live cluster.
 type References struct {
 	Client *cluster.Client
 	// Progress, when set, is called after each resource listed.
@@ -43,7 +43,7 @@ func (r References) Find(ctx context.Context, target references.Target) (*refere
 		references.Options{Concurrency: ReferenceConcurrency, Forbidden: cluster.Forbidden, NotFound: cluster.NotFound, Progress: r.Progress})
 }
 
-// FindMatching is Find for the owner references match chooses (see
+// FindMatching is Find for the references match chooses (see
 // references.Options.Match).
 func (r References) FindMatching(ctx context.Context, match func(metav1.OwnerReference) bool) (*references.Inventory, error) {
 	src, err := cluster.NewReferenceSource(r.Client, ReferencePageSize)
@@ -59,21 +59,19 @@ func ReferenceTarget(crd *apiextensionsv1.CustomResourceDefinition, version stri
 	return references.Target{APIVersion: lifecycle.GroupVersion(crd, version), Kind: crd.Spec.Names.Kind}
 }
 
-// RepairCommand is the command that rewrites the owner references to
-// version of crd.
+// RepairCommand is the command that rewrites the references to version
+// of crd.
 func RepairCommand(crd *apiextensionsv1.CustomResourceDefinition, version string) lifecycle.Command {
 	return lifecycle.Crdversion("repair-references", crd.Name, version)
 }
 
-// OwnerReferences is the check that no object's owner reference names
-// version of crd: once the version is unserved, kube-controller-manager's
-// garbage collector cannot resolve such an owner and never deletes the
-// object (kubernetes/kubernetes#102641). Fail when references are found
-// (with the repair command in Run) and when the inventory could not read
-// every resource (unknown is not pass).
-func OwnerReferences(crd *apiextensionsv1.CustomResourceDefinition, version string, inv *references.Inventory) edit.Check {
+// ReferencesCheck is the check that no object's owner reference or scale
+// target names version of crd (references.Consequence says what breaks).
+// Fail when references are found (with the repair command in Run) and
+// when the inventory could not read every resource (unknown is not pass).
+func ReferencesCheck(crd *apiextensionsv1.CustomResourceDefinition, version string, inv *references.Inventory) edit.Check {
 	gv := lifecycle.GroupVersion(crd, version)
-	c := edit.Check{Name: CheckOwnerReferences}
+	c := edit.Check{Name: CheckReferences}
 	for _, rc := range inv.ByResource(3) {
 		c.Details = append(c.Details, rc.String())
 	}
@@ -84,27 +82,27 @@ func OwnerReferences(crd *apiextensionsv1.CustomResourceDefinition, version stri
 	case len(inv.Dependents) > 0:
 		repair := RepairCommand(crd, version)
 		c.Outcome, c.Run = edit.Fail, []lifecycle.Command{repair}
-		c.Message = fmt.Sprintf("%d owner %s on objects of %d %s name %s %s: once %s is unserved the garbage collector cannot resolve that owner and never deletes these objects; rewrite them to %s first (%s)",
-			len(inv.Dependents), plural(len(inv.Dependents), "reference", "references"), len(inv.ByResource(0)), plural(len(inv.ByResource(0)), "resource", "resources"),
-			gv, crd.Spec.Names.Kind, version, lifecycle.GroupVersion(crd, lifecycle.StorageVersion(crd)), repair.Render(nil))
+		c.Message = fmt.Sprintf("%s on objects of %d %s name %s %s: once %s is unserved, %s; rewrite them to %s first (%s)",
+			references.Count(inv.Dependents), len(inv.ByResource(0)), plural(len(inv.ByResource(0)), "resource", "resources"),
+			gv, crd.Spec.Names.Kind, version, references.Consequence(inv.Dependents), lifecycle.GroupVersion(crd, lifecycle.StorageVersion(crd)), repair.Render(nil))
 		if !inv.Complete() {
 			c.Message += fmt.Sprintf("; and %d %s could not be read, so there may be more", len(inv.Unseen), plural(len(inv.Unseen), "resource", "resources"))
 		}
 	case !inv.Complete():
 		c.Outcome = edit.Fail
-		c.Message = fmt.Sprintf("owner references to %s unknown: %d of the resources could not be read (%s); grant list on them, or make their lists answer, and run again — or unserve without knowing with --skip-reference-check",
+		c.Message = fmt.Sprintf("references to %s unknown: %d of the resources could not be read (%s); grant list on them, or make their lists answer, and run again — or unserve without knowing with --skip-reference-check",
 			gv, len(inv.Unseen), unseenNames(inv.Unseen, 3))
 	default:
 		c.Outcome = edit.Pass
-		c.Message = fmt.Sprintf("no owner reference names %s %s (%d objects of %d resources read)", gv, crd.Spec.Names.Kind, inv.Objects, inv.Resources)
+		c.Message = fmt.Sprintf("no owner reference or scale target names %s %s (%d objects of %d resources read)", gv, crd.Spec.Names.Kind, inv.Objects, inv.Resources)
 	}
 	return c
 }
 
-// OwnerReferencesSkipped is the check when --skip-reference-check was
+// ReferencesSkipped is the check when --skip-reference-check was
 // given: a warning the output records.
-func OwnerReferencesSkipped(gv string) edit.Check {
-	return edit.Check{Name: CheckOwnerReferences, Outcome: edit.Warn, Message: "owner references to " + gv + " were NOT checked (--skip-reference-check)"}
+func ReferencesSkipped(gv string) edit.Check {
+	return edit.Check{Name: CheckReferences, Outcome: edit.Warn, Message: "references to " + gv + " were NOT checked (--skip-reference-check)"}
 }
 
 func unseenNames(us []references.Unseen, n int) string {

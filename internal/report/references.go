@@ -10,7 +10,7 @@ import (
 )
 
 // ReferenceRepair (kind ReferenceRepair) is the output of `kubectl
-// crdversion repair-references`: the owner references that named the
+// crdversion repair-references`: the references that named the
 // version, what rewriting each did, and what the inventory could not read.
 type ReferenceRepair struct {
 	metav1.TypeMeta `json:",inline"`
@@ -22,7 +22,7 @@ type ReferenceRepair struct {
 	To     string            `json:"to"`
 	// DryRun is "client" or "server" for a dry run, "" when written.
 	DryRun string `json:"dryRun,omitempty"`
-	// Found is the number of owner references the inventory found;
+	// Found is the number of references the inventory found;
 	// Repairs are those tried (fewer when the run was interrupted).
 	Found int `json:"found"`
 	// Resources and Objects are what the inventory read.

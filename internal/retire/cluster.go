@@ -51,15 +51,15 @@ type Cluster interface {
 	// name version so that they name the storage version. Per-object
 	// failures are in the result.
 	CleanManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, objs []ObjectRef) (*ManagedFieldsCleanup, error)
-	// OwnerReferences finds every object whose owner reference names
+	// FindReferences finds every owner reference and scale target that names
 	// version of crd, reading every listable resource's metadata; what it
 	// could not read is in the inventory (Unseen), not an error.
-	OwnerReferences(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*references.Inventory, error)
-	// RepairOwnerReferences rewrites each dependent's reference to name
+	FindReferences(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*references.Inventory, error)
+	// RepairReferences rewrites each dependent's reference to name
 	// apiVersion to (references.RepairAll; with lifecycle.DryRunServer each
 	// patch is a server-side dry run); the outcome of each is in the
 	// result.
-	RepairOwnerReferences(ctx context.Context, deps []references.Dependent, to string, dryRun lifecycle.DryRun) ([]references.Repair, error)
+	RepairReferences(ctx context.Context, deps []references.Dependent, to string, dryRun lifecycle.DryRun) ([]references.Repair, error)
 	// Missing returns which of needs the user lacks; none when the API
 	// server cannot tell (its own answers then decide).
 	Missing(ctx context.Context, needs []access.Need) []access.Need

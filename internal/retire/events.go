@@ -24,7 +24,7 @@ const (
 	// EventManagedFieldsCleaned — ManagedFields is the clean-up's outcome.
 	EventManagedFieldsCleaned EventKind = "ManagedFieldsCleaned"
 	// EventReferencesRewritten — Message says what the rewrite of the
-	// owner references did.
+	// references did.
 	EventReferencesRewritten EventKind = "ReferencesRewritten"
 	// EventMigrated — Migration is the migration's outcome.
 	EventMigrated EventKind = "Migrated"

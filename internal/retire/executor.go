@@ -29,7 +29,7 @@ type Options struct {
 	// (--clean-managed-fields) lets it rewrite managedFields entries.
 	SkipUsageCheck, Migrate, CleanManagedFields bool
 	// SkipReferenceCheck records --skip-reference-check; RepairReferences
-	// (--repair-references) lets the run rewrite the owner references that
+	// (--repair-references) lets the run rewrite the references that
 	// name the version to the storage version.
 	SkipReferenceCheck, RepairReferences bool
 	// VersionOrder is the order of the CRD's versions the user gave,
@@ -212,7 +212,7 @@ func needs(crd *apiextensionsv1.CustomResourceDefinition, steps []Step, refs *re
 				continue
 			}
 			for _, rc := range refs.ByResource(0) {
-				out = append(out, access.Need{Verb: "patch", Group: rc.Resource.Group, Resource: rc.Resource.Resource, Why: "rewrite the owner references that name " + refs.Target.APIVersion})
+				out = append(out, access.Need{Verb: "patch", Group: rc.Resource.Group, Resource: rc.Resource.Resource, Why: "rewrite the references that name " + refs.Target.APIVersion})
 			}
 		}
 	}
@@ -261,13 +261,13 @@ func (r *run) measure(ctx context.Context) error {
 		r.facts.Writers = w
 	}
 	if v != nil && !r.opts.SkipReferenceCheck && r.facts.References == nil {
-		inv, err := r.e.Cluster.OwnerReferences(ctx, r.crd, r.old)
+		inv, err := r.e.Cluster.FindReferences(ctx, r.crd, r.old)
 		if err != nil {
-			return fmt.Errorf("finding the owner references to %s: %w", lifecycle.GroupVersion(r.crd, r.old), err)
+			return fmt.Errorf("finding the references to %s: %w", lifecycle.GroupVersion(r.crd, r.old), err)
 		}
 		r.facts.References, r.facts.ReferenceRefusals, r.referencesAsked = inv, nil, false
-		r.observe(ReferencesMoved, fmt.Sprintf("read %d objects of %d resources (%d not read): %d owner reference(s) name %s",
-			inv.Objects, inv.Resources, len(inv.Unseen), len(inv.Dependents), lifecycle.GroupVersion(r.crd, r.old)))
+		r.observe(ReferencesMoved, fmt.Sprintf("read %d objects of %d resources (%d not read): %s name %s",
+			inv.Objects, inv.Resources, len(inv.Unseen), references.Count(inv.Dependents), lifecycle.GroupVersion(r.crd, r.old)))
 	}
 	if v != nil && !slices.Contains(r.crd.Status.StoredVersions, r.old) && !r.facts.MigratedInRun && r.facts.Objects == nil {
 		n, err := r.e.Cluster.CountObjects(ctx, r.crd)
@@ -361,7 +361,7 @@ func (r *run) dryRun(ctx context.Context, steps []Step) error {
 	return nil
 }
 
-// dryRunReferences sends the rewrites of the owner references as
+// dryRunReferences sends the rewrites of the references as
 // server-side dry runs, once per inventory, when the plan takes them.
 func (r *run) dryRunReferences(ctx context.Context, steps []Step) error {
 	i := slices.IndexFunc(steps, func(s Step) bool { return s.ID == ReferencesMoved && s.Status == ToDo })
@@ -369,9 +369,9 @@ func (r *run) dryRunReferences(ctx context.Context, steps []Step) error {
 		return nil
 	}
 	to := lifecycle.GroupVersion(r.crd, lifecycle.StorageVersion(r.crd))
-	rs, err := r.e.Cluster.RepairOwnerReferences(ctx, r.facts.References.Dependents, to, lifecycle.DryRunServer)
+	rs, err := r.e.Cluster.RepairReferences(ctx, r.facts.References.Dependents, to, lifecycle.DryRunServer)
 	if err != nil {
-		return fmt.Errorf("asking the API server whether it accepts the rewrite of the owner references with server-side dry runs: %w", err)
+		return fmt.Errorf("asking the API server whether it accepts the rewrite of the references with server-side dry runs: %w", err)
 	}
 	r.referencesAsked = true
 	for _, x := range rs {
@@ -379,16 +379,13 @@ func (r *run) dryRunReferences(ctx context.Context, steps []Step) error {
 			r.facts.ReferenceRefusals = append(r.facts.ReferenceRefusals, repairName(x)+": "+x.Message)
 		}
 	}
-	r.observe(ReferencesMoved, fmt.Sprintf("server-side dry run of the rewrite to %s: %d owner reference(s), %d refused", to, len(rs), len(r.facts.ReferenceRefusals)))
+	r.observe(ReferencesMoved, fmt.Sprintf("server-side dry run of the rewrite to %s: %d reference(s), %d refused", to, len(rs), len(r.facts.ReferenceRefusals)))
 	return nil
 }
 
 // repairName is "RESOURCE NAMESPACE/NAME" of a repair.
 func repairName(x references.Repair) string {
-	if x.Namespace == "" {
-		return x.Resource.GroupResource().String() + " " + x.Name
-	}
-	return x.Resource.GroupResource().String() + " " + x.Namespace + "/" + x.Name
+	return x.Resource.GroupResource().String() + " " + x.Object() + " " + x.Where()
 }
 
 // execute takes the steps in order, planning again after each.
@@ -473,7 +470,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 			return r.measure(ctx)
 		}
 		to := lifecycle.GroupVersion(r.crd, lifecycle.StorageVersion(r.crd))
-		rs, err := c.RepairOwnerReferences(ctx, r.facts.References.Dependents, to, lifecycle.DryRunNone)
+		rs, err := c.RepairReferences(ctx, r.facts.References.Dependents, to, lifecycle.DryRunNone)
 		counts := map[references.Outcome]int{}
 		var notRewritten []string
 		for _, x := range rs {
@@ -482,7 +479,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 				notRewritten = append(notRewritten, repairName(x)+": "+x.Message)
 			}
 		}
-		did := fmt.Sprintf("rewrote %d owner reference(s) to %s; %d changed by another writer, %d deleted, %d failed",
+		did := fmt.Sprintf("rewrote %d reference(s) to %s; %d changed by another writer, %d deleted, %d failed",
 			counts[references.Rewritten], to, counts[references.Changed], counts[references.Gone], counts[references.Failed])
 		r.did[s.ID] = append(r.did[s.ID], did)
 		r.emit(Event{Kind: EventReferencesRewritten, Message: did})
@@ -490,7 +487,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 			return err
 		}
 		if len(notRewritten) > 0 {
-			return fmt.Errorf("%d owner reference(s) were not rewritten (%s); re-run %s to read them anew", len(notRewritten), notRewritten[0], r.rerun())
+			return fmt.Errorf("%d reference(s) were not rewritten (%s); re-run %s to read them anew", len(notRewritten), notRewritten[0], r.rerun())
 		}
 		r.facts.References = nil // look again
 	case Unserved, Removed:

@@ -142,12 +142,12 @@ func (f *fakeCluster) CleanManagedFields(_ context.Context, _ *apiextensionsv1.C
 	return &ManagedFieldsCleanup{Rewritten: len(objs), Relabeled: len(objs)}, nil
 }
 
-func (f *fakeCluster) OwnerReferences(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*references.Inventory, error) {
+func (f *fakeCluster) FindReferences(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*references.Inventory, error) {
 	f.log("find owner references")
 	return &references.Inventory{Dependents: slices.Clone(f.dependents), Unseen: f.unseen, Resources: 40, Objects: 900}, nil
 }
 
-func (f *fakeCluster) RepairOwnerReferences(_ context.Context, deps []references.Dependent, to string, d lifecycle.DryRun) ([]references.Repair, error) {
+func (f *fakeCluster) RepairReferences(_ context.Context, deps []references.Dependent, to string, d lifecycle.DryRun) ([]references.Repair, error) {
 	call := "rewrite owner references"
 	if d == lifecycle.DryRunServer {
 		call = "dry-run " + call
@@ -539,7 +539,7 @@ func TestRunOwnerReferences(t *testing.T) {
 	_, _, err := execute(t, f, all)
 	var blocked *BlockedError
 	if !errors.As(err, &blocked) || blocked.Step.ID != ReferencesMoved || !strings.Contains(blocked.Step.Command, "retire crontabs.stable.example.com v1 --migrate --clean-managed-fields --repair-references") ||
-		!strings.Contains(blocked.Step.Message, "2 owner reference(s) name stable.example.com/v1 CronTab") {
+		!strings.Contains(blocked.Step.Message, "2 owner references name stable.example.com/v1 CronTab") {
 		t.Fatalf("err = %v (%+v), want step 2 blocked on the references", err, blocked)
 	}
 	if w := f.writes(); len(w) > 0 {
@@ -566,7 +566,7 @@ func TestRunOwnerReferences(t *testing.T) {
 	if !slices.Equal(res.Taken, []StepID{ReferencesMoved, Unserved, Migrated, Removed}) {
 		t.Errorf("taken %v", res.Taken)
 	}
-	if did := strings.Join(res.Steps[1].Did, "; "); !strings.Contains(did, "rewrote 2 owner reference(s) to stable.example.com/v2") {
+	if did := strings.Join(res.Steps[1].Did, "; "); !strings.Contains(did, "rewrote 2 reference(s) to stable.example.com/v2") {
 		t.Errorf("step 2 did %q", did)
 	}
 
@@ -574,7 +574,7 @@ func TestRunOwnerReferences(t *testing.T) {
 	f.dependents, f.refuseRefs = deps, "admission webhook denied"
 	opts.DryRun = lifecycle.DryRunServer
 	_, _, err = execute(t, f, opts)
-	if !errors.As(err, &blocked) || blocked.Step.ID != ReferencesMoved || !strings.Contains(blocked.Step.Message, "refuses the rewrite of 2 of 2 owner reference(s)") ||
+	if !errors.As(err, &blocked) || blocked.Step.ID != ReferencesMoved || !strings.Contains(blocked.Step.Message, "refuses the rewrite of 2 of 2 reference(s)") ||
 		f.count("dry-run rewrite owner references") != 1 {
 		t.Errorf("server dry run, the rewrite refused: %v; calls %v", err, f.calls)
 	}
@@ -592,7 +592,7 @@ func TestRunOwnerReferences(t *testing.T) {
 	opts = all
 	opts.SkipReferenceCheck = true
 	res, _, err = execute(t, f, opts)
-	if err != nil || f.count("find owner references") != 0 || !strings.Contains(strings.Join(res.Steps[1].Checked, "; "), "skipped: owner references to stable.example.com/v1 were NOT checked (--skip-reference-check)") {
+	if err != nil || f.count("find owner references") != 0 || !strings.Contains(strings.Join(res.Steps[1].Checked, "; "), "skipped: references to stable.example.com/v1 were NOT checked (--skip-reference-check)") {
 		t.Errorf("skipped: %v; calls %v; step 2 %+v", err, f.calls, res.Steps[1])
 	}
 }

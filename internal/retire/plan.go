@@ -11,6 +11,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -22,7 +23,7 @@ var order = []struct {
 	plan  func(p *planner, s *Step)
 }{
 	{ClientsMoved, func(old string) string { return "clients moved off " + old }, (*planner).clients},
-	{ReferencesMoved, func(old string) string { return "no owner reference names " + old }, (*planner).references},
+	{ReferencesMoved, func(old string) string { return "no owner reference or scale target names " + old }, (*planner).references},
 	{Unserved, func(old string) string { return old + " unserved" }, (*planner).unserve},
 	{StorageMoved, func(string) string { return "another version is the storage version" }, (*planner).storage},
 	{Migrated, func(old string) string { return "objects migrated, storedVersions without " + old }, (*planner).migration},
@@ -171,39 +172,39 @@ func (p *planner) clients(s *Step) {
 	}
 }
 
-// 2. No owner reference names OLD: every listable resource read, the
+// 2. No owner reference or scale target names OLD: every listable resource read, the
 // references rewritten to the storage version with --repair-references.
 func (p *planner) references(s *Step) {
 	old, f, v := p.old, p.f, p.version()
 	gv := p.group + "/" + old
 	switch {
 	case !p.inSpec:
-		s.set(Done, nil, "%s is not in spec.versions (kubectl crdversion doctor finds owner references to removed versions)", old)
+		s.set(Done, nil, "%s is not in spec.versions (kubectl crdversion doctor finds references to removed versions)", old)
 	case f.SkipReferences:
-		s.set(Skipped, nil, "owner references to %s were NOT checked (--skip-reference-check)", gv)
+		s.set(Skipped, nil, "references to %s were NOT checked (--skip-reference-check)", gv)
 	case f.References == nil:
-		s.set(ToDo, nil, "look for objects whose owner references name %s (the metadata of every listable resource)", gv)
+		s.set(ToDo, nil, "look for owner references and scale targets that name %s (the metadata of every listable resource, HorizontalPodAutoscalers and ScaledObjects whole)", gv)
 	case len(f.References.Dependents) == 0 && f.References.Complete():
-		s.set(Done, nil, "no owner reference names %s (%d objects of %d resources read)", gv, f.References.Objects, f.References.Resources)
+		s.set(Done, nil, "no owner reference or scale target names %s (%d objects of %d resources read)", gv, f.References.Objects, f.References.Resources)
 	case !f.References.Complete():
 		inv := f.References
-		s.set(Blocked, p.retire(""), "owner references to %s unknown: %d resource(s) could not be read (%d reference(s) found in the rest); grant list on them, or make their lists answer, and re-run — or re-run with --skip-reference-check to go on without knowing",
+		s.set(Blocked, p.retire(""), "references to %s unknown: %d resource(s) could not be read (%d reference(s) found in the rest); grant list on them, or make their lists answer, and re-run — or re-run with --skip-reference-check to go on without knowing",
 			gv, len(inv.Unseen), len(inv.Dependents))
 		for _, u := range inv.Unseen {
 			s.Evidence = append(s.Evidence, "not read: "+u.Name()+": "+u.Reason)
 		}
 	case v.Storage:
-		s.set(Blocked, p.promoteStorage(), "%d owner reference(s) name %s, the storage version: they are rewritten to the storage version once another version is", len(f.References.Dependents), gv)
+		s.set(Blocked, p.promoteStorage(), "%s name %s, the storage version: they are rewritten to the storage version once another version is", references.Count(f.References.Dependents), gv)
 	case f.RepairReferences && len(f.ReferenceRefusals) > 0:
-		s.set(Blocked, nil, "the API server refuses the rewrite of %d of %d owner reference(s) to %s/%s (server-side dry run; %s); nothing is rewritten or unserved until it accepts them all",
+		s.set(Blocked, nil, "the API server refuses the rewrite of %d of %d reference(s) to %s/%s (server-side dry run; %s); nothing is rewritten or unserved until it accepts them all",
 			len(f.ReferenceRefusals), len(f.References.Dependents), p.group, p.storageVersion, f.ReferenceRefusals[0])
 		s.Evidence = append(s.Evidence, f.ReferenceRefusals...)
 	case f.RepairReferences:
-		s.set(ToDo, nil, "rewrite %d owner reference(s) from %s to %s/%s (a JSON patch each that tests the object's and the owner's uid first)",
-			len(f.References.Dependents), gv, p.group, p.storageVersion)
+		s.set(ToDo, nil, "rewrite %s from %s to %s/%s (a JSON patch each that tests the object's uid and the reference first)",
+			references.Count(f.References.Dependents), gv, p.group, p.storageVersion)
 	default:
-		s.set(Blocked, p.retire("repair-references"), "%d owner reference(s) name %s %s: once %s is unserved the garbage collector cannot resolve that owner and never deletes these objects; rewrite them to %s/%s first",
-			len(f.References.Dependents), gv, p.kind, old, p.group, p.storageVersion)
+		s.set(Blocked, p.retire("repair-references"), "%s name %s %s: once %s is unserved, %s; rewrite them to %s/%s first",
+			references.Count(f.References.Dependents), gv, p.kind, old, references.Consequence(f.References.Dependents), p.group, p.storageVersion)
 	}
 	if f.References != nil {
 		for _, rc := range f.References.ByResource(3) {

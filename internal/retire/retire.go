@@ -29,9 +29,9 @@ type StepID string
 const (
 	// ClientsMoved means no client requests OLD (from the API server's metrics).
 	ClientsMoved StepID = "ClientsMoved"
-	// ReferencesMoved means no object's owner reference names OLD: once OLD
-	// is unserved the garbage collector cannot resolve such an owner
-	// (kubernetes/kubernetes#102641).
+	// ReferencesMoved means no object's owner reference or scale target
+	// names OLD (references.Consequence says what breaks once OLD is
+	// unserved).
 	ReferencesMoved StepID = "ReferencesMoved"
 	// Unserved means OLD has served: false.
 	Unserved StepID = "Unserved"
@@ -145,15 +145,16 @@ type Facts struct {
 	// UsageFlags are the usage check's flags the run was given, carried
 	// by the retire commands the plan prints (see Options.UsageFlags).
 	UsageFlags []lifecycle.Flag
-	// References is the inventory of the owner references that name OLD
+	// References is the inventory of the owner references and scale
+	// targets that name OLD
 	// (every listable resource read); SkipReferences records
 	// --skip-reference-check, RepairReferences --repair-references, which
 	// lets retire rewrite them to the storage version.
 	References                       *references.Inventory
 	SkipReferences, RepairReferences bool
 	// ReferenceRefusals are the API server's answers that refused the
-	// rewrite of an owner reference in the server-side dry run of
-	// --repair-references ("RESOURCE NAMESPACE/NAME: message").
+	// rewrite of a reference in the server-side dry run of
+	// --repair-references ("RESOURCE NAMESPACE/NAME FIELD: message").
 	ReferenceRefusals []string
 }
 

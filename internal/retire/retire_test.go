@@ -156,10 +156,10 @@ func TestPlan(t *testing.T) {
 		{"S3, owner references", s3(), Facts{References: refsTo(2), Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=blocked 3=to do 4=done 5=done 6=done 7=blocked 8=info", 2,
 			"kubectl crdversion retire crontabs.stable.example.com v1 --repair-references"},
 		{"S3, owner references, --repair-references", s3(), Facts{References: refsTo(2), RepairReferences: true, Usage: notInUse(), StaleManagedFields: none()},
-			"1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "rewrite 2 owner reference(s) from stable.example.com/v1 to stable.example.com/v2"},
+			"1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "rewrite 2 owner references from stable.example.com/v1 to stable.example.com/v2"},
 		{"S1, owner references", s1, Facts{References: refsTo(1), RepairReferences: true, Usage: notInUse(), StaleManagedFields: none(), Migrate: true},
 			"1=done 2=blocked 3=blocked 4=blocked 5=blocked 6=done 7=blocked 8=info", 2, "promote-storage crontabs.stable.example.com v2"},
-		{"S3, references not measured", s3(), Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "look for objects whose owner references name stable.example.com/v1"},
+		{"S3, references not measured", s3(), Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "look for owner references and scale targets that name stable.example.com/v1"},
 		{"last served version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Storage).Stored("v2").CRD(), Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none()},
 			"1=done 2=done 3=blocked 4=done 5=done 6=done 7=blocked 8=info", 3, "last served version"},
 	} {

@@ -9,7 +9,7 @@ import (
 )
 
 // ReferenceRepair writes the report of repair-references: what the
-// inventory read, one line per owner reference and what was done to it,
+// inventory read, one line per reference and what was done to it,
 // what could not be read, and a summary line.
 func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 	suffix := ""
@@ -19,15 +19,11 @@ func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 	case "server":
 		suffix = " (server dry run)"
 	}
-	fmt.Fprintf(w, "Owner references to %s %s: %d (read %d objects of %d resources)\n", r.Target.APIVersion, r.Target.Kind, r.Found, r.Objects, r.Resources)
+	fmt.Fprintf(w, "References to %s %s: %d (read %d objects of %d resources)\n", r.Target.APIVersion, r.Target.Kind, r.Found, r.Objects, r.Resources)
 	counts := map[references.Outcome]int{}
 	for _, x := range r.Repairs {
 		counts[x.Outcome]++
-		name := x.Name
-		if x.Namespace != "" {
-			name = x.Namespace + "/" + x.Name
-		}
-		line := fmt.Sprintf("  %s %s ownerReferences[%d] (%s %s): ", x.Resource.GroupResource(), name, x.Index, x.Owner.Kind, x.Owner.Name)
+		line := fmt.Sprintf("  %s %s %s (%s %s): ", x.Resource.GroupResource(), x.Object(), x.Where(), x.Owner.Kind, x.Owner.Name)
 		switch x.Outcome {
 		case references.Rewritten:
 			line += "rewritten to " + x.To + suffix
@@ -43,9 +39,9 @@ func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 	}
 	switch {
 	case len(r.Unseen) > 0:
-		fmt.Fprintf(w, "%d resources could not be read: owner references on their objects are unknown; grant list on them, or make their lists answer, and run again.\n", len(r.Unseen))
+		fmt.Fprintf(w, "%d resources could not be read: references on their objects are unknown; grant list on them, or make their lists answer, and run again.\n", len(r.Unseen))
 	case len(r.Repairs) == 0:
-		fmt.Fprintf(w, "No owner reference names %s: nothing to repair.\n", r.Target.APIVersion)
+		fmt.Fprintf(w, "No owner reference or scale target names %s: nothing to repair.\n", r.Target.APIVersion)
 	}
 	if n := counts[references.Changed]; n > 0 {
 		fmt.Fprintf(w, "%d changed by another writer since they were read, not rewritten: run again to read them anew.\n", n)

@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,6 +10,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
 )
 
 // StatusCluster is what status reads from the cluster.
@@ -52,6 +54,20 @@ func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkS
 		return r, nil
 	}
 	r.ObjectsReadable(r.Objects.Version)
+	// A StorageVersionMigration of the resource that Succeeded while
+	// storedVersions still lists older versions is no proof of a
+	// migration (case 34); Failed and untaken ones mislead too.
+	if m, ok := c.(storageMigrations); ok {
+		ms, served, err := m.Migrations(ctx)
+		if _, answered := err.(apierrors.APIStatus); err != nil && !answered {
+			return nil, err
+		}
+		if served || err != nil {
+			for _, f := range svm.FindingsOr(crd, ms, err, time.Now()) {
+				r.AddFinding(f)
+			}
+		}
+	}
 	// Before retire is advised, ask which objects' managedFields still
 	// name the version it removes: retire refuses until they are rewritten.
 	if m, ok := c.(staleManagedFields); ok && r.State == lifecycle.StateS5 && n > 0 {
@@ -83,6 +99,12 @@ func Status(ctx context.Context, c StatusCluster, arg string, count bool, chunkS
 // managedFields name a version (cluster.Client).
 type staleManagedFields interface {
 	StaleManagedFields(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64) ([]managedfields.ObjectRef, error)
+}
+
+// storageMigrations is the part of a cluster that lists the
+// StorageVersionMigrations (svm.Runner).
+type storageMigrations interface {
+	Migrations(ctx context.Context) ([]svm.Migration, bool, error)
 }
 
 func forbidden(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) }

@@ -16,6 +16,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
@@ -175,10 +176,19 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if len(o.contexts) > 0 {
 		return o.runFleet(ctx)
 	}
-	r, err := action.Status(ctx, o.client, o.CRD, o.Count, o.ChunkSize, lifecycle.Options{VersionOrder: o.VersionOrder})
+	r, err := action.Status(ctx, statusReader{o.client}, o.CRD, o.Count, o.ChunkSize, lifecycle.Options{VersionOrder: o.VersionOrder})
 	if err != nil {
 		return err
 	}
 	r.RenderCommands(o.conn)
 	return printFindings(o.Out, o.print, r, r.Summary())
+}
+
+// statusReader is what status reads: the cluster, and its
+// StorageVersionMigrations through svm.Runner.
+type statusReader struct{ *cluster.Client }
+
+// Migrations lists the StorageVersionMigrations (svm.Runner.Migrations).
+func (s statusReader) Migrations(ctx context.Context) ([]svm.Migration, bool, error) {
+	return (&svm.Runner{Client: s.Client}).Migrations(ctx)
 }

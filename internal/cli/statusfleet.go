@@ -26,7 +26,7 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 		c, err := cluster.New(getter)
 		var r *report.Status
 		if err == nil {
-			r, err = action.Status(ctx, c, o.CRD, o.Count, o.ChunkSize, lifecycle.Options{})
+			r, err = action.Status(ctx, statusReader{c}, o.CRD, o.Count, o.ChunkSize, lifecycle.Options{})
 		}
 		fc.Reach = cluster.ReachOf(err)
 		if err != nil {

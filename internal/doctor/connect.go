@@ -8,6 +8,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
 )
 
 // Config is how a doctor run checks one cluster.
@@ -43,7 +44,7 @@ func Connect(getter genericclioptions.RESTClientGetter, c Config) (*Doctor, erro
 		return nil, err
 	}
 	d := &Doctor{Reader: cl, Webhooks: preflight.NewWebhooks(cl, c.WebhookTimeout), Requests: requests.Count,
-		ChunkSize: c.ChunkSize, Conn: c.Conn, Progress: c.Progress}
+		ChunkSize: c.ChunkSize, Conn: c.Conn, Progress: c.Progress, Migrations: &svm.Runner{Client: cl}}
 	if !c.SkipReferences {
 		d.References = preflight.References{Client: cl, Progress: c.ReferenceProgress}
 	}

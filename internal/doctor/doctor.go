@@ -4,7 +4,9 @@
 // answer at a served version, and the objects that break them; a conversion
 // webhook that does not convert; status.storedVersions entries ready to
 // trim; deprecated versions that clients still use; owner references and
-// scale targets that name a version a CRD does not serve.
+// scale targets that name a version a CRD does not serve;
+// StorageVersionMigrations that mislead (Succeeded while storedVersions
+// still lists older versions, Failed, never taken up).
 //
 // It reads the cluster through narrow interfaces (Reader, WebhookChecker,
 // UsageSource), which cluster.Client, preflight.Webhooks and ClientUsage
@@ -16,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -25,6 +28,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/svm"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -96,8 +100,20 @@ type Doctor struct {
 	// version a CRD of the run does not serve: one inventory of the
 	// cluster per run (Run), whose findings Check adds.
 	References ReferenceFinder
+	// Migrations, when set, lists the cluster's StorageVersionMigrations
+	// (svm.Runner): once per run, whose findings (svm.Findings) Check
+	// adds.
+	Migrations MigrationLister
 
-	refs *references.Inventory
+	refs          *references.Inventory
+	migrations    []svm.Migration
+	migrationsErr error
+}
+
+// MigrationLister lists the StorageVersionMigrations of the cluster;
+// served is false when the cluster does not serve the API.
+type MigrationLister interface {
+	Migrations(ctx context.Context) (ms []svm.Migration, served bool, err error)
 }
 
 // Run lists the CRDs of the cluster, selects those names match (every CRD
@@ -122,6 +138,9 @@ func (d *Doctor) Run(ctx context.Context, names []string, all bool) (*report.Doc
 		if d.refs, err = brokenReferences(ctx, d.References, crds); err != nil {
 			return nil, fmt.Errorf("finding references: %w", err)
 		}
+	}
+	if d.Migrations != nil {
+		d.migrations, _, d.migrationsErr = d.Migrations.Migrations(ctx)
 	}
 	r := &report.Doctor{CRDs: []report.DoctorCRD{}}
 	for _, crd := range crds {
@@ -165,6 +184,9 @@ func (d *Doctor) Check(ctx context.Context, crd *apiextensionsv1.CustomResourceD
 		for _, f := range referenceFindings(crd, d.refs) {
 			a.AddFinding(f)
 		}
+	}
+	for _, f := range svm.FindingsOr(crd, d.migrations, d.migrationsErr, time.Now()) {
+		a.AddFinding(f)
 	}
 	if d.Usage != nil {
 		fs, as, err := d.Usage.Findings(ctx, crd)

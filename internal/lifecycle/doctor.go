@@ -33,6 +33,19 @@ const (
 	// CodeReferencesUnknown: resources whose objects could not be
 	// read, so references there are unknown.
 	CodeReferencesUnknown = "ReferencesUnknown"
+	// CodeStorageMigrationNotProof: a StorageVersionMigration of the
+	// CRD's resource Succeeded, yet status.storedVersions lists versions
+	// besides the storage version (case 34: a one-shot object is no
+	// proof of a migration after the storage version changed).
+	CodeStorageMigrationNotProof = "StorageMigrationNotProof"
+	// CodeStorageMigrationFailed: one Failed and no later one succeeded.
+	CodeStorageMigrationFailed = "StorageMigrationFailed"
+	// CodeStorageMigrationPending: one has no terminal condition yet
+	// (a warning when no migrator has acted on it for long).
+	CodeStorageMigrationPending = "StorageMigrationPending"
+	// CodeStorageMigrationsUnknown: the StorageVersionMigrations could
+	// not be listed.
+	CodeStorageMigrationsUnknown = "StorageMigrationsUnknown"
 )
 
 // ReadyToTrim returns the finding for a CRD with objects objects whose

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -284,4 +285,35 @@ func follow(ctx context.Context, ri interface {
 		err = ctx.Err()
 	}
 	return last, err
+}
+
+// Migrations lists the cluster's StorageVersionMigrations (paged) at the
+// version Version chooses. served is false, with no error, when the
+// cluster serves none of Versions: there is nothing to list. The error is
+// the API server's (a 403 when list is not granted).
+func (r *Runner) Migrations(ctx context.Context) (ms []Migration, served bool, err error) {
+	version, err := r.Version()
+	var notServed *NotServedError
+	switch {
+	case errors.As(err, &notServed):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	ri := r.Client.Dynamic.Resource(k8sschema.GroupVersionResource{Group: Group, Version: version, Resource: Resource})
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, opts) })
+	p.PageSize = cluster.ChunkSize
+	err = p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		var o svmv1.StorageVersionMigration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o); err != nil {
+			return fmt.Errorf("reading StorageVersionMigration %s: %w", u.GetName(), err)
+		}
+		ms = append(ms, FromObject(&o))
+		return nil
+	})
+	return ms, true, err
 }

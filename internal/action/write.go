@@ -21,7 +21,8 @@ type Writer interface {
 	Missing(ctx context.Context, needs []access.Need) (missing []access.Need, checked bool)
 	// UpdateCRD writes crd pinned to its resourceVersion.
 	UpdateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, opts cluster.WriteOptions) (*apiextensionsv1.CustomResourceDefinition, error)
-	// WaitServed waits until the CRD's served versions are in discovery.
+	// WaitServed waits until the CRD's served versions are in discovery,
+	// and its versions that are not served are out of it.
 	WaitServed(ctx context.Context, name string, timeout time.Duration) error
 	// AddStoredVersions adds versions to the CRD's status.storedVersions
 	// (a status write) unless it lists them already.
@@ -52,6 +53,9 @@ type Written struct {
 	// NewlyServed are the versions the write began to serve, in discovery
 	// now (a real write only).
 	NewlyServed []string
+	// NoLongerServed are the versions the write stopped serving, out of
+	// discovery now (a real write only).
+	NoLongerServed []string
 	// RecordedStored are the versions of r.RecordStored that the write
 	// added to status.storedVersions (a real write only).
 	RecordedStored []string
@@ -92,7 +96,7 @@ func Write(ctx context.Context, w Writer, r *edit.Result, o WriteOptions) (*Writ
 	}
 	if o.DryRun == lifecycle.DryRunNone {
 		if out.NotServed = w.WaitServed(ctx, written.Name, ServedWait); out.NotServed == nil {
-			out.NewlyServed = r.NewlyServed
+			out.NewlyServed, out.NoLongerServed = r.NewlyServed, r.NoLongerServed
 		}
 	}
 	return out, nil

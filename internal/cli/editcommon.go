@@ -217,6 +217,9 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 	for _, v := range written.NewlyServed {
 		fmt.Fprintf(o.Out, "Served: %s is in discovery; clients can use it now\n", lifecycle.GroupVersion(written.CRD, v))
 	}
+	for _, v := range written.NoLongerServed {
+		view.Unserved(o.Out, lifecycle.GroupVersion(written.CRD, v))
+	}
 	for _, v := range written.RecordedStored {
 		fmt.Fprintf(o.Out, "Recorded: status.storedVersions lists %s again (now [%s]): objects stay stored there until migrate rewrites them\n", v, strings.Join(written.CRD.Status.StoredVersions, ", "))
 	}

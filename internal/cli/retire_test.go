@@ -162,7 +162,8 @@ Retiring v1 from c.example.com
       · open now: WATCH 1
       run: kubectl crdversion retire c.example.com v1
       managedFields rewritten on 3 object(s) (entries relabeled: 2, merged: 1); 4 already clean, 5 deleted
-v1 retired from c.example.com. State: ` + string(analysis.State) + `, ` + analysis.StateDescription + "\n"
+v1 retired from c.example.com. State: ` + string(analysis.State) + `, ` + analysis.StateDescription + "\n" +
+		"Unserved: example.com/v1 is out of discovery. Clients that cached discovery keep calling it (404) until they refresh: run kubectl api-resources to refresh kubectl's cache, and restart long-running controllers that cache it (GitOps, policy engines, operators)\n"
 	if log.String() != want {
 		t.Errorf("log:\n%s\nwant:\n%s", log.String(), want)
 	}

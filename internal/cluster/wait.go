@@ -10,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -21,8 +22,10 @@ import (
 // condition Established and each of its served versions lists the resource
 // in discovery — the point from which clients can use those versions — with
 // the storageVersionHash of the CRD's storage version, or none when that
-// is not served (see WaitStorageVersion). On timeout the error says
-// what was still missing.
+// is not served (see WaitStorageVersion), and no version of it that is not
+// served lists the resource any more (after an unserve: the point from
+// which a client that asks discovery afresh no longer finds it; case 35).
+// On timeout the error says what was still missing.
 func WaitServed(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitionInterface, disc discovery.DiscoveryInterface, name string, timeout time.Duration) error {
 	return poll(ctx, crds, disc, name, timeout, true)
 }
@@ -85,10 +88,21 @@ func servedCheck(crd *apiextensionsv1.CustomResourceDefinition, disc discovery.D
 	}
 	hash := storageHashWhenServed(crd)
 	for _, v := range crd.Spec.Versions {
+		gv := lifecycle.GroupVersion(crd, v.Name)
 		if !v.Served {
+			if !served {
+				continue
+			}
+			list, err := disc.ServerResourcesForGroupVersion(gv)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return false, fmt.Sprintf("discovery of %s, which is not served: %v", gv, err)
+			case slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }):
+				return false, fmt.Sprintf("%s to leave discovery of %s, which is not served", crd.Spec.Names.Plural, gv)
+			}
 			continue
 		}
-		gv := lifecycle.GroupVersion(crd, v.Name)
 		list, err := disc.ServerResourcesForGroupVersion(gv)
 		var found *metav1.APIResource
 		if err == nil {

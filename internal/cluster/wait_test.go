@@ -19,9 +19,14 @@ import (
 type discoveryAt struct {
 	discovery.DiscoveryInterface
 	hash string
+	// gone is a group version discovery no longer has (unserved).
+	gone string
 }
 
 func (d discoveryAt) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	if gv == d.gone {
+		return nil, apierrors.NewNotFound(schema.GroupResource{}, gv)
+	}
 	return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "crontabs", Kind: "CronTab", StorageVersionHash: d.hash}}}, nil
 }
 
@@ -37,7 +42,8 @@ func (d discoveryAt) ServerResourcesForGroupVersion(gv string) (*metav1.APIResou
 // still waits for the CRD to be established. A discovery stub stands for
 // an instance that lags, which cannot be made on demand; the hash itself is
 // compared with a real API server's in the e2e test
-// TestStorageVersionHashOfDiscovery.
+// TestStorageVersionHashOfDiscovery. WaitServed also waits until a version
+// that is not served leaves discovery (case 35).
 func TestWaitServedStorageVersion(t *testing.T) {
 	crd := func(storageServed, established bool) *apiextensionsv1.CustomResourceDefinition {
 		status := apiextensionsv1.ConditionTrue
@@ -63,8 +69,10 @@ func TestWaitServedStorageVersion(t *testing.T) {
 		{"discovery still names the old one", true, true, discoveryAt{hash: v1}, stale, stale},
 		{"discovery gives no hash: it last saw an unserved storage version", true, true, discoveryAt{hash: ""}, nohash, nohash},
 		{"established, not listed yet", true, true, notListed{}, "discovery of stable.example.com/v1", "discovery of stable.example.com/v2, the storage version"},
-		{"the storage version is not served", false, true, discoveryAt{hash: ""}, "", ""},
-		{"the storage version is not served, discovery still gives a hash", false, true, discoveryAt{hash: v1}, unserved, unserved},
+		{"the storage version is not served", false, true, discoveryAt{hash: "", gone: "stable.example.com/v2"}, "", ""},
+		{"the storage version is not served, discovery still gives a hash", false, true, discoveryAt{hash: v1, gone: "stable.example.com/v2"}, unserved, unserved},
+		{"the storage version is not served, discovery still lists it", false, true, discoveryAt{hash: ""},
+			"crontabs to leave discovery of stable.example.com/v2, which is not served", ""},
 		{"not established, not listed", true, false, notListed{}, "conditions [", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,10 @@ type Result struct {
 	// NewlyServed are the versions the edit starts serving: once they are
 	// in discovery, clients can use them.
 	NewlyServed []string
+	// NoLongerServed are the versions the edit stops serving: once they
+	// are out of discovery, no client that asks discovery afresh uses
+	// them (one with cached discovery may, until it refreshes).
+	NoLongerServed []string
 	// RecordStored are versions the edit restores to spec.versions that
 	// objects are still stored at although status.storedVersions no
 	// longer lists them (it was trimmed before they were rewritten): after
@@ -455,6 +459,8 @@ func SetServed(crd *apiextensionsv1.CustomResourceDefinition, version string, se
 	v.Served = served
 	if served {
 		r.NewlyServed = []string{version}
+	} else {
+		r.NoLongerServed = []string{version}
 	}
 	defaultVersionCheck(cs, crd, r.Edited)
 	r.Summary = fmt.Sprintf("%s %s", map[bool]string{true: "serve", false: "stop serving"}[served], version)

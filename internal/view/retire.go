@@ -74,5 +74,6 @@ func (l *RetireLog) Event(e retire.Event) {
 		fmt.Fprintf(l.ErrOut, "Warning: %v\n", e.Err)
 	case retire.EventRetired:
 		fmt.Fprintf(w, "%s retired from %s. State: %s, %s\n", e.Version, e.CRD, e.Analysis.State, e.Analysis.StateDescription)
+		Unserved(w, e.Group+"/"+e.Version)
 	}
 }

@@ -49,8 +49,19 @@ type Retire struct {
 	// rewrites them (cluster.ReferencePatcher).
 	References ReferenceFinder
 	Patcher    references.Patcher
+	// Admission lists the admission webhook and policy rules
+	// (cluster.Client); nil: none are read, and none block.
+	Admission AdmissionLister
 
 	scanUsed bool
+}
+
+// AdmissionRules lists the admission rules (r.Admission).
+func (r *Retire) AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error) {
+	if r.Admission == nil {
+		return nil, nil
+	}
+	return r.Admission.AdmissionRules(ctx)
 }
 
 var _ retire.Cluster = (*Retire)(nil)

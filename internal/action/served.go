@@ -12,6 +12,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -44,6 +45,16 @@ type UsageOptions struct {
 	// which the output records.
 	References     ReferenceFinder
 	SkipReferences bool
+	// Admission, when set, lists the admission webhook and policy rules
+	// (cluster.Client.AdmissionRules) for the check that the unserve
+	// leaves none blind; --skip-reference-check skips it too.
+	Admission AdmissionLister
+}
+
+// AdmissionLister lists the rules of the cluster's admission webhooks and
+// policies (cluster.Client).
+type AdmissionLister interface {
+	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
 }
 
 // PermissionChecker asks the API server (SelfSubjectAccessReview) which of
@@ -61,7 +72,8 @@ type NeedsReporter interface {
 // SetServed is the preflight of serving (served) or unserving a version of
 // the target: the rules of edit.SetServed and, to unserve, the check that
 // no owner reference or scale target names the version (u.References, every
-// listable resource read; see preflight.OwnerReferences) and the check
+// listable resource read; see preflight.ReferencesCheck), that it leaves no
+// admission rule blind (u.Admission; references.AdmissionRulesCheck), and the check
 // that no client uses the version, from every source of m (every API
 // server instance's /metrics or Prometheus, managedFields, audit logs). m
 // may be nil (manifest mode without a cluster). The checks' details carry
@@ -74,15 +86,24 @@ func SetServed(ctx context.Context, m UsageMeasurer, t *Target, version string, 
 	gv := lifecycle.GroupVersion(t.CRD, version)
 	switch {
 	case u.SkipReferences:
-		r.Checks = append(r.Checks, preflight.ReferencesSkipped(gv))
+		r.Checks = append(r.Checks, preflight.ReferencesSkipped(gv), references.AdmissionRulesSkipped(t.CRD.Spec.Names.Plural+"."+t.CRD.Spec.Group))
 	case !t.live():
 		r.Checks = append(r.Checks, edit.Check{Name: preflight.CheckReferences, Outcome: edit.Skip, Message: "references to " + gv + " not checked: " + t.LiveSkip})
-	case u.References != nil:
-		inv, err := u.References.Find(ctx, preflight.ReferenceTarget(t.CRD, version))
-		if err != nil {
-			return nil, fmt.Errorf("finding the references to %s: %w", gv, err)
+	default:
+		if u.References != nil {
+			inv, err := u.References.Find(ctx, preflight.ReferenceTarget(t.CRD, version))
+			if err != nil {
+				return nil, fmt.Errorf("finding the references to %s: %w", gv, err)
+			}
+			r.Checks = append(r.Checks, preflight.ReferencesCheck(t.CRD, version, inv))
 		}
-		r.Checks = append(r.Checks, preflight.ReferencesCheck(t.CRD, version, inv))
+		if u.Admission != nil {
+			rules, err := u.Admission.AdmissionRules(ctx)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			r.Checks = append(r.Checks, references.AdmissionRulesCheck(t.CRD, r.Edited, version, rules, err))
+		}
 	}
 	switch {
 	case u.Skip:

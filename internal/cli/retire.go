@@ -247,7 +247,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
 	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning,
-		References: referenceFinder(c, errOut), Patcher: cluster.ReferencePatcher{Client: c, FieldManager: o.Engine.FieldManager}}
+		References: referenceFinder(c, errOut), Patcher: cluster.ReferencePatcher{Client: c, FieldManager: o.Engine.FieldManager}, Admission: c}
 	if progress {
 		u.Waiting = waitProgress(errOut, o.Usage.Window)
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }

@@ -43,9 +43,11 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			unserved the garbage collector cannot resolve such an owner, so the
 			object is never deleted, and an autoscaler that maps its target by
 			version cannot find it; kubectl crdversion repair-references rewrites
-			them, and a
-			resource that cannot be read makes the check unknown and refuses;
-			--skip-reference-check skips it); and no client uses it: no request to the version during
+			them); no webhook or policy rule of the resource is left with no
+			version to match through (an Exact rule that lists only this version;
+			fix the rule where it comes from). A resource or rule that cannot be
+			read makes these checks unknown, and unserve refuses;
+			--skip-reference-check skips them. And no client uses it: no request to the version during
 			--usage-window and no watch open on it on any API server instance
 			(each one's /metrics, read twice --usage-window apart, or the
 			history of --prometheus-url / --prometheus-service), no write through
@@ -144,6 +146,7 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 		uo.Permissions = o.client
 		uo.SkipReferences = o.SkipReferenceCheck
 		uo.References = referenceFinder(o.client, o.ErrOut)
+		uo.Admission = o.client
 	}
 	res, err := action.SetServed(ctx, m, r.target, o.Version, o.Served, uo)
 	if err != nil {

@@ -47,6 +47,7 @@ func Connect(getter genericclioptions.RESTClientGetter, c Config) (*Doctor, erro
 		ChunkSize: c.ChunkSize, Conn: c.Conn, Progress: c.Progress, Migrations: &svm.Runner{Client: cl}}
 	if !c.SkipReferences {
 		d.References = preflight.References{Client: cl, Progress: c.ReferenceProgress}
+		d.Admission = cl
 	}
 	if !c.Usage.Skip {
 		u, err := preflight.NewUsage(cl, c.Usage, cl.ManagedFieldsSource(c.ChunkSize, nil))

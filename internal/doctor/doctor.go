@@ -104,10 +104,22 @@ type Doctor struct {
 	// (svm.Runner): once per run, whose findings (svm.Findings) Check
 	// adds.
 	Migrations MigrationLister
+	// Admission, when set, lists the admission webhook and policy rules
+	// once per run (cluster.Client.AdmissionRules); Check reports those
+	// of each CRD that see no request (references.Blind).
+	Admission AdmissionLister
 
 	refs          *references.Inventory
+	admission     []references.AdmissionRule
+	admissionErr  error
 	migrations    []svm.Migration
 	migrationsErr error
+}
+
+// AdmissionLister lists the rules of the cluster's admission webhooks and
+// policies.
+type AdmissionLister interface {
+	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
 }
 
 // MigrationLister lists the StorageVersionMigrations of the cluster;
@@ -141,6 +153,9 @@ func (d *Doctor) Run(ctx context.Context, names []string, all bool) (*report.Doc
 	}
 	if d.Migrations != nil {
 		d.migrations, _, d.migrationsErr = d.Migrations.Migrations(ctx)
+	}
+	if d.Admission != nil {
+		d.admission, d.admissionErr = d.Admission.AdmissionRules(ctx)
 	}
 	r := &report.Doctor{CRDs: []report.DoctorCRD{}}
 	for _, crd := range crds {
@@ -182,6 +197,11 @@ func (d *Doctor) Check(ctx context.Context, crd *apiextensionsv1.CustomResourceD
 	}
 	if d.refs != nil {
 		for _, f := range referenceFindings(crd, d.refs) {
+			a.AddFinding(f)
+		}
+	}
+	if d.Admission != nil {
+		for _, f := range admissionFindings(crd, d.admission, d.admissionErr) {
 			a.AddFinding(f)
 		}
 	}

@@ -105,3 +105,32 @@ func notAllServed(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	}
 	return len(lifecycle.RetiredVersions(crd)) > 0
 }
+
+// admissionFindings are the findings of crd from the admission rules of
+// the cluster: a warning naming the webhook and policy rules of its
+// resource that see no request now (references.Blind: an Exact rule
+// listing no served version, an Equivalent one no version in
+// spec.versions) — a policy that enforces nothing; when the rules could
+// not be read (err) and crd has versions not served or removed, a warning
+// that they are unknown.
+func admissionFindings(crd *apiextensionsv1.CustomResourceDefinition, rules []references.AdmissionRule, err error) []lifecycle.Finding {
+	resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
+	if err != nil {
+		if !notAllServed(crd) {
+			return nil
+		}
+		return []lifecycle.Finding{{Code: lifecycle.CodeAdmissionRulesUnknown, Severity: lifecycle.SeverityWarning,
+			Message: fmt.Sprintf("admission rules of %s that name versions it no longer serves are unknown: %v", resource, err)}}
+	}
+	blind := references.Blind(rules, crd.Spec.Group, crd.Spec.Names.Plural, references.VersionsOf(crd))
+	if len(blind) == 0 {
+		return nil
+	}
+	var names []string
+	for _, r := range blind {
+		names = append(names, r.String())
+	}
+	return []lifecycle.Finding{{Code: lifecycle.CodeAdmissionRulesBlind, Severity: lifecycle.SeverityWarning,
+		Message: fmt.Sprintf("%d admission rule(s) of %s list no version they can be matched through, so they see no request of it and enforce nothing: %s; add %s (or \"*\") to their apiVersions where they come from",
+			len(blind), resource, strings.Join(names, "; "), lifecycle.StorageVersion(crd))}}
+}

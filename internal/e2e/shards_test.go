@@ -80,6 +80,7 @@ var soloShards = []struct {
 		"TestRetireRepairsOwnerReferences",
 		"TestCase31OwnerReferencesPinRemovedVersion",
 		"TestScaleTargetOfAnUnservedVersion",
+		"TestAdmissionRulesBlockUnserveAndRetire",
 	}},
 	// Sweeps that see every CRD of the server, and real CRDs installed
 	// under their own names.

@@ -33,6 +33,13 @@ const (
 	// CodeReferencesUnknown: resources whose objects could not be
 	// read, so references there are unknown.
 	CodeReferencesUnknown = "ReferencesUnknown"
+	// CodeAdmissionRulesBlind: webhook or policy rules of the CRD's
+	// resource list no version they can be matched through (an Exact
+	// rule no served version, an Equivalent one no version in
+	// spec.versions): they see no request and enforce nothing.
+	CodeAdmissionRulesBlind = "AdmissionRulesBlind"
+	// CodeAdmissionRulesUnknown: the admission rules could not be read.
+	CodeAdmissionRulesUnknown = "AdmissionRulesUnknown"
 	// CodeStorageMigrationNotProof: a StorageVersionMigration of the
 	// CRD's resource Succeeded, yet status.storedVersions lists versions
 	// besides the storage version (case 34: a one-shot object is no

@@ -55,6 +55,9 @@ type Cluster interface {
 	// version of crd, reading every listable resource's metadata; what it
 	// could not read is in the inventory (Unseen), not an error.
 	FindReferences(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) (*references.Inventory, error)
+	// AdmissionRules lists the rules of the cluster's admission webhooks
+	// and policies (cluster.Client.AdmissionRules).
+	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
 	// RepairReferences rewrites each dependent's reference to name
 	// apiVersion to (references.RepairAll; with lifecycle.DryRunServer each
 	// patch is a server-side dry run); the outcome of each is in the

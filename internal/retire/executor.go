@@ -266,6 +266,10 @@ func (r *run) measure(ctx context.Context) error {
 			return fmt.Errorf("finding the references to %s: %w", lifecycle.GroupVersion(r.crd, r.old), err)
 		}
 		r.facts.References, r.facts.ReferenceRefusals, r.referencesAsked = inv, nil, false
+		r.facts.AdmissionRules, r.facts.AdmissionErr = r.e.Cluster.AdmissionRules(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		r.observe(ReferencesMoved, fmt.Sprintf("read %d objects of %d resources (%d not read): %s name %s",
 			inv.Objects, inv.Resources, len(inv.Unseen), references.Count(inv.Dependents), lifecycle.GroupVersion(r.crd, r.old)))
 	}

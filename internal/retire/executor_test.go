@@ -142,6 +142,10 @@ func (f *fakeCluster) CleanManagedFields(_ context.Context, _ *apiextensionsv1.C
 	return &ManagedFieldsCleanup{Rewritten: len(objs), Relabeled: len(objs)}, nil
 }
 
+func (f *fakeCluster) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
+	return nil, nil
+}
+
 func (f *fakeCluster) FindReferences(context.Context, *apiextensionsv1.CustomResourceDefinition, string) (*references.Inventory, error) {
 	f.log("find owner references")
 	return &references.Inventory{Dependents: slices.Clone(f.dependents), Unseen: f.unseen, Resources: 40, Objects: 900}, nil

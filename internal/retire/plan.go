@@ -172,6 +172,19 @@ func (p *planner) clients(s *Step) {
 	}
 }
 
+// blindAdmissionRules are the webhook and policy rules of the CRD's
+// resource that retiring OLD (unserved, then removed) leaves blind.
+func (p *planner) blindAdmissionRules() []references.AdmissionRule {
+	return references.BecomeBlind(p.f.AdmissionRules, p.sim.Spec.Group, p.sim.Spec.Names.Plural, references.VersionsOf(p.sim), references.VersionsOf(p.withoutOld()))
+}
+
+// withoutOld is the CRD without OLD in spec.versions.
+func (p *planner) withoutOld() *apiextensionsv1.CustomResourceDefinition {
+	out := p.sim.DeepCopy()
+	out.Spec.Versions = slices.DeleteFunc(out.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == p.old })
+	return out
+}
+
 // 2. No owner reference or scale target names OLD: every listable resource read, the
 // references rewritten to the storage version with --repair-references.
 func (p *planner) references(s *Step) {
@@ -183,7 +196,11 @@ func (p *planner) references(s *Step) {
 	case f.SkipReferences:
 		s.set(Skipped, nil, "references to %s were NOT checked (--skip-reference-check)", gv)
 	case f.References == nil:
-		s.set(ToDo, nil, "look for owner references and scale targets that name %s (the metadata of every listable resource, HorizontalPodAutoscalers and ScaledObjects whole)", gv)
+		s.set(ToDo, nil, "look for owner references and scale targets that name %s (the metadata of every listable resource, HorizontalPodAutoscalers and ScaledObjects whole), and admission rules that match only through it", gv)
+	case f.AdmissionErr != nil || len(p.blindAdmissionRules()) > 0:
+		c := references.AdmissionRulesCheck(p.sim, p.withoutOld(), old, f.AdmissionRules, f.AdmissionErr)
+		s.set(Blocked, p.retire(""), "%s", c.Message)
+		s.Evidence = append(s.Evidence, c.Details...)
 	case len(f.References.Dependents) == 0 && f.References.Complete():
 		s.set(Done, nil, "no owner reference or scale target names %s (%d objects of %d resources read)", gv, f.References.Objects, f.References.Resources)
 	case !f.References.Complete():

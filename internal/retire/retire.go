@@ -152,6 +152,11 @@ type Facts struct {
 	// lets retire rewrite them to the storage version.
 	References                       *references.Inventory
 	SkipReferences, RepairReferences bool
+	// AdmissionRules are the rules of the cluster's admission webhooks
+	// and policies, read with References; AdmissionErr says why they
+	// could not be read.
+	AdmissionRules []references.AdmissionRule
+	AdmissionErr   error
 	// ReferenceRefusals are the API server's answers that refused the
 	// rewrite of a reference in the server-side dry run of
 	// --repair-references ("RESOURCE NAMESPACE/NAME FIELD: message").

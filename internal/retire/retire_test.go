@@ -159,6 +159,16 @@ func TestPlan(t *testing.T) {
 			"1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "rewrite 2 owner references from stable.example.com/v1 to stable.example.com/v2"},
 		{"S1, owner references", s1, Facts{References: refsTo(1), RepairReferences: true, Usage: notInUse(), StaleManagedFields: none(), Migrate: true},
 			"1=done 2=blocked 3=blocked 4=blocked 5=blocked 6=done 7=blocked 8=info", 2, "promote-storage crontabs.stable.example.com v2"},
+		// An Equivalent webhook rule on v1 only sees requests while v1 is
+		// in spec.versions: retiring v1 leaves it blind. One that also
+		// lists v2 does not block; one that cannot be read blocks as
+		// unknown.
+		{"S3, an admission rule only on v1", s3(), Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none(), AdmissionRules: []references.AdmissionRule{
+			{Kind: "ValidatingWebhookConfiguration", Name: "policy", Webhook: "check.example.com", MatchPolicy: "Equivalent", APIGroups: []string{"stable.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"crontabs"}},
+			{Kind: "ValidatingAdmissionPolicy", Name: "both", MatchPolicy: "Equivalent", APIGroups: []string{"stable.example.com"}, APIVersions: []string{"v1", "v2"}, Resources: []string{"crontabs"}}}},
+			"1=done 2=blocked 3=to do 4=done 5=done 6=done 7=blocked 8=info", 2, "1 admission rule of crontabs.stable.example.com list stable.example.com/v1 and no version that stays"},
+		{"S3, admission rules unknown", s3(), Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none(), AdmissionErr: errors.New("forbidden")},
+			"1=done 2=blocked 3=to do 4=done 5=done 6=done 7=blocked 8=info", 2, "admission rules of crontabs.stable.example.com unknown: forbidden"},
 		{"S3, references not measured", s3(), Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "look for owner references and scale targets that name stable.example.com/v1"},
 		{"last served version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Storage).Stored("v2").CRD(), Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none()},
 			"1=done 2=done 3=blocked 4=done 5=done 6=done 7=blocked 8=info", 3, "last served version"},

@@ -11,10 +11,12 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/svm"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
@@ -75,6 +77,9 @@ type StatusFlags struct {
 	Versions []string
 	// VersionOrder is --version-order, oldest first.
 	VersionOrder []string
+	// References is --references: count the references to each version
+	// other than the storage version.
+	References bool
 }
 
 // NewStatusFlags returns the flags with their defaults.
@@ -90,9 +95,10 @@ func NewStatusFlags(conn *genericclioptions.ConfigFlags) *StatusFlags {
 // StatusOptions are the inputs of `kubectl crdversion status`, resolved once.
 type StatusOptions struct {
 	// CRD is the argument naming the CRD.
-	CRD       string
-	Count     bool
-	ChunkSize int64
+	CRD        string
+	Count      bool
+	References bool
+	ChunkSize  int64
 	// Versions are the versions a fleet verdict is asked for.
 	Versions []string
 	// VersionOrder is the order of versions the user gave, oldest first.
@@ -126,6 +132,7 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 	cmd.Flags().StringSliceVar(&fl.Versions, "version", nil, "With --contexts or --all-contexts: the versions to ask about (can each leave the CRD manifest?); default every version that is not the storage version everywhere.")
 	cmd.Flags().BoolVar(&fl.Count, "count", fl.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when counting.")
+	cmd.Flags().BoolVar(&fl.References, "references", false, "Count the owner references and scale targets that name each version other than the storage version (reads the metadata of every listable resource of the cluster: seconds on a large one).")
 	addVersionOrderFlag(cmd.Flags(), &fl.VersionOrder)
 	return checkCommand(cmd)
 }
@@ -144,7 +151,10 @@ func (fl *StatusFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if len(fl.VersionOrder) > 0 && fl.Fleet.enabled() {
 		return nil, fmt.Errorf("--version-order applies to one cluster: it cannot be combined with --contexts or --all-contexts")
 	}
-	o := &StatusOptions{CRD: args[0], Count: fl.Count, ChunkSize: fl.ChunkSize, Versions: fl.Versions, VersionOrder: fl.VersionOrder,
+	if fl.References && fl.Fleet.enabled() {
+		return nil, fmt.Errorf("--references applies to one cluster: it cannot be combined with --contexts or --all-contexts")
+	}
+	o := &StatusOptions{CRD: args[0], Count: fl.Count, References: fl.References, ChunkSize: fl.ChunkSize, Versions: fl.Versions, VersionOrder: fl.VersionOrder,
 		fleet: fl.Fleet, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: streams}
 	var err error
 	if fl.Fleet.enabled() {
@@ -179,6 +189,17 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	r, err := action.Status(ctx, statusReader{o.client}, o.CRD, o.Count, o.ChunkSize, lifecycle.Options{VersionOrder: o.VersionOrder})
 	if err != nil {
 		return err
+	}
+	if o.References {
+		finder := preflight.References{Client: o.client}
+		if term.IsTerminal(o.ErrOut) {
+			update, stop := view.ResourceProgress(o.ErrOut, "looking for references to "+r.CRD.Name)
+			finder.Progress = update
+			defer stop()
+		}
+		if r.References, err = action.StatusReferences(ctx, finder, r); err != nil {
+			return fmt.Errorf("finding the references to %s: %w", r.CRD.Name, err)
+		}
 	}
 	r.RenderCommands(o.conn)
 	return printFindings(o.Out, o.print, r, r.Summary())

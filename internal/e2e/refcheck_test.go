@@ -19,7 +19,8 @@ import (
 // kinds, namespaces and objects and the repair; repair-references
 // --dry-run=server writes nothing; repair-references rewrites exactly those
 // references to the storage version, leaving the others as they were; then
-// unserve passes, saying that it looked.
+// unserve passes, saying that it looked. status --references counts them
+// before the repair, and none after.
 func TestUnserveRefusesOwnerReferences(t *testing.T) {
 	checkReferences(t)
 	c := newClients(t)
@@ -37,6 +38,16 @@ func TestUnserveRefusesOwnerReferences(t *testing.T) {
 		"configmaps: 1 in team-a (team-a/owned-v1)", "jobs.batch: 1 in team-b (team-b/owned-v1)",
 		"rewrite them to unserverefs.example.com/v2 first (kubectl crdversion repair-references " + crd.Name + " v1)"},
 		"unserve", crd.Name, "v1", "--skip-usage-check")
+
+	// status --references counts them per version (the storage version's
+	// are not counted).
+	if refs := statusJSON(t, crd.Name, "--references").References; refs == nil || len(refs.Versions) != 1 || len(refs.Unseen) != 0 ||
+		refs.Versions[0] != (report.VersionReferences{Version: "v1", References: 2, Objects: 2, Resources: 2}) {
+		t.Errorf("status --references: %+v", refs)
+	}
+	if out := mustRun(t, "status", crd.Name, "--references").stdout; !strings.Contains(out, "2 object(s) of 2 kind(s) still name unserverefs.example.com/v1 (2 reference(s); repair: kubectl crdversion repair-references "+crd.Name+" v1)") {
+		t.Errorf("status --references:\n%s", out)
+	}
 
 	r := mustRun(t, "repair-references", crd.Name, "v1", "--dry-run=server")
 	if !strings.Contains(r.stdout, "configmaps team-a/owned-v1 ownerReferences[0] (CronTab crontab-0): rewritten to unserverefs.example.com/v2 (server dry run)") {
@@ -74,6 +85,9 @@ func TestUnserveRefusesOwnerReferences(t *testing.T) {
 		t.Errorf("the reference that named v2 was written")
 	}
 
+	if refs := statusJSON(t, crd.Name, "--references").References; refs == nil || len(refs.Versions) != 0 {
+		t.Errorf("status --references after the repair: %+v", refs)
+	}
 	r = mustRun(t, "unserve", crd.Name, "v1", "--skip-usage-check")
 	if !strings.Contains(r.stdout, "no owner reference or scale target names unserverefs.example.com/v1 CronTab") {
 		t.Errorf("unserve after the repair:\n%s", r.stdout)

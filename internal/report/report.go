@@ -51,6 +51,31 @@ type Status struct {
 	lifecycle.Analysis `json:",inline"`
 	// Objects is nil when counting was skipped (--count=false).
 	Objects *ObjectCount `json:"objects,omitempty"`
+	// References is set with --references: the owner references and
+	// scale targets that name each version other than the storage version.
+	References *StatusReferences `json:"references,omitempty"`
+}
+
+// StatusReferences is what status --references found (references.Find
+// over every listable resource).
+type StatusReferences struct {
+	// Versions has one entry per version that references name, in the
+	// order of spec.versions, then versions the CRD no longer has.
+	Versions []VersionReferences `json:"versions"`
+	// Resources and Objects are what the inventory read; Unseen names
+	// the resources it could not read: the counts are then a floor.
+	Resources int      `json:"resources"`
+	Objects   int64    `json:"objects"`
+	Unseen    []string `json:"unseen,omitempty"`
+}
+
+// VersionReferences counts the references that name one version: how
+// many, on how many objects, of how many resources.
+type VersionReferences struct {
+	Version    string `json:"version"`
+	References int    `json:"references"`
+	Objects    int    `json:"objects"`
+	Resources  int    `json:"resources"`
 }
 
 // Summary counts the findings of the analysis; Incompatible is true when

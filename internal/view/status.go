@@ -36,6 +36,19 @@ func Status(out io.Writer, r *report.Status) error {
 			fmt.Fprintf(w, "Objects:\t%d (listed at %s)\n", r.Objects.Count, r.Objects.Version)
 		}
 	}
+	if refs := r.References; refs != nil {
+		floor := ""
+		if len(refs.Unseen) > 0 {
+			floor = fmt.Sprintf("; %d resource(s) not read: %s", len(refs.Unseen), strings.Join(refs.Unseen, ", "))
+		}
+		if len(refs.Versions) == 0 {
+			fmt.Fprintf(w, "References:\tnone name a version other than %s (%d objects of %d resources read%s)\n", Dash(r.StorageVersion), refs.Objects, refs.Resources, floor)
+		}
+		for _, v := range refs.Versions {
+			fmt.Fprintf(w, "References:\t%d object(s) of %d kind(s) still name %s/%s (%d reference(s); repair: kubectl crdversion repair-references %s %s)%s\n",
+				v.Objects, v.Resources, r.CRD.Group, v.Version, v.References, r.CRD.Name, v.Version, floor)
+		}
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}

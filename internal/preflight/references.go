@@ -32,15 +32,16 @@ type References struct {
 	Progress func(done, total int)
 }
 
-// Find is references.Find on the cluster: every listable resource's
-// metadata, ReferenceConcurrency lists at once.
+// Find is references.Find on the cluster for target: every listable
+// resource's metadata, ReferenceConcurrency lists at once.
 func (r References) Find(ctx context.Context, target references.Target) (*references.Inventory, error) {
-	src, err := cluster.NewReferenceSource(r.Client, ReferencePageSize)
-	if err != nil {
-		return nil, err
+	inv, err := r.FindMatching(ctx, func(ref metav1.OwnerReference) bool {
+		return ref.APIVersion == target.APIVersion && ref.Kind == target.Kind
+	})
+	if inv != nil {
+		inv.Target = target
 	}
-	return references.Find(ctx, src, target,
-		references.Options{Concurrency: ReferenceConcurrency, Forbidden: cluster.Forbidden, NotFound: cluster.NotFound, Progress: r.Progress})
+	return inv, err
 }
 
 // FindMatching is Find for the references match chooses (see

@@ -54,10 +54,14 @@ const PendingFor = 10 * time.Minute
 //     version: it may have run before the storage version changed, and
 //     applying it again does not run it again;
 //   - CodeStorageMigrationFailed (warning) for a Failed one that no later
-//     Succeeded one follows;
-//   - CodeStorageMigrationPending for one with no condition (a warning
-//     after PendingFor: no migrator acts on it; information before) or
-//     Running.
+//     Succeeded one follows, while storedVersions lists older versions;
+//   - CodeStorageMigrationPending for one that neither succeeded nor
+//     failed (a warning after PendingFor: no migrator acts on it;
+//     information before) or is Running, while storedVersions lists
+//     older versions.
+//
+// With storedVersions [storage] there is nothing to report: no migration
+// is owed, and migrate could not clear the objects.
 //
 // Each names the migrations and gives kubectl crdversion migrate, which
 // rewrites every object and trims storedVersions itself.
@@ -86,7 +90,14 @@ func Findings(crd *apiextensionsv1.CustomResourceDefinition, ms []Migration, now
 			lastSucceeded = later(lastSucceeded, m.At)
 		}
 	}
-	if len(succeeded) > 0 && len(extra) > 0 && storage != "" {
+	if len(extra) == 0 || storage == "" {
+		// storedVersions lists the storage version only: no object is
+		// stored at another version, and no migration is owed; a stale
+		// migration object misleads no step of the lifecycle, and
+		// migrate could not make it go.
+		return nil
+	}
+	if len(succeeded) > 0 {
 		out = append(out, lifecycle.Finding{Code: lifecycle.CodeStorageMigrationNotProof, Severity: lifecycle.SeverityWarning, Version: strings.Join(extra, ","),
 			Message: fmt.Sprintf("StorageVersionMigration %s, yet status.storedVersions still lists %s besides the storage version %s: a Succeeded migration is not proof that every object was rewritten at %s (it may have run before the storage version changed, and applying the same object again does not run it again); migrate again before trimming or removing %s",
 				strings.Join(succeeded, ", "), strings.Join(extra, ", "), storage, storage, strings.Join(extra, ", "))}.WithRun(migrate))
@@ -99,13 +110,13 @@ func Findings(crd *apiextensionsv1.CustomResourceDefinition, ms []Migration, now
 			}
 			out = append(out, lifecycle.Finding{Code: lifecycle.CodeStorageMigrationFailed, Severity: lifecycle.SeverityWarning,
 				Message: fmt.Sprintf("StorageVersionMigration %s Failed %s (%s: %s), and no later one succeeded: objects may not all be rewritten at %s, and a failed migration object is not run again",
-					m.Name, stamp(m.At), m.Status.Reason, m.Status.Message, storage)}.WithRun(migrate))
+					m.Name, stamp(m.At), m.Status.Reason, m.Status.Message, storage), Version: strings.Join(extra, ",")}.WithRun(migrate))
 		case Running:
 			out = append(out, lifecycle.Finding{Code: lifecycle.CodeStorageMigrationPending, Severity: lifecycle.SeverityInfo,
-				Message: fmt.Sprintf("StorageVersionMigration %s is running since %s", m.Name, stamp(m.At))})
+				Message: fmt.Sprintf("StorageVersionMigration %s is running (since %s)", m.Name, stamp(m.At))})
 		case Pending:
 			f := lifecycle.Finding{Code: lifecycle.CodeStorageMigrationPending, Severity: lifecycle.SeverityInfo,
-				Message: fmt.Sprintf("StorageVersionMigration %s has no condition since it was created %s", m.Name, stamp(m.Created))}
+				Message: fmt.Sprintf("StorageVersionMigration %s has neither succeeded nor failed since it was created %s", m.Name, stamp(m.Created))}
 			if age := now.Sub(m.Created); age >= PendingFor {
 				f.Severity = lifecycle.SeverityWarning
 				f.Message += fmt.Sprintf(", %s ago: no storage version migrator acts on it (kube-controller-manager runs one with the StorageVersionMigrator feature gate); migrate with the client engine instead", age.Round(time.Minute))

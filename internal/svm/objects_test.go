@@ -11,12 +11,13 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 )
 
-// TestFindings (case 34): a Succeeded migration is no proof while
-// storedVersions lists an older version, and says so with migrate; with
-// storedVersions trimmed it is nothing to report; a Failed one is a
-// warning unless a later one succeeded; one with no condition is
-// information until PendingFor, then a warning that nothing acts on it;
-// migrations of other resources are not this CRD's.
+// TestFindings (case 34): while storedVersions lists an older version, a
+// Succeeded migration is no proof, and says so with migrate; a Failed one
+// is a warning unless a later one succeeded; one that neither succeeded
+// nor failed is information until PendingFor, then a warning that nothing
+// acts on it. With storedVersions trimmed nothing is reported (migrate,
+// the fix, could not clear it); migrations of other resources are not
+// this CRD's.
 func TestFindings(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	untrimmed := crdtest.New("plugins.console.example.com").Version("v1alpha1", crdtest.Served).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1alpha1", "v1").CRD()
@@ -35,12 +36,15 @@ func TestFindings(t *testing.T) {
 			[]string{"StorageMigrationNotProof warning v1alpha1: StorageVersionMigration fixed (Succeeded at 2026-12-03T12:00:00Z), yet status.storedVersions still lists v1alpha1 besides the storage version v1: a Succeeded migration is not proof | kubectl crdversion migrate plugins.console.example.com"}},
 		{"succeeded, trimmed", []Migration{mig("fixed", "plugins", Succeeded, early)}, false, nil},
 		{"failed, then succeeded", []Migration{mig("first", "plugins", Failed, early), mig("second", "plugins", Succeeded, late)}, false, nil},
-		{"succeeded, then failed", []Migration{mig("first", "plugins", Succeeded, early), mig("second", "plugins", Failed, late)}, false,
-			[]string{"StorageMigrationFailed warning : StorageVersionMigration second Failed at 2026-12-05T11:00:00Z (R: M), and no later one succeeded | kubectl crdversion migrate plugins.console.example.com"}},
-		{"pending, new", []Migration{{Name: "new", Group: "console.example.com", Resource: "plugins", Created: now.Add(-time.Minute), Status: Status{Phase: Pending}}}, false,
-			[]string{"StorageMigrationPending info : StorageVersionMigration new has no condition since it was created at 2026-12-05T11:59:00Z | "}},
-		{"pending, old", []Migration{{Name: "old", Group: "console.example.com", Resource: "plugins", Created: now.Add(-PendingFor), Status: Status{Phase: Pending}}}, false,
-			[]string{"StorageMigrationPending warning : StorageVersionMigration old has no condition since it was created at 2026-12-05T11:50:00Z, 10m0s ago: no storage version migrator acts on it | kubectl crdversion migrate plugins.console.example.com"}},
+		{"succeeded, then failed, trimmed", []Migration{mig("first", "plugins", Succeeded, early), mig("second", "plugins", Failed, late)}, false, nil},
+		{"failed, storedVersions untrimmed", []Migration{mig("second", "plugins", Failed, late)}, true,
+			[]string{"StorageMigrationFailed warning v1alpha1: StorageVersionMigration second Failed at 2026-12-05T11:00:00Z (R: M), and no later one succeeded | kubectl crdversion migrate plugins.console.example.com"}},
+		{"pending, new", []Migration{{Name: "new", Group: "console.example.com", Resource: "plugins", Created: now.Add(-time.Minute), Status: Status{Phase: Pending}}}, true,
+			[]string{"StorageMigrationPending info : StorageVersionMigration new has neither succeeded nor failed since it was created at 2026-12-05T11:59:00Z | "}},
+		{"pending, old", []Migration{{Name: "old", Group: "console.example.com", Resource: "plugins", Created: now.Add(-PendingFor), Status: Status{Phase: Pending}}}, true,
+			[]string{"StorageMigrationPending warning : StorageVersionMigration old has neither succeeded nor failed since it was created at 2026-12-05T11:50:00Z, 10m0s ago: no storage version migrator acts on it | kubectl crdversion migrate plugins.console.example.com"}},
+		{"pending, failed, storedVersions trimmed", []Migration{{Name: "old", Group: "console.example.com", Resource: "plugins", Created: now.Add(-PendingFor), Status: Status{Phase: Pending}},
+			mig("failed", "plugins", Failed, late)}, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := trimmed

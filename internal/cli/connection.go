@@ -28,6 +28,14 @@ func connectionFlags(fs *pflag.FlagSet, fleet bool) []lifecycle.Flag {
 	return changedFlags(fs, names)
 }
 
+// refreshCommand is the kubectl command that refreshes kubectl's cached
+// discovery of the cluster these flags reach (kubectl api-resources
+// invalidates the cache first), with the connection flags and the
+// --cache-dir the user typed.
+func refreshCommand(fs *pflag.FlagSet) string {
+	return lifecycle.Kubectl("api-resources").Render(append(connectionFlags(fs, false), changedFlags(fs, []string{"cache-dir"})...))
+}
+
 // changedFlags returns the flags of names that the user typed, in the
 // order of names, one Flag per value of a repeated flag.
 func changedFlags(fs *pflag.FlagSet, names []string) []lifecycle.Flag {

@@ -87,6 +87,9 @@ type EditOptions struct {
 	noCluster string
 	// conn are the connection flags typed, repeated in printed commands.
 	conn []lifecycle.Flag
+	// refresh is the command that refreshes kubectl's cached discovery
+	// (refreshCommand).
+	refresh string
 	genericiooptions.IOStreams
 }
 
@@ -103,7 +106,7 @@ func (fl *EditFlags) toOptions(f cmdutil.Factory, cmd *cobra.Command, args []str
 	}
 	o := &EditOptions{Operation: operation, CRD: args[0], Version: args[1], FieldManager: fl.FieldManager, VersionOrder: fl.VersionOrder,
 		Interactive: fl.Interactive, Filename: fl.Filename, InPlace: fl.InPlace, OutputSet: *fl.PrintFlags.OutputFormat != "",
-		conn: connectionFlags(cmd.Flags(), false), IOStreams: streams}
+		conn: connectionFlags(cmd.Flags(), false), refresh: refreshCommand(cmd.Flags()), IOStreams: streams}
 	var err error
 	if o.DryRun, err = dryRunFlag(cmd); err != nil {
 		return nil, err
@@ -218,7 +221,7 @@ func (r *editRun) finish(ctx context.Context, res *edit.Result) error {
 		fmt.Fprintf(o.Out, "Served: %s is in discovery; clients can use it now\n", lifecycle.GroupVersion(written.CRD, v))
 	}
 	for _, v := range written.NoLongerServed {
-		view.Unserved(o.Out, lifecycle.GroupVersion(written.CRD, v))
+		view.Unserved(o.Out, lifecycle.GroupVersion(written.CRD, v), o.refresh)
 	}
 	for _, v := range written.RecordedStored {
 		fmt.Fprintf(o.Out, "Recorded: status.storedVersions lists %s again (now [%s]): objects stay stored there until migrate rewrites them\n", v, strings.Join(written.CRD.Status.StoredVersions, ", "))

@@ -139,6 +139,9 @@ type RetireOptions struct {
 	// progress log goes: stdout, or stderr when stdout carries -o output.
 	print printers.ResourcePrinterFunc
 	log   io.Writer
+	// refresh is the command that refreshes kubectl's cached discovery
+	// (refreshCommand).
+	refresh string
 	genericiooptions.IOStreams
 }
 
@@ -181,7 +184,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 		return nil, err
 	}
 	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
-		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, IOStreams: fl.IOStreams}
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, refresh: refreshCommand(cmd.Flags()), IOStreams: fl.IOStreams}
 	o.Retire = retire.Options{DryRun: dryRun,
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
 		SkipReferenceCheck: fl.SkipReferenceCheck, RepairReferences: fl.RepairReferences,
@@ -252,7 +255,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 		u.Waiting = waitProgress(errOut, o.Usage.Window)
 		rc.Progress = func(name string) (func(migrate.Progress), func()) { return view.ProgressBar(errOut, name) }
 	}
-	l := &view.RetireLog{Log: log, ErrOut: errOut, Sources: u.Describe()}
+	l := &view.RetireLog{Log: log, ErrOut: errOut, Sources: u.Describe(), Refresh: o.refresh}
 	res, err := (&retire.Executor{Cluster: rc, Events: l.Event}).Run(ctx, crd, o.Version, opts)
 	return report.NewRetire(crd.Name, o.Version, o.DryRun != lifecycle.DryRunNone, res), err
 }

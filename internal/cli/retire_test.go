@@ -128,7 +128,7 @@ func TestRetireOptions(t *testing.T) {
 // the executor moved to internal/retire.
 func TestRetireLog(t *testing.T) {
 	var log, errOut bytes.Buffer
-	l := &view.RetireLog{Log: &log, ErrOut: &errOut, Sources: "every API server instance's /metrics, read 15s apart and the objects' managedFields"}
+	l := &view.RetireLog{Log: &log, ErrOut: &errOut, Sources: "every API server instance's /metrics, read 15s apart and the objects' managedFields", Refresh: "kubectl api-resources"}
 	blocked := retire.Step{Number: 1, ID: retire.ClientsMoved, Title: "clients moved off v1", Status: retire.Blocked, Message: "clients still use v1",
 		Command: "kubectl crdversion retire c.example.com v1", Evidence: []string{"open now: WATCH 1"}}
 	done := retire.Step{Number: 3, ID: retire.StorageMoved, Title: "another version is the storage version", Status: retire.Done, Message: "the storage version is v2"}

@@ -17,9 +17,10 @@ import (
 // kubectl 1.32 with a warm discovery cache lists crontabs at v1. unserve
 // returns only once v1 is out of the API server's discovery (a client that
 // asks afresh no longer finds it) and says that cached clients keep
-// calling it, with the refresh. The warm kubectl then gets 404 from the
-// old path, as in the case; after the printed kubectl api-resources, the
-// same kubectl knows that the resource type is gone at v1.
+// calling it, with the refresh for the cache it used. The warm kubectl
+// then gets 404 from the old path, as in the case; after the printed
+// kubectl api-resources, pasted, the same kubectl knows that the resource
+// type is gone at v1.
 func TestCase35CachedDiscoveryAfterUnserve(t *testing.T) {
 	t.Parallel()
 	kubectl := kubectlPath()
@@ -35,11 +36,15 @@ func TestCase35CachedDiscoveryAfterUnserve(t *testing.T) {
 		t.Fatalf("warming kubectl's cache: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	r := mustRun(t, "unserve", crd.Name, "v1", "--skip-usage-check")
+	// The plugin shares kubectl's cache directory, so that the command
+	// it prints refreshes the cache that is stale.
+	r := mustRun(t, "unserve", crd.Name, "v1", "--skip-usage-check", "--cache-dir", cache)
 	gv := crd.Spec.Group + "/v1"
-	note := "Unserved: " + gv + " is out of discovery. Clients that cached discovery keep calling it (404) until they refresh: run kubectl api-resources"
-	if !strings.Contains(r.stdout, note) {
-		t.Errorf("unserve does not say what cached clients do:\n%s", r.stdout)
+	note := "Unserved: " + gv + " is out of discovery. Clients that cached discovery keep calling it (404) until they refresh: run "
+	_, rest, found := strings.Cut(r.stdout, note)
+	printed, _, _ := strings.Cut(rest, " to refresh kubectl's cache")
+	if !found || printed != "kubectl --cache-dir "+cache+" api-resources" {
+		t.Fatalf("unserve does not say what cached clients do, with the cache it used (%q):\n%s", printed, r.stdout)
 	}
 	// unserve waited: discovery, asked afresh, no longer has v1.
 	if _, err := c.kube.Discovery().ServerResourcesForGroupVersion(gv); !apierrors.IsNotFound(err) {
@@ -53,7 +58,7 @@ func TestCase35CachedDiscoveryAfterUnserve(t *testing.T) {
 	if stale.code == 0 || !strings.Contains(stale.stderr, "the server could not find the requested resource") {
 		t.Errorf("kubectl with the warm cache: exit %d, want the 404 of the old path\n%s%s", stale.code, stale.stdout, stale.stderr)
 	}
-	if refresh := execute(t, kubectl, env, "--cache-dir", cache, "api-resources"); refresh.code != 0 {
+	if refresh := execute(t, kubectl, env, strings.Fields(printed)[1:]...); refresh.code != 0 {
 		t.Fatalf("kubectl api-resources: exit %d\n%s", refresh.code, refresh.stderr)
 	}
 	fresh := execute(t, kubectl, env, "--cache-dir", cache, "get", old, "-A", "-o", "name")

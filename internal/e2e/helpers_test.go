@@ -79,7 +79,11 @@ func plugin(t testing.TB, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := cli.NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append(referenceCheck(t, args), "--cache-dir", t.TempDir()))
+	args = referenceCheck(t, args)
+	if !slices.Contains(args, "--cache-dir") {
+		args = append(args, "--cache-dir", t.TempDir())
+	}
+	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
 	r := result{stdout: out.String(), stderr: errOut.String(), err: err}
 	checkErrorLines(t, r)

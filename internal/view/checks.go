@@ -42,8 +42,9 @@ func CRDRef(name string) string { return "customresourcedefinition.apiextensions
 // API server no longer serves it, but clients that cached discovery —
 // kubectl's disk cache, long-running controllers — keep its path until
 // they refresh, and get 404 from it (case 35; kubectl 1.32's behaviour is
-// tested in TestCachedDiscoveryAfterUnserve). kubectl api-resources
-// refreshes kubectl's cache.
-func Unserved(w io.Writer, groupVersion string) {
-	fmt.Fprintf(w, "Unserved: %s is out of discovery. Clients that cached discovery keep calling it (404) until they refresh: run kubectl api-resources to refresh kubectl's cache, and restart long-running controllers that cache it (GitOps, policy engines, operators)\n", groupVersion)
+// tested in TestCase35CachedDiscoveryAfterUnserve). refresh is the kubectl
+// api-resources command, with the connection flags and --cache-dir typed,
+// that refreshes kubectl's cache.
+func Unserved(w io.Writer, groupVersion, refresh string) {
+	fmt.Fprintf(w, "Unserved: %s is out of discovery. Clients that cached discovery keep calling it (404) until they refresh: run %s to refresh kubectl's cache, and restart long-running controllers that cache it (GitOps, policy engines, operators)\n", groupVersion, refresh)
 }

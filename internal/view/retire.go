@@ -35,6 +35,9 @@ type RetireLog struct {
 	Log, ErrOut io.Writer
 	// Sources names where the client-usage check looks.
 	Sources string
+	// Refresh is the command that refreshes kubectl's cached discovery
+	// (see Unserved).
+	Refresh string
 }
 
 // Event writes e.
@@ -74,6 +77,6 @@ func (l *RetireLog) Event(e retire.Event) {
 		fmt.Fprintf(l.ErrOut, "Warning: %v\n", e.Err)
 	case retire.EventRetired:
 		fmt.Fprintf(w, "%s retired from %s. State: %s, %s\n", e.Version, e.CRD, e.Analysis.State, e.Analysis.StateDescription)
-		Unserved(w, e.Group+"/"+e.Version)
+		Unserved(w, e.Group+"/"+e.Version, l.Refresh)
 	}
 }

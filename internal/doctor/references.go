@@ -75,8 +75,16 @@ func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *refer
 			where = append(where, rc.String())
 		}
 		f := lifecycle.Finding{Code: lifecycle.CodeReferencesBroken, Severity: lifecycle.SeverityError, Version: v,
-			Message: fmt.Sprintf("%s name %s/%s %s, %s: %s; rewrite them to %s/%s (%s)",
-				references.Count(deps.Dependents), crd.Spec.Group, v, crd.Spec.Names.Kind, why, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
+			Message: fmt.Sprintf("%s name %s %s, %s: %s; rewrite them to %s/%s (%s)",
+				references.Count(deps.Dependents), crd.Spec.Group+"/"+v, crd.Spec.Names.Kind, why, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
+		if !lifecycle.IsVersionName(v) {
+			// The API server keeps an apiVersion like "group/V1" or
+			// "group/v1 "; repair-references takes version names only.
+			f.Message = fmt.Sprintf("%s name %q %s, which is not a version name: %s; edit them by hand to name %s/%s (%s)",
+				references.Count(deps.Dependents), crd.Spec.Group+"/"+v, crd.Spec.Names.Kind, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))
+			out = append(out, f)
+			continue
+		}
 		out = append(out, f.WithRun(lifecycle.Crdversion("repair-references", crd.Name, v)))
 	}
 	if !inv.Complete() && notAllServed(crd) {

@@ -573,6 +573,11 @@ func (a Analysis) versionServed(name string) bool {
 	return false
 }
 
+// IsVersionName reports whether v can name a version of a CRD: a DNS-1035
+// label, as the API server requires of spec.versions[].name. The commands
+// take only such names, so a printed command must not carry another.
+func IsVersionName(v string) bool { return len(validation.IsDNS1035Label(v)) == 0 }
+
 // RetiredVersions are the valid entries of crd's retired-versions
 // annotation (RetiredVersionsAnnotation): version names (DNS-1035 labels)
 // no longer in spec.versions, in the annotation's order.
@@ -580,7 +585,7 @@ func RetiredVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	var out []string
 	for _, s := range strings.Split(crd.Annotations[RetiredVersionsAnnotation], ",") {
 		s = strings.TrimSpace(s)
-		if s != "" && len(validation.IsDNS1035Label(s)) == 0 && FindVersion(crd, s) == nil {
+		if s != "" && IsVersionName(s) && FindVersion(crd, s) == nil {
 			out = append(out, s)
 		}
 	}

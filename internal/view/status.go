@@ -45,8 +45,13 @@ func Status(out io.Writer, r *report.Status) error {
 			fmt.Fprintf(w, "References:\tnone name a version other than %s (%d objects of %d resources read%s)\n", Dash(r.StorageVersion), refs.Objects, refs.Resources, floor)
 		}
 		for _, v := range refs.Versions {
-			fmt.Fprintf(w, "References:\t%d object(s) of %d kind(s) still name %s/%s (%d reference(s); repair: kubectl crdversion repair-references %s %s)%s\n",
-				v.Objects, v.Resources, r.CRD.Group, v.Version, v.References, r.CRD.Name, v.Version, floor)
+			name, repair := r.CRD.Group+"/"+v.Version, "repair: "+lifecycle.Crdversion("repair-references", r.CRD.Name, v.Version).String()
+			if !lifecycle.IsVersionName(v.Version) {
+				// repair-references takes version names only.
+				name, repair = fmt.Sprintf("%q", name), "not a version name: edit them by hand"
+			}
+			fmt.Fprintf(w, "References:\t%d object(s) of %d kind(s) still name %s (%d reference(s); %s)%s\n",
+				v.Objects, v.Resources, name, v.References, repair, floor)
 		}
 	}
 	if err := w.Flush(); err != nil {

@@ -172,12 +172,6 @@ func (p *planner) clients(s *Step) {
 	}
 }
 
-// blindAdmissionRules are the webhook and policy rules of the CRD's
-// resource that retiring OLD (unserved, then removed) leaves blind.
-func (p *planner) blindAdmissionRules() []references.AdmissionRule {
-	return references.BecomeBlind(p.f.AdmissionRules, p.sim.Spec.Group, p.sim.Spec.Names.Plural, references.VersionsOf(p.sim), references.VersionsOf(p.withoutOld()))
-}
-
 // withoutOld is the CRD without OLD in spec.versions.
 func (p *planner) withoutOld() *apiextensionsv1.CustomResourceDefinition {
 	out := p.sim.DeepCopy()
@@ -190,6 +184,9 @@ func (p *planner) withoutOld() *apiextensionsv1.CustomResourceDefinition {
 func (p *planner) references(s *Step) {
 	old, f, v := p.old, p.f, p.version()
 	gv := p.group + "/" + old
+	// Retiring OLD unserves it, then removes it: the admission rules it
+	// leaves blind are those of both steps at once.
+	admission := references.AdmissionRulesCheck(p.sim, p.withoutOld(), old, f.AdmissionRules, f.AdmissionErr)
 	switch {
 	case !p.inSpec:
 		s.set(Done, nil, "%s is not in spec.versions (kubectl crdversion doctor finds references to removed versions)", old)
@@ -197,10 +194,9 @@ func (p *planner) references(s *Step) {
 		s.set(Skipped, nil, "references to %s were NOT checked (--skip-reference-check)", gv)
 	case f.References == nil:
 		s.set(ToDo, nil, "look for owner references and scale targets that name %s (the metadata of every listable resource, HorizontalPodAutoscalers and ScaledObjects whole), and admission rules that match only through it", gv)
-	case f.AdmissionErr != nil || len(p.blindAdmissionRules()) > 0:
-		c := references.AdmissionRulesCheck(p.sim, p.withoutOld(), old, f.AdmissionRules, f.AdmissionErr)
-		s.set(Blocked, p.retire(""), "%s", c.Message)
-		s.Evidence = append(s.Evidence, c.Details...)
+	case admission.Outcome == edit.Fail:
+		s.set(Blocked, p.retire(""), "%s", admission.Message)
+		s.Evidence = append(s.Evidence, admission.Details...)
 	case len(f.References.Dependents) == 0 && f.References.Complete():
 		s.set(Done, nil, "no owner reference or scale target names %s (%d objects of %d resources read)", gv, f.References.Objects, f.References.Resources)
 	case !f.References.Complete():

@@ -14,7 +14,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
-// ReferenceFinder finds the owner references and scale targets that name target
+// ReferenceFinder finds the owner references, scale targets and Helm release records that name target
 // (references.Find on the cluster).
 type ReferenceFinder interface {
 	Find(ctx context.Context, target references.Target) (*references.Inventory, error)
@@ -65,7 +65,7 @@ func RepairReferences(ctx context.Context, f ReferenceFinder, p references.Patch
 		return nil, fmt.Errorf("finding the references to %s: %w", target.APIVersion, err)
 	}
 	if len(inv.Dependents) == 0 && !knownVersion(crd, o.Version) {
-		return nil, fmt.Errorf("%s has no version %s (spec.versions: %s; status.storedVersions: %s), and no owner reference or scale target names it",
+		return nil, fmt.Errorf("%s has no version %s (spec.versions: %s; status.storedVersions: %s), and no owner reference, scale target or Helm release record names it",
 			crd.Name, o.Version, strings.Join(lifecycle.VersionNames(crd), ", "), strings.Join(crd.Status.StoredVersions, ", "))
 	}
 	out := &report.ReferenceRepair{CRD: crd.Name, Version: o.Version, Target: target, To: lifecycle.GroupVersion(crd, to),

@@ -24,6 +24,10 @@ func (noPatch) PatchJSON(context.Context, schema.GroupVersionResource, string, s
 	return nil
 }
 
+func (noPatch) RewriteRelease(context.Context, references.Release, string, func(string) (string, int), bool) (int, error) {
+	return 0, nil
+}
+
 // TestRepairReferencesVersions: --to must be another served version; a
 // version the CRD neither has nor had is looked for anyway (a reference
 // to a version it never had is doctor's finding), but when none names it
@@ -42,7 +46,7 @@ func TestRepairReferencesVersions(t *testing.T) {
 		{"to itself", "v2", "v2", nil, "the references name v2 already"},
 		{"to an unserved version", "v1", "v3", nil, "v3 of crontabs.stable.example.com is not served"},
 		{"to no version", "v1", "v9", nil, "has no version v9 to rewrite the references to"},
-		{"a typo, nothing found", "v1aplha1", "", nil, "crontabs.stable.example.com has no version v1aplha1 (spec.versions: v1, v2, v3; status.storedVersions: v2), and no owner reference or scale target names it"},
+		{"a typo, nothing found", "v1aplha1", "", nil, "crontabs.stable.example.com has no version v1aplha1 (spec.versions: v1, v2, v3; status.storedVersions: v2), and no owner reference, scale target or Helm release record names it"},
 		{"a version it never had, references found", "v0", "", one, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
@@ -35,6 +37,11 @@ type ReferenceSource struct {
 	// whole is the dynamic client, warnings dropped, that reads the
 	// objects of references.ScaleTargetResources.
 	whole dynamic.Interface
+	// typedClient is the typed clientset Helm's storage drivers read
+	// through, made once.
+	typedOnce   sync.Once
+	typedClient kubernetes.Interface
+	typedErr    error
 }
 
 var _ references.Source = (*ReferenceSource)(nil)

@@ -2,7 +2,8 @@
 // custom resource's API version outside the custom resources themselves
 // (issue 28): owner references (metadata.ownerReferences) and scale
 // targets (spec.scaleTargetRef of HorizontalPodAutoscalers and of KEDA's
-// ScaledObjects). Storage migration rewrites the custom resources; it
+// ScaledObjects), and the objects of Helm release records' current
+// manifests (HelmManifest). Storage migration rewrites the custom resources; it
 // never rewrites these, and once the version is unserved kube-
 // controller-manager's garbage collector cannot resolve an owner reference
 // that names it, so the dependent is never collected
@@ -13,7 +14,9 @@
 // reference can sit on an object of any kind. A resource that cannot be
 // listed (forbidden, a failed discovery group, an error) is named in
 // Inventory.Unseen: what the inventory could not read is unknown, never
-// "no reference".
+// "no reference". Helm's release records are read through Helm's own
+// storage drivers (helm.sh/helm/v4) by the cluster layer, the current
+// record of each release only (the one helm upgrade builds).
 package references
 
 import (
@@ -44,6 +47,10 @@ type Source interface {
 	// spec.scaleTargetRef (apiVersion, kind and name; zero when the object
 	// has none).
 	EachScaler(ctx context.Context, resource schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata, metav1.OwnerReference) error) error
+	// CurrentReleases reads the Helm release records kept in resource (one
+	// of HelmRecordResources) in every namespace and returns the current
+	// record of each release (see Release) with its manifest.
+	CurrentReleases(ctx context.Context, resource Resource) ([]Release, error)
 }
 
 // ScaleTargetResources are the resources whose objects name a scale
@@ -91,17 +98,21 @@ func (r Resource) GroupVersion() schema.GroupVersion { return r.GVR().GroupVersi
 
 // Dependent is one reference that names Target: the object that holds it
 // (Resource, Namespace, Name, UID), the Field that holds it, the
-// reference's index in metadata.ownerReferences (0 for a scale target),
-// and the reference itself in Owner (for a scale target: its apiVersion,
-// kind and name; no uid).
+// reference's index in metadata.ownerReferences (0 for a scale target;
+// the document's index in a Helm release record's manifest), and the
+// reference itself in Owner (for a scale target and an object of a Helm
+// manifest: its apiVersion, kind and name; no uid). Release is set for an
+// object of a Helm release record (Field HelmManifest): the record's
+// Secret or ConfigMap is Resource/Namespace/Name, UID is empty.
 type Dependent struct {
 	Resource  Resource              `json:"resource"`
 	Namespace string                `json:"namespace,omitempty"`
 	Name      string                `json:"name"`
-	UID       types.UID             `json:"uid"`
+	UID       types.UID             `json:"uid,omitempty"`
 	Field     Field                 `json:"field"`
 	Index     int                   `json:"index"`
 	Owner     metav1.OwnerReference `json:"owner"`
+	Release   *Release              `json:"release,omitempty"`
 }
 
 // Object is the dependent's NAMESPACE/NAME, or NAME for a cluster-scoped
@@ -113,10 +124,14 @@ func (d Dependent) Object() string {
 	return d.Namespace + "/" + d.Name
 }
 
-// Where is the field that names the version: "ownerReferences[INDEX]" or
-// "scaleTargetRef".
+// Where is the field that names the version: "ownerReferences[INDEX]",
+// "scaleTargetRef", or for a Helm release record "manifest of release
+// NAMESPACE/NAME revision N".
 func (d Dependent) Where() string {
-	if d.Field == ScaleTarget {
+	switch {
+	case d.Release != nil:
+		return "manifest of Helm release " + d.Release.String()
+	case d.Field == ScaleTarget:
 		return "scaleTargetRef"
 	}
 	return fmt.Sprintf("ownerReferences[%d]", d.Index)
@@ -210,6 +225,7 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 		}
 	}
 	gone := f.list(ctx, resources, len(resources))
+	f.releases(ctx)
 	if len(gone) > 0 && ctx.Err() == nil {
 		again, _, err := src.ListableResources(ctx)
 		if err != nil {
@@ -230,7 +246,7 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 	}
 	inv.Objects = f.objects.Load()
 	slices.SortFunc(inv.Dependents, func(a, b Dependent) int {
-		return cmp.Or(cmp.Compare(a.Resource.GroupResource().String(), b.Resource.GroupResource().String()), cmp.Compare(a.Namespace, b.Namespace),
+		return cmp.Or(cmp.Compare(a.Resource.GroupResource().String(), b.Resource.GroupResource().String()), compareBool(a.Release != nil, b.Release != nil), cmp.Compare(a.Namespace, b.Namespace),
 			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Index, b.Index))
 	})
 	slices.SortFunc(inv.Unseen, func(a, b Unseen) int {
@@ -309,6 +325,32 @@ func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResour
 	return notFound
 }
 
+// releases reads the current Helm release record of every release, from
+// each of HelmRecordResources, and keeps each object of its manifest that
+// matches. A store that cannot be read is Unseen.
+func (f *finder) releases(ctx context.Context) {
+	for _, res := range HelmRecordResources {
+		if ctx.Err() != nil {
+			return
+		}
+		rels, err := f.src.CurrentReleases(ctx, res)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.inv.Unseen = append(f.inv.Unseen, Unseen{Resource: res, Reason: "reading its Helm release records: " + err.Error(), Forbidden: f.opts.Forbidden(err)})
+			}
+			continue
+		}
+		for i := range rels {
+			rel := rels[i]
+			rel.Manifest = ""
+			for _, o := range ManifestObjects(rels[i].Manifest, f.opts.Match) {
+				f.inv.Dependents = append(f.inv.Dependents, Dependent{Resource: rel.Resource, Namespace: rel.Namespace, Name: rel.Record,
+					Field: HelmManifest, Index: o.Index, Owner: o.Ref, Release: &rel})
+			}
+		}
+	}
+}
+
 // ByResource groups the dependents of the inventory by resource, in the
 // order of Dependents: per resource the number of references, the
 // namespaces (sorted, "" for cluster-scoped objects) and the first few
@@ -316,8 +358,8 @@ func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResour
 func (i *Inventory) ByResource(examples int) []ResourceCount {
 	var out []ResourceCount
 	for _, d := range i.Dependents {
-		if len(out) == 0 || out[len(out)-1].Resource != d.Resource {
-			out = append(out, ResourceCount{Resource: d.Resource})
+		if len(out) == 0 || out[len(out)-1].Resource != d.Resource || out[len(out)-1].Helm != (d.Release != nil) {
+			out = append(out, ResourceCount{Resource: d.Resource, Helm: d.Release != nil})
 		}
 		rc := &out[len(out)-1]
 		rc.References++
@@ -325,6 +367,13 @@ func (i *Inventory) ByResource(examples int) []ResourceCount {
 			rc.Namespaces = append(rc.Namespaces, d.Namespace)
 		}
 		name := d.Object()
+		if d.Release != nil {
+			name = d.Release.String()
+		}
+		if name != rc.last {
+			rc.objects++
+			rc.last = name
+		}
 		if len(rc.Examples) < examples && !slices.Contains(rc.Examples, name) {
 			rc.Examples = append(rc.Examples, name)
 		}
@@ -332,12 +381,19 @@ func (i *Inventory) ByResource(examples int) []ResourceCount {
 	return out
 }
 
-// ResourceCount is the references found on the objects of one resource.
+// ResourceCount is the references found on the objects of one resource
+// (Helm: in the Helm release records it keeps; an example is then
+// "NAMESPACE/RELEASE revision N").
 type ResourceCount struct {
 	Resource   Resource
+	Helm       bool
 	References int
 	Namespaces []string
 	Examples   []string
+	// objects is the number of objects (records) that hold the
+	// references, last the latest seen.
+	objects int
+	last    string
 }
 
 // String is "RESOURCE: N in NAMESPACES (EXAMPLES, …)".
@@ -347,31 +403,63 @@ func (rc ResourceCount) String() string {
 		where = " in " + strings.Join(rc.Namespaces, ", ")
 	}
 	more := ""
-	if rc.References > len(rc.Examples) {
+	if rc.objects > len(rc.Examples) || (rc.objects == 0 && rc.References > len(rc.Examples)) {
 		more = ", …"
 	}
-	return fmt.Sprintf("%s: %d%s (%s%s)", rc.Resource.GroupResource(), rc.References, where, strings.Join(rc.Examples, ", "), more)
+	what := rc.Resource.GroupResource().String()
+	if rc.Helm {
+		what = "Helm release records in " + what
+	}
+	return fmt.Sprintf("%s: %d%s (%s%s)", what, rc.References, where, strings.Join(rc.Examples, ", "), more)
 }
 
-// Count is "N owner reference(s)", "N scale target(s)" or both joined by
-// "and", for deps.
+// Count is "N owner reference(s)", "N scale target(s)", "N object(s) of
+// Helm release records", or those joined by commas and "and", for deps.
 func Count(deps []Dependent) string {
-	var owners, targets int
+	var owners, targets, helm int
 	for _, d := range deps {
-		if d.Field == ScaleTarget {
+		switch {
+		case d.Release != nil:
+			helm++
+		case d.Field == ScaleTarget:
 			targets++
-		} else {
+		default:
 			owners++
 		}
 	}
 	var parts []string
-	if owners > 0 || targets == 0 {
+	if owners > 0 || targets+helm == 0 {
 		parts = append(parts, countOf(owners, "owner reference"))
 	}
 	if targets > 0 {
 		parts = append(parts, countOf(targets, "scale target"))
 	}
+	if helm > 0 {
+		parts = append(parts, countOf(helm, "object")+" in Helm release records")
+	}
+	if len(parts) > 2 {
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	}
 	return strings.Join(parts, " and ")
+}
+
+// Verb is "names" for one dependent, "name" for more: the verb after
+// Count(deps).
+func Verb(deps []Dependent) string {
+	if len(deps) == 1 {
+		return "names"
+	}
+	return "name"
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // Consequence is what breaks while the version that deps name is not
@@ -381,19 +469,25 @@ func Count(deps []Dependent) string {
 // autoscaler resolving the version cannot map (KEDA's ScaledObject
 // controller asks the RESTMapper for group, kind and version; the
 // HorizontalPodAutoscaler controller of kube-controller-manager v1.37
-// asks for group and kind only and keeps scaling: TestScaleTargetOfAnUnservedVersion).
+// asks for group and kind only and keeps scaling: TestScaleTargetOfAnUnservedVersion),
+// a Helm release record whose current manifest names it (helm upgrade
+// fails: TestHelmReleaseRecordOfARemovedVersion).
 func Consequence(deps []Dependent) string {
-	var owners, targets bool
+	var owners, targets, helm bool
 	for _, d := range deps {
-		owners = owners || d.Field != ScaleTarget
+		owners = owners || (d.Field != ScaleTarget && d.Release == nil)
 		targets = targets || d.Field == ScaleTarget
+		helm = helm || d.Release != nil
 	}
 	var out []string
-	if owners || !targets {
+	if owners || !(targets || helm) {
 		out = append(out, "the garbage collector cannot resolve such an owner and never deletes its dependents")
 	}
 	if targets {
 		out = append(out, "an autoscaler that maps its scale target by version (KEDA's ScaledObject) cannot find it (kube-controller-manager's HPA controller maps group and kind only)")
+	}
+	if helm {
+		out = append(out, "the next helm upgrade or rollback of the release fails before it changes anything (Helm cannot map the kind at the version its current release record names)")
 	}
 	return strings.Join(out, "; ")
 }

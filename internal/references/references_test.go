@@ -22,6 +22,14 @@ type fakeSource struct {
 	targets map[string]metav1.OwnerReference
 	// wholeReads are the resources read with EachScaler.
 	wholeReads []schema.GroupVersionResource
+	// releases are the current Helm release records by store; a store in
+	// releaseErrs fails.
+	releases    map[Resource][]Release
+	releaseErrs map[Resource]error
+}
+
+func (f *fakeSource) CurrentReleases(_ context.Context, r Resource) ([]Release, error) {
+	return f.releases[r], f.releaseErrs[r]
 }
 
 func (f *fakeSource) EachScaler(ctx context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata, metav1.OwnerReference) error) error {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -18,6 +20,17 @@ type Patcher interface {
 	// a test operation of the patch failed, ErrGone when the object is not
 	// there.
 	PatchJSON(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte, dryRun bool) error
+	// RewriteRelease stores, through Helm's storage driver of rel.Resource,
+	// a new revision of rel's release (its latest revision + 1, status
+	// deployed) whose manifest is rewrite applied to rel's, and marks rel's
+	// record superseded: the record helm upgrade reads then names what
+	// rewrite made it name, and rel's record stays as the backup (helm
+	// history lists both). It returns ErrChanged, writing nothing, when
+	// rel is no longer the release's current record or rewrite rewrites
+	// nothing in its manifest (it returns the new manifest and the number
+	// of objects it rewrote); ErrGone when the record is gone. With dryRun both
+	// writes are server-side dry runs. The new revision is returned.
+	RewriteRelease(ctx context.Context, rel Release, description string, rewrite func(manifest string) (string, int), dryRun bool) (int, error)
 }
 
 var (
@@ -53,6 +66,37 @@ type Repair struct {
 	To      string  `json:"to"`
 	Outcome Outcome `json:"outcome"`
 	Message string  `json:"message,omitempty"`
+	// Revision is, for an object of a Helm release record, the release's
+	// revision that holds the rewritten manifest (0 with a dry run).
+	Revision int `json:"revision,omitempty"`
+}
+
+// HowRepaired says how RepairAll rewrites deps: a JSON patch per
+// reference that tests the object's uid and the reference first, and
+// for Helm release records a new revision whose manifest names the new
+// version (the old record kept, superseded).
+func HowRepaired(deps []Dependent) string {
+	var patch, helm bool
+	for _, d := range deps {
+		patch = patch || d.Release == nil
+		helm = helm || d.Release != nil
+	}
+	var out []string
+	if patch || !helm {
+		out = append(out, "a JSON patch each that tests the object's uid and the reference first")
+	}
+	if helm {
+		out = append(out, "a new revision of each Helm release whose manifest names the new version, the old record kept as superseded")
+	}
+	return strings.Join(out, "; ")
+}
+
+// HelmDescription is the description of the revision that RepairAll
+// stores for a Helm release (helm history shows it): what was rewritten,
+// and that rolling back to an earlier revision brings the old version
+// back into the release's current record.
+func HelmDescription(from, to string) string {
+	return fmt.Sprintf("kubectl crdversion: apiVersion %s rewritten to %s; a rollback to an earlier revision names %s again", from, to, from)
 }
 
 // Patch is the JSON patch that rewrites d's reference to name apiVersion
@@ -90,17 +134,32 @@ func Patch(d Dependent, to string) []byte {
 // left out of the result, and ctx's error is returned.
 func RepairAll(ctx context.Context, p Patcher, deps []Dependent, to string, dryRun lifecycle.DryRun) ([]Repair, error) {
 	out := make([]Repair, 0, len(deps))
-	for _, d := range deps {
+	for i, d := range deps {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
 		r := Repair{Dependent: d, To: to, Outcome: Rewritten}
+		if d.Release != nil && slices.ContainsFunc(deps[:i], func(e Dependent) bool { return e.Release != nil && *e.Release == *d.Release }) {
+			// The record was rewritten with the first of its objects.
+			first := slices.IndexFunc(out, func(e Repair) bool { return e.Release != nil && *e.Release == *d.Release })
+			r.Outcome, r.Message, r.Revision = out[first].Outcome, out[first].Message, out[first].Revision
+			out = append(out, r)
+			continue
+		}
 		if dryRun == lifecycle.DryRunClient {
 			r.Outcome = Planned
 			out = append(out, r)
 			continue
 		}
-		err := p.PatchJSON(ctx, d.Resource.GVR(), d.Namespace, d.Name, Patch(d, to), dryRun == lifecycle.DryRunServer)
+		var err error
+		if d.Release != nil {
+			from, kind := d.Owner.APIVersion, d.Owner.Kind
+			r.Revision, err = p.RewriteRelease(ctx, *d.Release, HelmDescription(from, to), func(m string) (string, int) {
+				return RewriteManifest(m, from, kind, to)
+			}, dryRun == lifecycle.DryRunServer)
+		} else {
+			err = p.PatchJSON(ctx, d.Resource.GVR(), d.Namespace, d.Name, Patch(d, to), dryRun == lifecycle.DryRunServer)
+		}
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

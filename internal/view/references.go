@@ -27,6 +27,9 @@ func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 		switch x.Outcome {
 		case references.Rewritten:
 			line += "rewritten to " + x.To + suffix
+			if x.Revision > 0 {
+				line += fmt.Sprintf(" in revision %d (revision %d kept, superseded)", x.Revision, x.Release.Revision)
+			}
 		case references.Planned:
 			line += "would be rewritten to " + x.To + suffix
 		default:
@@ -41,7 +44,7 @@ func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 	case len(r.Unseen) > 0:
 		fmt.Fprintf(w, "%d resources could not be read: references on their objects are unknown; grant list on them, or make their lists answer, and run again.\n", len(r.Unseen))
 	case len(r.Repairs) == 0:
-		fmt.Fprintf(w, "No owner reference or scale target names %s: nothing to repair.\n", r.Target.APIVersion)
+		fmt.Fprintf(w, "No owner reference, scale target or Helm release record names %s: nothing to repair.\n", r.Target.APIVersion)
 	}
 	if n := counts[references.Changed]; n > 0 {
 		fmt.Fprintf(w, "%d changed by another writer since they were read, not rewritten: run again to read them anew.\n", n)

@@ -71,7 +71,7 @@ type NeedsReporter interface {
 
 // SetServed is the preflight of serving (served) or unserving a version of
 // the target: the rules of edit.SetServed and, to unserve, the check that
-// no owner reference or scale target names the version (u.References, every
+// no owner reference, scale target or Helm release record names the version (u.References, every
 // listable resource read; see preflight.ReferencesCheck), that it leaves no
 // admission rule blind (u.Admission; references.AdmissionRulesCheck), and the check
 // that no client uses the version, from every source of m (every API

@@ -19,7 +19,7 @@ type MatchingFinder interface {
 }
 
 // StatusReferences is status --references: one inventory of every
-// listable resource for the owner references and scale targets that name
+// listable resource for the owner references, scale targets and Helm release records that name
 // the CRD of r (its group and kind) through a version other than its
 // storage version, counted per version.
 func StatusReferences(ctx context.Context, f MatchingFinder, r *report.Status) (*report.StatusReferences, error) {

@@ -31,7 +31,7 @@ var doctorLong = templates.LongDesc(`
 	that the API server cannot answer (with the objects that break it), a
 	conversion webhook that does not answer, status.storedVersions entries
 	ready to trim, per deprecated or old served version whether clients
-	still use it and who, and the owner references and scale targets that
+	still use it and who, and the owner references, scale targets and Helm release records that
 	name a version the CRD does not serve, which the garbage collector and
 	autoscalers cannot resolve (every listable resource read once; --skip-reference-check
 	leaves it out). The output states how many API requests were made.

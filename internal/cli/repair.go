@@ -22,7 +22,7 @@ import (
 )
 
 var repairReferencesLong = templates.LongDesc(`
-	Rewrite the owner references and scale targets that name a version of a
+	Rewrite the owner references, scale targets and Helm release records that name a version of a
 	CustomResourceDefinition so that they name a served version (the storage
 	version unless --to says another).
 
@@ -47,7 +47,7 @@ var repairReferencesLong = templates.LongDesc(`
 	its objects are unknown and the command exits non-zero.`)
 
 var repairReferencesExample = templates.Examples(`
-	# See which owner references and scale targets name v1alpha2, sending nothing
+	# See which owner references, scale targets and Helm release records name v1alpha2, sending nothing
 	kubectl crdversion repair-references certificates.pki.example.com v1alpha2 --dry-run=client
 
 	# Ask the API server whether it accepts each rewrite, writing nothing
@@ -73,7 +73,7 @@ func NewCmdRepairReferences(f cmdutil.Factory, streams genericiooptions.IOStream
 	cmd := &cobra.Command{
 		Use:                   "repair-references CRD_NAME VERSION [flags]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Rewrite the owner references and scale targets that name a version",
+		Short:                 "Rewrite the owner references, scale targets and Helm release records that name a version",
 		Long:                  repairReferencesLong,
 		Example:               repairReferencesExample,
 		ValidArgsFunction:     versionCompletion(f),
@@ -143,7 +143,7 @@ func (o *RepairReferencesOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// referenceFinder finds owner references and scale targets on c, with a progress bar on
+// referenceFinder finds owner references, scale targets and Helm release records on c, with a progress bar on
 // errOut when it is a terminal.
 func referenceFinder(c *cluster.Client, errOut io.Writer) action.ReferenceFinder {
 	return progressFinder{References: preflight.References{Client: c}, errOut: errOut}

@@ -107,7 +107,7 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&fl.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
 	f.BoolVar(&fl.AllowPruning, "allow-pruning", false, "With --migrate: rewrite the objects even when the storage version drops fields they have (measured before anything is changed; the loss is then accepted).")
 	f.BoolVar(&fl.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
-	f.BoolVar(&fl.RepairReferences, "repair-references", false, "Rewrite the owner references and scale targets that name the version so that they name the storage version, before unserving it (as kubectl crdversion repair-references does).")
+	f.BoolVar(&fl.RepairReferences, "repair-references", false, "Rewrite the owner references, scale targets and Helm release records that name the version so that they name the storage version, before unserving it (as kubectl crdversion repair-references does).")
 	addReferenceFlag(cmd, &fl.SkipReferenceCheck)
 	f.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
 	f.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")

@@ -38,7 +38,7 @@ func newServedCommand(f cmdutil.Factory, streams genericiooptions.IOStreams, ser
 			endpoint leaves the API, and clients that still use it fail.
 
 			Preflight: the version is not the storage version; another version
-			stays served; no object's owner reference or scale target names it
+			stays served; no object's owner reference or scale target, and no Helm release record, names it
 			(every listable resource's metadata is read: once the version is
 			unserved the garbage collector cannot resolve such an owner, so the
 			object is never deleted, and an autoscaler that maps its target by
@@ -157,5 +157,5 @@ func (o *ServedOptions) Run(ctx context.Context) error {
 
 // addReferenceFlag binds --skip-reference-check (unserve, retire).
 func addReferenceFlag(cmd *cobra.Command, skip *bool) {
-	cmd.Flags().BoolVar(skip, "skip-reference-check", false, "Do not look for owner references and scale targets that name the version (the output records that the check was skipped).")
+	cmd.Flags().BoolVar(skip, "skip-reference-check", false, "Do not look for owner references, scale targets and Helm release records that name the version (the output records that the check was skipped).")
 }

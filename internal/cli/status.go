@@ -132,7 +132,7 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *g
 	cmd.Flags().StringSliceVar(&fl.Versions, "version", nil, "With --contexts or --all-contexts: the versions to ask about (can each leave the CRD manifest?); default every version that is not the storage version everywhere.")
 	cmd.Flags().BoolVar(&fl.Count, "count", fl.Count, "Count the CRD's objects (a paged, metadata-only list in all namespaces).")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when counting.")
-	cmd.Flags().BoolVar(&fl.References, "references", false, "Count the owner references and scale targets that name each version other than the storage version (reads the metadata of every listable resource of the cluster: seconds on a large one).")
+	cmd.Flags().BoolVar(&fl.References, "references", false, "Count the owner references, scale targets and Helm release records that name each version other than the storage version (reads the metadata of every listable resource of the cluster: seconds on a large one).")
 	addVersionOrderFlag(cmd.Flags(), &fl.VersionOrder)
 	return checkCommand(cmd)
 }

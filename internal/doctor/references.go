@@ -13,7 +13,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 )
 
-// ReferenceFinder reads the owner references and scale targets of every
+// ReferenceFinder reads the owner references, scale targets and Helm release records of every
 // object of the cluster that match (preflight.References.FindMatching).
 type ReferenceFinder interface {
 	FindMatching(ctx context.Context, match func(metav1.OwnerReference) bool) (*references.Inventory, error)
@@ -75,13 +75,13 @@ func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *refer
 			where = append(where, rc.String())
 		}
 		f := lifecycle.Finding{Code: lifecycle.CodeReferencesBroken, Severity: lifecycle.SeverityError, Version: v,
-			Message: fmt.Sprintf("%s name %s %s, %s: %s; rewrite them to %s/%s (%s)",
-				references.Count(deps.Dependents), crd.Spec.Group+"/"+v, crd.Spec.Names.Kind, why, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
+			Message: fmt.Sprintf("%s %s %s %s, %s: %s; rewrite them to %s/%s (%s)",
+				references.Count(deps.Dependents), references.Verb(deps.Dependents), crd.Spec.Group+"/"+v, crd.Spec.Names.Kind, why, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))}
 		if !lifecycle.IsVersionName(v) {
 			// The API server keeps an apiVersion like "group/V1" or
 			// "group/v1 "; repair-references takes version names only.
-			f.Message = fmt.Sprintf("%s name %q %s, which is not a version name: %s; edit them by hand to name %s/%s (%s)",
-				references.Count(deps.Dependents), crd.Spec.Group+"/"+v, crd.Spec.Names.Kind, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))
+			f.Message = fmt.Sprintf("%s %s %q %s, which is not a version name: %s; edit them by hand to name %s/%s (%s)",
+				references.Count(deps.Dependents), references.Verb(deps.Dependents), crd.Spec.Group+"/"+v, crd.Spec.Names.Kind, references.Consequence(deps.Dependents), crd.Spec.Group, lifecycle.StorageVersion(crd), strings.Join(where, "; "))
 			out = append(out, f)
 			continue
 		}

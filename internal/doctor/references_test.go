@@ -61,7 +61,7 @@ func TestBrokenReferences(t *testing.T) {
 		t.Errorf("messages: %q; %q", fs[0].Message, fs[1].Message)
 	}
 	// repair-references refuses "V1": no fix to paste, the hand edit said.
-	if m := fs[2].Message; !strings.Contains(m, `name "stable.example.com/V1" CronTab, which is not a version name`) || !strings.Contains(m, "edit them by hand to name stable.example.com/v2") || len(fs[2].Run) != 0 {
+	if m := fs[2].Message; !strings.Contains(m, `names "stable.example.com/V1" CronTab, which is not a version name`) || !strings.Contains(m, "edit them by hand to name stable.example.com/v2") || len(fs[2].Run) != 0 {
 		t.Errorf("an apiVersion that is not a version name: %+v", fs[2])
 	}
 

@@ -67,7 +67,7 @@ func TestCase31OwnerReferencesPinRemovedVersion(t *testing.T) {
 	}
 	fs := broken()
 	if f := fs["v1alpha2"]; len(fs) != 2 || !strings.Contains(f.Message, "2 owner references name pki.example.com/v1alpha2 Cert, which is not served") ||
-		f.Fix != "kubectl crdversion repair-references "+certs.Name+" v1alpha2" || !strings.Contains(fs["v1alpha9"].Message, "1 owner reference name pki.example.com/v1alpha9 Cert, which is not in spec.versions") {
+		f.Fix != "kubectl crdversion repair-references "+certs.Name+" v1alpha2" || !strings.Contains(fs["v1alpha9"].Message, "1 owner reference names pki.example.com/v1alpha9 Cert, which is not in spec.versions") {
 		t.Errorf("doctor's owner-reference findings: %+v", fs)
 	}
 

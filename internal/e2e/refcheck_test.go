@@ -89,7 +89,7 @@ func TestUnserveRefusesOwnerReferences(t *testing.T) {
 		t.Errorf("status --references after the repair: %+v", refs)
 	}
 	r = mustRun(t, "unserve", crd.Name, "v1", "--skip-usage-check")
-	if !strings.Contains(r.stdout, "no owner reference or scale target names unserverefs.example.com/v1 CronTab") {
+	if !strings.Contains(r.stdout, "no owner reference, scale target or Helm release record names unserverefs.example.com/v1 CronTab") {
 		t.Errorf("unserve after the repair:\n%s", r.stdout)
 	}
 }
@@ -108,7 +108,7 @@ func TestRetireRepairsOwnerReferences(t *testing.T) {
 	}
 	ownedBy(t, c, "team-a", "retire-owned-v1", "retirerefs.example.com/v1", "CronTab", owner, false)
 
-	r := refused(t, c, crd.Name, []string{"stopped at step 2", "1 owner reference name retirerefs.example.com/v1 CronTab", "configmaps: 1 in team-a (team-a/retire-owned-v1)"},
+	r := refused(t, c, crd.Name, []string{"stopped at step 2", "1 owner reference names retirerefs.example.com/v1 CronTab", "configmaps: 1 in team-a (team-a/retire-owned-v1)"},
 		"retire", crd.Name, "v1", "--skip-usage-check", "--migrate", "--clean-managed-fields")
 	if strings.Contains(r.stderr, "Warning:") {
 		t.Errorf("the inventory printed the API server's warnings about the resources it lists:\n%s", r.stderr)

@@ -23,7 +23,6 @@ import (
 	"k8s.io/metrics/pkg/client/external_metrics"
 	"k8s.io/utils/ptr"
 
-	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
@@ -130,7 +129,7 @@ func TestScaleTargetOfAnUnservedVersion(t *testing.T) {
 	}
 	scaledTo("while v1 is served")
 
-	refused(t, c, crd.Name, []string{"1 scale target on objects of 1 resource name " + group + "/v1 WebApp",
+	refused(t, c, crd.Name, []string{"1 scale target on objects of 1 resource names " + group + "/v1 WebApp",
 		"an autoscaler that maps its scale target by version (KEDA's ScaledObject) cannot find it",
 		"horizontalpodautoscalers.autoscaling: 1 in " + ns + " (" + ns + "/web)",
 		"rewrite them to " + group + "/v2 first (kubectl crdversion repair-references " + crd.Name + " v1)"},
@@ -143,20 +142,9 @@ func TestScaleTargetOfAnUnservedVersion(t *testing.T) {
 	scaledTo("after v1 was unserved (the controller maps group and kind)")
 
 	// doctor finds the scale target of the unserved version.
-	var doc report.Doctor
-	dr := crdversion(t, "doctor", crd.Name, "--skip-usage-check", "-o", "json")
-	if err := json.Unmarshal([]byte(dr.stdout), &doc); err != nil || len(doc.CRDs) != 1 {
-		t.Fatalf("doctor: %v\n%s%s", err, dr.stdout, dr.stderr)
-	}
-	found := false
-	for _, f := range doc.CRDs[0].Findings {
-		if f.Code == lifecycle.CodeReferencesBroken {
-			found = f.Version == "v1" && strings.Contains(f.Message, "1 scale target name "+group+"/v1 WebApp, which is not served") &&
-				strings.Contains(f.Message, ns+"/web") && f.Fix == "kubectl crdversion repair-references "+crd.Name+" v1"
-		}
-	}
-	if !found {
-		t.Errorf("doctor does not report the scale target: %+v", doc.CRDs[0].Findings)
+	if f := brokenReferences(t, crd.Name); f.Version != "v1" || !strings.Contains(f.Message, "1 scale target names "+group+"/v1 WebApp, which is not served") ||
+		!strings.Contains(f.Message, ns+"/web") || f.Fix != "kubectl crdversion repair-references "+crd.Name+" v1" {
+		t.Errorf("doctor does not report the scale target: %+v", f)
 	}
 
 	r := mustRun(t, "repair-references", crd.Name, "v1", "-o", "json")
@@ -180,7 +168,7 @@ func TestScaleTargetOfAnUnservedVersion(t *testing.T) {
 	scaledTo("after the repair")
 
 	r = mustRun(t, "repair-references", crd.Name, "v1")
-	if !strings.Contains(r.stdout, "No owner reference or scale target names "+group+"/v1") {
+	if !strings.Contains(r.stdout, "No owner reference, scale target or Helm release record names "+group+"/v1") {
 		t.Errorf("a second repair:\n%s", r.stdout)
 	}
 }

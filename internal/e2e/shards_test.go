@@ -70,7 +70,7 @@ var soloShards = []struct {
 		"TestMigrateServerEngineRefusalsAndTimeout",
 		"TestFaultDryRunOnAStaleRead",
 	}},
-	// Owner references and scale targets (issue 28): the inventory reads
+	// Owner references, scale targets and Helm release records (issue 28): the inventory reads
 	// every resource of the server, which the parallel shard's tests leave
 	// unreadable on purpose, a garbage collector with workers deletes on the
 	// whole server, and an HPA controller scales every HPA of it.
@@ -81,6 +81,8 @@ var soloShards = []struct {
 		"TestCase31OwnerReferencesPinRemovedVersion",
 		"TestScaleTargetOfAnUnservedVersion",
 		"TestAdmissionRulesBlockUnserveAndRetire",
+		"TestHelmReleaseRecordOfARemovedVersion",
+		"TestRetireRepairsHelmReleaseRecords",
 	}},
 	// Sweeps that see every CRD of the server, and real CRDs installed
 	// under their own names.

@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,7 +16,7 @@ import (
 )
 
 // CheckReferences is the name of the reference check of unserve (and of
-// retire's unserve step): owner references and scale targets.
+// retire's unserve step): owner references, scale targets and Helm release records.
 const CheckReferences = "References"
 
 // ReferenceConcurrency is the number of resources the inventory lists at
@@ -25,7 +26,7 @@ const (
 	ReferencePageSize    = 500
 )
 
-// References finds owner references and scale targets on a live cluster.
+// References finds owner references, scale targets and Helm release records on a live cluster.
 type References struct {
 	Client *cluster.Client
 	// Progress, when set, is called after each resource listed.
@@ -83,8 +84,12 @@ func ReferencesCheck(crd *apiextensionsv1.CustomResourceDefinition, version stri
 	case len(inv.Dependents) > 0:
 		repair := RepairCommand(crd, version)
 		c.Outcome, c.Run = edit.Fail, []lifecycle.Command{repair}
-		c.Message = fmt.Sprintf("%s on objects of %d %s name %s %s: once %s is unserved, %s; rewrite them to %s first (%s)",
-			references.Count(inv.Dependents), len(inv.ByResource(0)), plural(len(inv.ByResource(0)), "resource", "resources"),
+		on := fmt.Sprintf(" on objects of %d %s", len(inv.ByResource(0)), plural(len(inv.ByResource(0)), "resource", "resources"))
+		if !slices.ContainsFunc(inv.Dependents, func(d references.Dependent) bool { return d.Release == nil }) {
+			on = "" // Helm release records only
+		}
+		c.Message = fmt.Sprintf("%s%s %s %s %s: once %s is unserved, %s; rewrite them to %s first (%s)",
+			references.Count(inv.Dependents), on, references.Verb(inv.Dependents),
 			gv, crd.Spec.Names.Kind, version, references.Consequence(inv.Dependents), lifecycle.GroupVersion(crd, lifecycle.StorageVersion(crd)), repair.Render(nil))
 		if !inv.Complete() {
 			c.Message += fmt.Sprintf("; and %d %s could not be read, so there may be more", len(inv.Unseen), plural(len(inv.Unseen), "resource", "resources"))
@@ -95,7 +100,7 @@ func ReferencesCheck(crd *apiextensionsv1.CustomResourceDefinition, version stri
 			gv, len(inv.Unseen), unseenNames(inv.Unseen, 3))
 	default:
 		c.Outcome = edit.Pass
-		c.Message = fmt.Sprintf("no owner reference or scale target names %s %s (%d objects of %d resources read)", gv, crd.Spec.Names.Kind, inv.Objects, inv.Resources)
+		c.Message = fmt.Sprintf("no owner reference, scale target or Helm release record names %s %s (%d objects of %d resources read)", gv, crd.Spec.Names.Kind, inv.Objects, inv.Resources)
 	}
 	return c
 }

@@ -41,7 +41,7 @@ func TestReferencesCheck(t *testing.T) {
 			[]string{"1 owner reference on objects of 1 resource", "and 1 resource could not be read, so there may be more", "not read: secrets: forbidden"}},
 		{"none found, unseen", references.Inventory{Unseen: unseen}, edit.Fail,
 			[]string{"references to stable.example.com/v1 unknown: 1 of the resources could not be read (secrets)", "--skip-reference-check"}},
-		{"none", references.Inventory{Resources: 9, Objects: 40}, edit.Pass, []string{"no owner reference or scale target names stable.example.com/v1 Crontab (40 objects of 9 resources read)"}},
+		{"none", references.Inventory{Resources: 9, Objects: 40}, edit.Pass, []string{"no owner reference, scale target or Helm release record names stable.example.com/v1 Crontab (40 objects of 9 resources read)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ReferencesCheck(crd, "v1", &tc.inv)

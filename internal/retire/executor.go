@@ -270,8 +270,8 @@ func (r *run) measure(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r.observe(ReferencesMoved, fmt.Sprintf("read %d objects of %d resources (%d not read): %s name %s",
-			inv.Objects, inv.Resources, len(inv.Unseen), references.Count(inv.Dependents), lifecycle.GroupVersion(r.crd, r.old)))
+		r.observe(ReferencesMoved, fmt.Sprintf("read %d objects of %d resources (%d not read): %s %s %s",
+			inv.Objects, inv.Resources, len(inv.Unseen), references.Count(inv.Dependents), references.Verb(inv.Dependents), lifecycle.GroupVersion(r.crd, r.old)))
 	}
 	if v != nil && !slices.Contains(r.crd.Status.StoredVersions, r.old) && !r.facts.MigratedInRun && r.facts.Objects == nil {
 		n, err := r.e.Cluster.CountObjects(ctx, r.crd)

@@ -23,7 +23,7 @@ var order = []struct {
 	plan  func(p *planner, s *Step)
 }{
 	{ClientsMoved, func(old string) string { return "clients moved off " + old }, (*planner).clients},
-	{ReferencesMoved, func(old string) string { return "no owner reference or scale target names " + old }, (*planner).references},
+	{ReferencesMoved, func(old string) string { return "no owner reference, scale target or Helm release record names " + old }, (*planner).references},
 	{Unserved, func(old string) string { return old + " unserved" }, (*planner).unserve},
 	{StorageMoved, func(string) string { return "another version is the storage version" }, (*planner).storage},
 	{Migrated, func(old string) string { return "objects migrated, storedVersions without " + old }, (*planner).migration},
@@ -179,7 +179,7 @@ func (p *planner) withoutOld() *apiextensionsv1.CustomResourceDefinition {
 	return out
 }
 
-// 2. No owner reference or scale target names OLD: every listable resource read, the
+// 2. No owner reference, scale target or Helm release record names OLD: every listable resource read, the
 // references rewritten to the storage version with --repair-references.
 func (p *planner) references(s *Step) {
 	old, f, v := p.old, p.f, p.version()
@@ -193,12 +193,12 @@ func (p *planner) references(s *Step) {
 	case f.SkipReferences:
 		s.set(Skipped, nil, "references to %s were NOT checked (--skip-reference-check)", gv)
 	case f.References == nil:
-		s.set(ToDo, nil, "look for owner references and scale targets that name %s (the metadata of every listable resource, HorizontalPodAutoscalers and ScaledObjects whole), and admission rules that match only through it", gv)
+		s.set(ToDo, nil, "look for owner references, scale targets and Helm release records that name %s (the metadata of every listable resource, HorizontalPodAutoscalers and ScaledObjects whole), and admission rules that match only through it", gv)
 	case admission.Outcome == edit.Fail:
 		s.set(Blocked, p.retire(""), "%s", admission.Message)
 		s.Evidence = append(s.Evidence, admission.Details...)
 	case len(f.References.Dependents) == 0 && f.References.Complete():
-		s.set(Done, nil, "no owner reference or scale target names %s (%d objects of %d resources read)", gv, f.References.Objects, f.References.Resources)
+		s.set(Done, nil, "no owner reference, scale target or Helm release record names %s (%d objects of %d resources read)", gv, f.References.Objects, f.References.Resources)
 	case !f.References.Complete():
 		inv := f.References
 		s.set(Blocked, p.retire(""), "references to %s unknown: %d resource(s) could not be read (%d reference(s) found in the rest); grant list on them, or make their lists answer, and re-run — or re-run with --skip-reference-check to go on without knowing",
@@ -207,17 +207,17 @@ func (p *planner) references(s *Step) {
 			s.Evidence = append(s.Evidence, "not read: "+u.Name()+": "+u.Reason)
 		}
 	case v.Storage:
-		s.set(Blocked, p.promoteStorage(), "%s name %s, the storage version: they are rewritten to the storage version once another version is", references.Count(f.References.Dependents), gv)
+		s.set(Blocked, p.promoteStorage(), "%s %s %s, the storage version: they are rewritten to the storage version once another version is", references.Count(f.References.Dependents), references.Verb(f.References.Dependents), gv)
 	case f.RepairReferences && len(f.ReferenceRefusals) > 0:
 		s.set(Blocked, nil, "the API server refuses the rewrite of %d of %d reference(s) to %s/%s (server-side dry run; %s); nothing is rewritten or unserved until it accepts them all",
 			len(f.ReferenceRefusals), len(f.References.Dependents), p.group, p.storageVersion, f.ReferenceRefusals[0])
 		s.Evidence = append(s.Evidence, f.ReferenceRefusals...)
 	case f.RepairReferences:
-		s.set(ToDo, nil, "rewrite %s from %s to %s/%s (a JSON patch each that tests the object's uid and the reference first)",
-			references.Count(f.References.Dependents), gv, p.group, p.storageVersion)
+		s.set(ToDo, nil, "rewrite %s from %s to %s/%s (%s)",
+			references.Count(f.References.Dependents), gv, p.group, p.storageVersion, references.HowRepaired(f.References.Dependents))
 	default:
-		s.set(Blocked, p.retire("repair-references"), "%s name %s %s: once %s is unserved, %s; rewrite them to %s/%s first",
-			references.Count(f.References.Dependents), gv, p.kind, old, references.Consequence(f.References.Dependents), p.group, p.storageVersion)
+		s.set(Blocked, p.retire("repair-references"), "%s %s %s %s: once %s is unserved, %s; rewrite them to %s/%s first",
+			references.Count(f.References.Dependents), references.Verb(f.References.Dependents), gv, p.kind, old, references.Consequence(f.References.Dependents), p.group, p.storageVersion)
 	}
 	if f.References != nil {
 		for _, rc := range f.References.ByResource(3) {

@@ -169,7 +169,7 @@ func TestPlan(t *testing.T) {
 			"1=done 2=blocked 3=to do 4=done 5=done 6=done 7=blocked 8=info", 2, "1 admission rule of crontabs.stable.example.com list stable.example.com/v1 and no version that stays"},
 		{"S3, admission rules unknown", s3(), Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none(), AdmissionErr: errors.New("forbidden")},
 			"1=done 2=blocked 3=to do 4=done 5=done 6=done 7=blocked 8=info", 2, "admission rules of crontabs.stable.example.com unknown: forbidden"},
-		{"S3, references not measured", s3(), Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "look for owner references and scale targets that name stable.example.com/v1"},
+		{"S3, references not measured", s3(), Facts{Usage: notInUse(), StaleManagedFields: none()}, "1=done 2=to do 3=to do 4=done 5=done 6=done 7=to do 8=info", 2, "look for owner references, scale targets and Helm release records that name stable.example.com/v1"},
 		{"last served version", crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served).Version("v2", crdtest.Storage).Stored("v2").CRD(), Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none()},
 			"1=done 2=done 3=blocked 4=done 5=done 6=done 7=blocked 8=info", 3, "last served version"},
 	} {

@@ -32,7 +32,7 @@ GOTESTSUM := $(BIN)/gotestsum
 export GOTESTSUM
 
 .PHONY: help faults all build sandbox demo test test-short unit integration check lint race race-unit race-faults fmt tidy clean \
-	bench krew-manifest krew-check docs
+	bench bench-references krew-manifest krew-check docs
 
 all: build
 
@@ -158,3 +158,10 @@ ROUNDS ?= 4
 IDENTITIES ?= admin,user,serviceaccount
 bench:
 	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ROUNDS=$(ROUNDS) CRDVERSION_BENCH_IDENTITIES=$(IDENTITIES) CRDVERSION_BENCH_ONLY_MIGRATE=$(ONLY_MIGRATE) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 300m .
+
+## bench-references: the references inventory (status --references as a user) over objects of KINDS kinds (default
+## 50) at each size of INVENTORY (default 10000,100000): wall time, objects/s, LIST requests, peak RSS, CPU
+INVENTORY ?= 10000,100000
+KINDS ?= 50
+bench-references:
+	cd internal/e2e && CRDVERSION_BENCH_INVENTORY=$(INVENTORY) CRDVERSION_BENCH_KINDS=$(KINDS) CRDVERSION_BENCH_ROUNDS=$(or $(INVENTORY_ROUNDS),3) go test -run '^$$' -bench BenchmarkReferenceInventory -benchtime 1x -timeout 120m .

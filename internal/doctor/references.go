@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -89,11 +90,24 @@ func referenceFindings(crd *apiextensionsv1.CustomResourceDefinition, inv *refer
 	}
 	if !inv.Complete() && notAllServed(crd) {
 		var names []string
-		for _, u := range inv.Unseen {
-			names = append(names, u.Name())
+		for i, u := range inv.Unseen {
+			if i == 3 {
+				names = append(names, fmt.Sprintf("and %d more", len(inv.Unseen)-i))
+				break
+			}
+			names = append(names, u.Name()+" ("+u.Reason+")")
+		}
+		way := "make their lists answer and run doctor again"
+		if slices.ContainsFunc(inv.Unseen, func(u references.Unseen) bool { return u.Forbidden }) {
+			way = "grant list on them (the crdversion-references role of docs/rbac.md) and run doctor again"
+		}
+		resources := "resources"
+		if len(inv.Unseen) == 1 {
+			resources = "resource"
 		}
 		out = append(out, lifecycle.Finding{Code: lifecycle.CodeReferencesUnknown, Severity: lifecycle.SeverityWarning,
-			Message: fmt.Sprintf("references to versions of %s that are not served are unknown on the objects of %d resource(s) that could not be read: %s", crd.Name, len(inv.Unseen), strings.Join(names, ", "))})
+			Message: fmt.Sprintf("references to versions of %s that are not served are unknown on the objects of %d %s that could not be read: %s; %s",
+				crd.Name, len(inv.Unseen), resources, strings.Join(names, "; "), way)})
 	}
 	return out
 }

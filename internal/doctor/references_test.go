@@ -67,7 +67,7 @@ func TestBrokenReferences(t *testing.T) {
 
 	inv.Unseen = []references.Unseen{{Resource: references.Resource{Version: "v1", Resource: "secrets"}, Reason: "forbidden", Forbidden: true}}
 	fs = referenceFindings(crd, inv)
-	if last := fs[len(fs)-1]; last.Code != lifecycle.CodeReferencesUnknown || last.Severity != lifecycle.SeverityWarning || !strings.Contains(last.Message, "secrets") {
+	if last := fs[len(fs)-1]; last.Code != lifecycle.CodeReferencesUnknown || last.Severity != lifecycle.SeverityWarning || !strings.Contains(last.Message, "1 resource that could not be read: secrets (forbidden); grant list on them") {
 		t.Errorf("incomplete inventory: %+v", last)
 	}
 }

@@ -42,7 +42,11 @@ func ReferenceRepair(w io.Writer, r *report.ReferenceRepair) error {
 	}
 	switch {
 	case len(r.Unseen) > 0:
-		fmt.Fprintf(w, "%d resources could not be read: references on their objects are unknown; grant list on them, or make their lists answer, and run again.\n", len(r.Unseen))
+		what := fmt.Sprintf("%d resources", len(r.Unseen))
+		if len(r.Unseen) == 1 {
+			what = "1 resource"
+		}
+		fmt.Fprintf(w, "%s could not be read: references on their objects are unknown; grant list on them, or make their lists answer, and run again.\n", what)
 	case len(r.Repairs) == 0:
 		fmt.Fprintf(w, "No owner reference, scale target or Helm release record names %s: nothing to repair.\n", r.Target.APIVersion)
 	}

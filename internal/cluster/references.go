@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -95,6 +96,53 @@ func (s *ReferenceSource) ListableResources(ctx context.Context) ([]schema.Group
 		out = append(out, r)
 	}
 	return out, failed, ctx.Err()
+}
+
+// CustomResourceVersion reads the CRD named RESOURCE.GROUP (a get of
+// customresourcedefinitions, which every command already needs) and
+// returns its storage version when served, else its first served
+// version, "" when it serves none; defined is false when the API server
+// has no such CRD.
+func (s *ReferenceSource) CustomResourceVersion(ctx context.Context, resource schema.GroupResource) (string, bool, error) {
+	crd, err := s.Client.GetCRD(ctx, resource.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	served := ""
+	for _, v := range crd.Spec.Versions {
+		switch {
+		case v.Served && v.Storage:
+			return v.Name, true, nil
+		case v.Served && served == "":
+			served = v.Name
+		}
+	}
+	return served, true, nil
+}
+
+// ServesResource asks GET /apis/GROUP/VERSION (/api/v1 for the core
+// group), the group version's own discovery document, whether it lists
+// resource; the API server's 404 is false. Unlike the aggregated
+// discovery of /apis, this document is served by the handler that serves
+// the resource, so it agrees with the resource's lists.
+func (s *ReferenceSource) ServesResource(ctx context.Context, resource schema.GroupVersionResource) (bool, error) {
+	cfg := rest.CopyConfig(s.Client.config)
+	cfg.WarningHandler = rest.NoWarnings{}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := disc.ServerResourcesForGroupVersion(resource.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource.Resource }), ctx.Err()
 }
 
 // EachObject pages through resource's objects in every namespace,

@@ -22,15 +22,18 @@ package references
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Source reads the cluster for Find.
@@ -51,6 +54,16 @@ type Source interface {
 	// of HelmRecordResources) in every namespace and returns the current
 	// record of each release (see Release) with its manifest.
 	CurrentReleases(ctx context.Context, resource Resource) ([]Release, error)
+	// CustomResourceVersion reads the CustomResourceDefinition named
+	// RESOURCE.GROUP and returns the version its objects are listed at:
+	// its storage version when served, else its first served version; ""
+	// when it serves none. defined is false when no CRD of that name
+	// exists (deleted, or resource is not a custom resource).
+	CustomResourceVersion(ctx context.Context, resource schema.GroupResource) (version string, defined bool, err error)
+	// ServesResource asks the group version's own discovery document
+	// (GET /apis/GROUP/VERSION, not the aggregated discovery of /apis)
+	// whether it lists resource; a 404 is false.
+	ServesResource(ctx context.Context, resource schema.GroupVersionResource) (bool, error)
 }
 
 // ScaleTargetResources are the resources whose objects name a scale
@@ -183,9 +196,19 @@ type Options struct {
 	// NotFound tells whether a list error is the API server's 404: the
 	// resource left discovery after Find asked for it (a CRD deleted, a
 	// version unserved). Find then asks discovery again and lists the
-	// resource at its version of now, once; a resource that discovery no
-	// longer has is gone with its objects. nil: no error is a 404.
+	// resource at its version of now; a resource that discovery no longer
+	// has is gone with its objects. Aggregated discovery can keep a
+	// deleted CRD's group version long after its APIService is gone
+	// (seen on kube-apiserver v1.37.2 for 25 s and more, in about a third
+	// of deletions), so a resource that answers 404 again is settled by
+	// its CRD (Source.CustomResourceVersion): listed at the version the
+	// CRD serves now, or, when no CRD defines it, gone once its group
+	// version's own discovery document no longer lists it
+	// (Source.ServesResource). nil: no error is a 404.
 	NotFound func(error) bool
+	// SettleTimeout bounds how long Find waits, per resource, for a 404
+	// to settle that way (15 s when 0); past it the resource is Unseen.
+	SettleTimeout time.Duration
 	// Progress, when set, is called after each resource with the resources
 	// done and the total.
 	Progress func(done, total int)
@@ -224,7 +247,7 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 			return ref.APIVersion == target.APIVersion && ref.Kind == target.Kind
 		}
 	}
-	gone := f.list(ctx, resources, len(resources))
+	gone := f.list(ctx, resources, true)
 	f.releases(ctx)
 	if len(gone) > 0 && ctx.Err() == nil {
 		again, _, err := src.ListableResources(ctx)
@@ -237,8 +260,8 @@ func Find(ctx context.Context, src Source, target Target, opts Options) (*Invent
 				moved = append(moved, r)
 			}
 		}
-		for _, r := range f.list(ctx, moved, len(moved)) {
-			inv.Unseen = append(inv.Unseen, Unseen{Resource: Resource(r), Reason: "its list answered 404 twice, though discovery has it"})
+		for _, r := range f.list(ctx, moved, false) {
+			f.settle(ctx, r)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -264,9 +287,51 @@ type finder struct {
 	objects atomic.Int64
 }
 
+// settle lists resource, whose list answered 404 twice though discovery
+// has it, once the API server agrees on where its objects are: at the
+// version its CRD serves now (Source.CustomResourceVersion; the CRD can
+// be read before the API server's handlers catch up, so a 404 there is
+// asked again), or nowhere, when no CRD defines it and its group
+// version's own discovery document does not list it
+// (Source.ServesResource). It asks every quarter second until
+// opts.SettleTimeout; what does not settle by then, or whose CRD serves
+// no version or cannot be read, is Unseen.
+func (f *finder) settle(ctx context.Context, resource schema.GroupVersionResource) {
+	timeout := cmp.Or(f.opts.SettleTimeout, 15*time.Second)
+	unseen := func(reason string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.inv.Unseen = append(f.inv.Unseen, Unseen{Resource: Resource(resource), Reason: reason})
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		version, defined, err := f.src.CustomResourceVersion(ctx, resource.GroupResource())
+		switch {
+		case err != nil:
+			return false, fmt.Errorf("its list answered 404 and its CustomResourceDefinition could not be read: %w", err)
+		case defined && version == "":
+			return false, errors.New("its CustomResourceDefinition serves no version: its objects cannot be read")
+		case defined:
+			return len(f.list(ctx, []schema.GroupVersionResource{resource.GroupResource().WithVersion(version)}, false)) == 0, nil
+		}
+		served, err := f.src.ServesResource(ctx, resource)
+		if err != nil {
+			return false, fmt.Errorf("its list answered 404 and the discovery of %s failed: %w", resource.GroupVersion(), err)
+		}
+		return !served, nil
+	})
+	switch {
+	case err == nil, ctx.Err() != nil:
+	case wait.Interrupted(err):
+		unseen(fmt.Sprintf("its list answered 404 for %s, though discovery lists it and no CustomResourceDefinition defines it", timeout))
+	default:
+		unseen(err.Error())
+	}
+}
+
 // list reads every object of resources into f.inv and returns the
-// resources whose list answered 404.
-func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResource, total int) []schema.GroupVersionResource {
+// resources whose list answered 404; with progress, it reports each
+// resource done to opts.Progress.
+func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResource, progress bool) []schema.GroupVersionResource {
 	var (
 		notFound []schema.GroupVersionResource
 		done     atomic.Int64
@@ -315,8 +380,8 @@ func (f *finder) list(ctx context.Context, resources []schema.GroupVersionResour
 					f.objects.Add(read)
 				}
 				f.mu.Unlock()
-				if f.opts.Progress != nil {
-					f.opts.Progress(int(done.Add(1)), total)
+				if progress && f.opts.Progress != nil {
+					f.opts.Progress(int(done.Add(1)), len(resources))
 				}
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +27,30 @@ type fakeSource struct {
 	// releaseErrs fails.
 	releases    map[Resource][]Release
 	releaseErrs map[Resource]error
+	// crds are the versions the CRDs serve, by resource (a resource
+	// absent has no CRD); crdErr fails every CRD read.
+	crds   map[schema.GroupResource]string
+	crdErr error
+	// serves are the answers of the group version's own discovery.
+	serves []bool
+}
+
+func (f *fakeSource) CustomResourceVersion(_ context.Context, r schema.GroupResource) (string, bool, error) {
+	v, ok := f.crds[r]
+	return v, ok, f.crdErr
+}
+
+// ServesResource answers from serves, one answer a call (the last one
+// from then on); true when serves is empty.
+func (f *fakeSource) ServesResource(context.Context, schema.GroupVersionResource) (bool, error) {
+	if len(f.serves) == 0 {
+		return true, nil
+	}
+	answer := f.serves[0]
+	if len(f.serves) > 1 {
+		f.serves = f.serves[1:]
+	}
+	return answer, nil
 }
 
 func (f *fakeSource) CurrentReleases(_ context.Context, r Resource) ([]Release, error) {
@@ -132,12 +157,13 @@ func TestFindInterrupted(t *testing.T) {
 
 var errNotFound = errors.New("the server could not find the requested resource")
 
-// movingSource answers 404 for the resources in moved until discovery has
-// been asked again; then discovery lists later instead of the resources.
+// movingSource answers 404 for the resources in moved; the first
+// discovery lists the fakeSource's resources, the Nth after it later[N-1]
+// (the last one from then on).
 type movingSource struct {
 	*fakeSource
 	moved       map[schema.GroupVersionResource]bool
-	later       []schema.GroupVersionResource
+	later       [][]schema.GroupVersionResource
 	discoveries int
 }
 
@@ -146,7 +172,7 @@ func (m *movingSource) ListableResources(ctx context.Context) ([]schema.GroupVer
 	if m.discoveries == 1 {
 		return m.fakeSource.ListableResources(ctx)
 	}
-	return m.later, nil, nil
+	return m.later[min(m.discoveries-2, len(m.later)-1)], nil, nil
 }
 
 func (m *movingSource) EachObject(ctx context.Context, r schema.GroupVersionResource, fn func(*metav1.PartialObjectMetadata) error) error {
@@ -157,9 +183,9 @@ func (m *movingSource) EachObject(ctx context.Context, r schema.GroupVersionReso
 }
 
 // TestFindAfterDiscoveryMoved: a resource whose list answers 404 left
-// discovery while Find ran. Deleted (no longer discovered), it holds
-// nothing; served at another version now, it is listed there; still
-// discovered at the same version yet 404 again, it is Unseen.
+// discovery while Find ran, and discovery has caught up. Deleted (no
+// longer discovered), it holds nothing; served at another version now,
+// it is listed there.
 func TestFindAfterDiscoveryMoved(t *testing.T) {
 	v1 := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
 	v2 := v1.GroupResource().WithVersion("v2")
@@ -171,7 +197,7 @@ func TestFindAfterDiscoveryMoved(t *testing.T) {
 
 	src := &movingSource{fakeSource: &fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{
 		v1: {owned}, gone: {owned}, cms: {obj("a", "cm")}}},
-		moved: map[schema.GroupVersionResource]bool{v1: true, gone: true}, later: []schema.GroupVersionResource{v2, cms}}
+		moved: map[schema.GroupVersionResource]bool{v1: true, gone: true}, later: [][]schema.GroupVersionResource{{v2, cms}}}
 	inv, err := Find(context.Background(), &withLater{src, v2, owned}, target, notFound)
 	if err != nil {
 		t.Fatal(err)
@@ -179,15 +205,65 @@ func TestFindAfterDiscoveryMoved(t *testing.T) {
 	if !inv.Complete() || len(inv.Dependents) != 1 || inv.Dependents[0].Resource.GVR() != v2 {
 		t.Errorf("moved to v2, gone deleted: %+v", inv)
 	}
+}
 
-	src = &movingSource{fakeSource: &fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{v1: {owned}}},
-		moved: map[schema.GroupVersionResource]bool{v1: true}, later: []schema.GroupVersionResource{v1}}
-	inv, err = Find(context.Background(), src, target, notFound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if inv.Complete() || len(inv.Unseen) != 1 || inv.Unseen[0].Resource.GVR() != v1 {
-		t.Errorf("404 twice while discovered: %+v", inv)
+// TestFindSettlesByTheCRD: a resource whose list answers 404 while
+// discovery, asked again, still has it at the same version (discovery
+// keeps a deleted CRD's group version; CI saw this) is settled by its CRD:
+// listed at the version the CRD serves now; gone when no CRD defines it
+// and the group version's own discovery document drops it (later);
+// Unseen, with the reason, when that document keeps it, the CRD serves no
+// version or cannot be read.
+func TestFindSettlesByTheCRD(t *testing.T) {
+	v1 := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	v2 := v1.GroupResource().WithVersion("v2")
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	target := Target{APIVersion: "owners.example.com/v1", Kind: "Owner"}
+	owned := obj("a", "owned", ref("owners.example.com/v1", "Owner", "o"))
+	opts := Options{NotFound: func(err error) bool { return errors.Is(err, errNotFound) }, SettleTimeout: 600 * time.Millisecond}
+	stale := []schema.GroupVersionResource{v1, cms}
+
+	for _, tc := range []struct {
+		name   string
+		crds   map[schema.GroupResource]string
+		crdErr error
+		serves []bool
+		later  [][]schema.GroupVersionResource
+		// found is the resource the dependent is found on; unseen the
+		// start of the Unseen reason ("": complete).
+		found  schema.GroupVersionResource
+		unseen string
+	}{
+		{name: "the CRD serves v2 now", crds: map[schema.GroupResource]string{v1.GroupResource(): "v2"}, later: [][]schema.GroupVersionResource{stale}, found: v2},
+		{name: "the CRD is deleted, its group version is not served", later: [][]schema.GroupVersionResource{stale}, serves: []bool{false}},
+		{name: "the CRD is deleted, its group version's document drops it later", later: [][]schema.GroupVersionResource{stale}, serves: []bool{true, true, false}},
+		{name: "no CRD, the group version's document keeps it", later: [][]schema.GroupVersionResource{stale}, serves: []bool{true},
+			unseen: "its list answered 404 for 600ms, though discovery lists it and no CustomResourceDefinition defines it"},
+		{name: "the CRD serves none", crds: map[schema.GroupResource]string{v1.GroupResource(): ""}, later: [][]schema.GroupVersionResource{stale},
+			unseen: "its CustomResourceDefinition serves no version"},
+		{name: "the CRD cannot be read", crdErr: errForbidden, later: [][]schema.GroupVersionResource{stale},
+			unseen: "its list answered 404 and its CustomResourceDefinition could not be read: forbidden"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &movingSource{fakeSource: &fakeSource{objects: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{v1: {owned}, cms: {obj("a", "cm")}},
+				crds: tc.crds, crdErr: tc.crdErr, serves: tc.serves}, moved: map[schema.GroupVersionResource]bool{v1: true}, later: tc.later}
+			inv, err := Find(context.Background(), &withLater{src, v2, owned}, target, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.unseen != "" {
+				if inv.Complete() || len(inv.Unseen) != 1 || inv.Unseen[0].Resource.GVR() != v1 || !strings.HasPrefix(inv.Unseen[0].Reason, tc.unseen) {
+					t.Errorf("want v1 unseen %q: %+v", tc.unseen, inv)
+				}
+				return
+			}
+			if !inv.Complete() {
+				t.Fatalf("not complete: %+v", inv.Unseen)
+			}
+			if tc.found.Empty() != (len(inv.Dependents) == 0) || len(inv.Dependents) > 1 || len(inv.Dependents) == 1 && inv.Dependents[0].Resource.GVR() != tc.found {
+				t.Errorf("want the dependent on %v: %+v", tc.found, inv.Dependents)
+			}
+		})
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cli"
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 )
@@ -580,4 +582,21 @@ func missingPrerequisite(t *testing.T, format string, args ...any) {
 		t.Fatalf(format+" (CI is set: .ci/run must provide it)", args...)
 	}
 	t.Skipf(format, args...)
+}
+
+// clusterClient is the plugin's own cluster client on the test API server
+// (KUBECONFIG), impersonating as when it is not "".
+func clusterClient(t testing.TB, as string) *cluster.Client {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	kubeconfig := os.Getenv("KUBECONFIG")
+	flags.KubeConfig = &kubeconfig
+	if as != "" {
+		flags.Impersonate = &as
+	}
+	cl, err := cluster.New(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

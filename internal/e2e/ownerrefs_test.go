@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -125,17 +123,7 @@ func TestReferencesInventory(t *testing.T) {
 	target := references.Target{APIVersion: "refs.example.com/v1", Kind: "CronTab"}
 	find := func(as string) *references.Inventory {
 		t.Helper()
-		flags := genericclioptions.NewConfigFlags(false)
-		kubeconfig := os.Getenv("KUBECONFIG")
-		flags.KubeConfig = &kubeconfig
-		if as != "" {
-			flags.Impersonate = &as
-		}
-		cl, err := cluster.New(flags)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, err := cluster.NewReferenceSource(cl, 50)
+		src, err := cluster.NewReferenceSource(clusterClient(t, as), 50)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
@@ -65,14 +63,7 @@ func TestRepairReferencesNeverOverwritesAnotherWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags := genericclioptions.NewConfigFlags(false)
-	kubeconfig := os.Getenv("KUBECONFIG")
-	flags.KubeConfig = &kubeconfig
-	cl, err := cluster.New(flags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := cluster.ReferencePatcher{Client: cl, FieldManager: "kubectl-crdversion"}
+	p := cluster.ReferencePatcher{Client: clusterClient(t, ""), FieldManager: "kubectl-crdversion"}
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	read := references.Dependent{Resource: references.Resource(cms), Namespace: "team-a", Name: "repair-race", UID: cm.UID, Owner: cm.OwnerReferences[0]}
 

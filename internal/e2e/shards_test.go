@@ -83,6 +83,7 @@ var soloShards = []struct {
 		"TestAdmissionRulesBlockUnserveAndRetire",
 		"TestHelmReleaseRecordOfARemovedVersion",
 		"TestRetireRepairsHelmReleaseRecords",
+		"TestReferencesSettleWhenDiscoveryLags",
 	}},
 	// Sweeps that see every CRD of the server, and real CRDs installed
 	// under their own names.

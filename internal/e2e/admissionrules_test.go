@@ -66,7 +66,8 @@ func (a *admissionRecorder) saw(path, name string) string {
 // removed from spec.versions: three webhooks of one configuration (loaded
 // at once) — matchPolicy Exact on v1alpha1, Equivalent on v1alpha1, and a
 // control on every version — and a ValidatingAdmissionPolicy on v1alpha1
-// (Equivalent, its default) that denies objects labelled deny=true. Each
+// (Equivalent, its default) that denies objects labelled deny=true, and a
+// MutatingAdmissionPolicy on v1alpha1 that labels every object. Each
 // state is known to be in effect when an object created through v1 gets
 // the default that the same CRD update gave v1's schema.
 //
@@ -127,6 +128,30 @@ func TestAdmissionRulesOfAnOldVersion(t *testing.T) {
 		_ = vaps.Delete(context.Background(), policy, metav1.DeleteOptions{})
 	})
 
+	// A MutatingAdmissionPolicy on v1alpha1 that labels every object
+	// created (mutated=true).
+	const mutating = "label-mutated.admissionrules.example.com"
+	maps, mapBindings := c.kube.AdmissionregistrationV1().MutatingAdmissionPolicies(), c.kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
+	mp := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: mutating}, Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+		FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
+		ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: rule("v1alpha1")[0]}}},
+		Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"mutated": "true"}}}`}}},
+	}}
+	if _, err := maps.Create(ctx, mp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mapBindings.Create(ctx, &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: mutating},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: mutating}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = mapBindings.Delete(context.Background(), mutating, metav1.DeleteOptions{})
+		_ = maps.Delete(context.Background(), mutating, metav1.DeleteOptions{})
+	})
+
 	objects := resource(c, crd, "v1", "team-adm")
 	n := 0
 	create := func(deny bool) (string, *unstructured.Unstructured, error) {
@@ -161,17 +186,20 @@ func TestAdmissionRulesOfAnOldVersion(t *testing.T) {
 	// spec.cronSpec default (the CRD update that set it is served) and
 	// the control webhook saw it (the configuration is loaded), and
 	// returns its name.
+	// last is the object inEffect created last, as the API server
+	// stored it; labelled tells whether the mutating policy labelled it.
+	var last *unstructured.Unstructured
+	labelled := func() bool { return last.GetLabels()["mutated"] == "true" }
 	inEffect := func(marker string) string {
 		t.Helper()
 		var name string
 		waitFor(t, "objects created through v1 to get the default "+marker+" and reach the control webhook", func() (bool, error) {
-			var u *unstructured.Unstructured
 			var err error
-			name, u, err = create(false)
+			name, last, err = create(false)
 			if err != nil {
 				return false, err
 			}
-			got, _, _ := unstructured.NestedString(u.Object, "spec", "cronSpec")
+			got, _, _ := unstructured.NestedString(last.Object, "spec", "cronSpec")
 			return got == marker && rec.saw("/control", name) != "", nil
 		})
 		return name
@@ -188,6 +216,11 @@ func TestAdmissionRulesOfAnOldVersion(t *testing.T) {
 	setState("both-served", func(*apiextensionsv1.CustomResourceDefinition) {})
 	name := inEffect("both-served")
 	waitFor(t, "the policy on v1alpha1 to deny a labelled object created through v1", func() (bool, error) { return denied(), nil })
+	waitFor(t, "the mutating policy on v1alpha1 to label an object created through v1", func() (bool, error) {
+		var err error
+		_, last, err = create(false)
+		return err == nil && labelled(), err
+	})
 	if got := rec.saw("/exact", name); got != "" {
 		t.Errorf("both served: the Exact webhook on v1alpha1 saw a create through v1: %s", got)
 	}
@@ -206,6 +239,9 @@ func TestAdmissionRulesOfAnOldVersion(t *testing.T) {
 	if !denied() {
 		t.Errorf("v1alpha1 unserved: the policy on v1alpha1 no longer denies")
 	}
+	if !labelled() {
+		t.Errorf("v1alpha1 unserved: the mutating policy on v1alpha1 no longer labels")
+	}
 
 	setState("v1alpha1-removed", func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions = crd.Spec.Versions[1:] })
 	name = inEffect("v1alpha1-removed")
@@ -214,6 +250,9 @@ func TestAdmissionRulesOfAnOldVersion(t *testing.T) {
 	}
 	if denied() {
 		t.Errorf("v1alpha1 removed: the policy on v1alpha1 still denies")
+	}
+	if labelled() {
+		t.Errorf("v1alpha1 removed: the mutating policy on v1alpha1 still labels")
 	}
 }
 

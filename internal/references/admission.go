@@ -135,7 +135,7 @@ func AdmissionRulesCheck(before, after *apiextensionsv1.CustomResourceDefinition
 	c := edit.Check{Name: CheckAdmissionRules}
 	if err != nil {
 		c.Outcome = edit.Fail
-		c.Message = fmt.Sprintf("admission rules of %s unknown: %v; grant list on validatingwebhookconfigurations, mutatingwebhookconfigurations and validatingadmissionpolicies, and run again — or go on without knowing with --skip-reference-check", resource, err)
+		c.Message = fmt.Sprintf("admission rules of %s unknown: %v; grant list on validatingwebhookconfigurations, mutatingwebhookconfigurations, validatingadmissionpolicies and mutatingadmissionpolicies, and run again — or go on without knowing with --skip-reference-check", resource, err)
 		return c
 	}
 	blind := BecomeBlind(rules, before.Spec.Group, before.Spec.Names.Plural, VersionsOf(before), VersionsOf(after))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 )
 
@@ -100,9 +101,9 @@ func (s *ReferenceSource) ListableResources(ctx context.Context) ([]schema.Group
 
 // CustomResourceVersion reads the CRD named RESOURCE.GROUP (a get of
 // customresourcedefinitions, which every command already needs) and
-// returns its storage version when served, else its first served
-// version, "" when it serves none; defined is false when the API server
-// has no such CRD.
+// returns lifecycle.ListVersion of it (the storage version when served,
+// else kubectl's default version; "" when it serves none); defined is
+// false when the API server has no such CRD.
 func (s *ReferenceSource) CustomResourceVersion(ctx context.Context, resource schema.GroupResource) (string, bool, error) {
 	crd, err := s.Client.GetCRD(ctx, resource.String())
 	switch {
@@ -111,16 +112,7 @@ func (s *ReferenceSource) CustomResourceVersion(ctx context.Context, resource sc
 	case err != nil:
 		return "", false, err
 	}
-	served := ""
-	for _, v := range crd.Spec.Versions {
-		switch {
-		case v.Served && v.Storage:
-			return v.Name, true, nil
-		case v.Served && served == "":
-			served = v.Name
-		}
-	}
-	return served, true, nil
+	return lifecycle.ListVersion(crd), true, nil
 }
 
 // ServesResource asks GET /apis/GROUP/VERSION (/api/v1 for the core

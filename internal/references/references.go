@@ -56,8 +56,8 @@ type Source interface {
 	CurrentReleases(ctx context.Context, resource Resource) ([]Release, error)
 	// CustomResourceVersion reads the CustomResourceDefinition named
 	// RESOURCE.GROUP and returns the version its objects are listed at:
-	// its storage version when served, else its first served version; ""
-	// when it serves none. defined is false when no CRD of that name
+	// its storage version when served, else kubectl's default version;
+	// "" when it serves none. defined is false when no CRD of that name
 	// exists (deleted, or resource is not a custom resource).
 	CustomResourceVersion(ctx context.Context, resource schema.GroupResource) (version string, defined bool, err error)
 	// ServesResource asks the group version's own discovery document

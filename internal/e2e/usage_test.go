@@ -48,8 +48,10 @@ var usageFx struct {
 	// that loads more than one sample with a PromQL error
 	// (--query.max-samples=1).
 	prom, promPartial, promEmpty, promLimited *apiserver.Prometheus
-	promStarted                               time.Time
-	haStarted                                 time.Time
+	// promStarted is when every Prometheus had scraped each of its
+	// targets at least once.
+	promStarted time.Time
+	haStarted   time.Time
 }
 
 // A client of the version under test, with its own user and user agent.
@@ -116,9 +118,28 @@ func haControlPlane(t *testing.T) *apiserver.HA {
 			})
 		}
 		wg.Wait()
-		usageFx.promStarted = time.Now()
 		if err := errors.Join(errs...); err != nil {
 			usageFx.err = fmt.Errorf("starting Prometheus (the usage tests need it; see docs/usage.md): %w", err)
+			return
+		}
+		// A window is covered from the time every Prometheus holds a
+		// sample of each of its targets: the first scrape comes up to a
+		// scrape interval after the start, later on a busy machine.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		scraped := make([]time.Time, 4)
+		for i, p := range []*apiserver.Prometheus{usageFx.prom, usageFx.promPartial, usageFx.promEmpty, usageFx.promLimited} {
+			wg.Go(func() { scraped[i], errs[i] = p.WaitScraped(ctx) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			usageFx.err = err
+			return
+		}
+		for _, at := range scraped {
+			if at.After(usageFx.promStarted) {
+				usageFx.promStarted = at
+			}
 		}
 	})
 	if usageFx.err != nil {

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // PrometheusModule is the Prometheus server the tests build from the Go
@@ -120,9 +125,10 @@ type Prometheus struct {
 	Host string
 	Port int
 
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	dir     string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	targets int
 }
 
 // StartPrometheus starts a Prometheus server on a free loopback port that
@@ -206,7 +212,7 @@ scrape_configs:
 		out.Close()
 		return nil, fmt.Errorf("starting Prometheus: %w", err)
 	}
-	p = &Prometheus{URL: "http://" + addr, Host: host, Port: ln.Addr().(*net.TCPAddr).Port, dir: dir, cmd: cmd, done: make(chan struct{})}
+	p = &Prometheus{URL: "http://" + addr, Host: host, Port: ln.Addr().(*net.TCPAddr).Port, dir: dir, cmd: cmd, done: make(chan struct{}), targets: len(opts.Targets)}
 	go func() {
 		_ = cmd.Wait()
 		out.Close()
@@ -247,4 +253,49 @@ func (p *Prometheus) Stop() {
 	}
 	p.cmd = nil
 	os.RemoveAll(p.dir)
+}
+
+// WaitScraped waits until each of the server's targets is listed and has
+// been scraped successfully at least once (the targets API: health "up"
+// and a lastScrape), and returns the newest of their last scrapes: from that
+// time on, the server holds a sample of every target. The targets API is
+// not a query, so it answers on a server started with
+// --query.max-samples=1 too. Errors: ctx's, or a target whose scrape
+// failed when ctx ends (its lastError).
+func (p *Prometheus) WaitScraped(ctx context.Context) (time.Time, error) {
+	client, err := promapi.NewClient(promapi.Config{Address: p.URL})
+	if err != nil {
+		return time.Time{}, err
+	}
+	api := promv1.NewAPI(client)
+	var newest time.Time
+	var last error
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		r, err := api.Targets(ctx)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		// Targets appear some time after /-/ready: until each is listed,
+		// an empty list proves nothing.
+		if len(r.Active) < p.targets {
+			last = fmt.Errorf("%d of %d targets listed", len(r.Active), p.targets)
+			return false, nil
+		}
+		newest = time.Time{}
+		for _, t := range r.Active {
+			if t.Health != promv1.HealthGood || t.LastScrape.IsZero() {
+				last = fmt.Errorf("target %s: health %q: %s", t.ScrapeURL, t.Health, t.LastError)
+				return false, nil
+			}
+			if t.LastScrape.After(newest) {
+				newest = t.LastScrape
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("prometheus %s has not scraped every target: %w (last: %v)", p.URL, err, last)
+	}
+	return newest, nil
 }

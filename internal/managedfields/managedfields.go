@@ -23,6 +23,7 @@ package managedfields
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -112,4 +113,28 @@ func set(f *metav1.FieldsV1) (*fieldpath.Set, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Owners returns the field managers whose managedFields entries own the
+// field at path (field names from the object's root, for example "spec",
+// "conversion", "webhook", "clientConfig", "caBundle"), in the order of
+// entries, each once. An entry whose fields cannot be decoded owns
+// nothing.
+func Owners(entries []metav1.ManagedFieldsEntry, path ...string) []string {
+	p := make(fieldpath.Path, len(path))
+	for i, name := range path {
+		p[i] = fieldpath.PathElement{FieldName: &name}
+	}
+	var out []string
+	for _, e := range entries {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		s, err := set(e.FieldsV1)
+		if err != nil || !s.Has(p) || slices.Contains(out, e.Manager) {
+			continue
+		}
+		out = append(out, e.Manager)
+	}
+	return out
 }

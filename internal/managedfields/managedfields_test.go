@@ -1,6 +1,7 @@
 package managedfields
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -86,5 +87,28 @@ func TestRelabel(t *testing.T) {
 	}
 	if _, _, _, err := Relabel([]metav1.ManagedFieldsEntry{entry("m", "Update", "v1", "", "{not json", 1), entry("m", "Update", "v2", "", specA, 1)}, from, to); err == nil {
 		t.Error("a field set that does not parse was merged without error")
+	}
+}
+
+func TestOwners(t *testing.T) {
+	entries := []metav1.ManagedFieldsEntry{
+		entry("installer", metav1.ManagedFieldsOperationApply, "v1", "", `{"f:spec":{"f:conversion":{"f:webhook":{"f:clientConfig":{"f:url":{}}}}}}`, 1),
+		entry("cainjector", metav1.ManagedFieldsOperationUpdate, "v1", "", `{"f:spec":{"f:conversion":{"f:webhook":{"f:clientConfig":{"f:caBundle":{}}}}}}`, 2),
+		entry("broken", metav1.ManagedFieldsOperationUpdate, "v1", "", `{"f:spec":`, 3),
+		entry("status", metav1.ManagedFieldsOperationUpdate, "v1", "status", `{"f:status":{"f:storedVersions":{}}}`, 4),
+	}
+	for _, tc := range []struct {
+		path []string
+		want []string
+	}{
+		{[]string{"spec", "conversion", "webhook", "clientConfig", "caBundle"}, []string{"cainjector"}},
+		{[]string{"spec", "conversion", "webhook", "clientConfig", "url"}, []string{"installer"}},
+		{[]string{"spec", "conversion", "webhook", "clientConfig"}, nil},
+		{[]string{"status", "storedVersions"}, []string{"status"}},
+		{[]string{"spec", "group"}, nil},
+	} {
+		if got := Owners(entries, tc.path...); !slices.Equal(got, tc.want) {
+			t.Errorf("Owners(%v) = %v, want %v", tc.path, got, tc.want)
+		}
 	}
 }

@@ -105,7 +105,7 @@ func fleetDoctorFixture() *report.FleetDoctor {
 func upgradeFixture() *report.UpgradeCheck {
 	migrate := lifecycle.Crdversion("migrate", "crontabs.stable.example.com")
 	apply := upgrade.ApplyCommand([]string{"crds/", "extra.yaml"}, false)
-	rejected := upgrade.Plan{Name: "crontabs.stable.example.com", Source: "crds/crontabs.yaml", Installed: true,
+	rejected := upgrade.Plan{Name: "crontabs.stable.example.com", Source: "crds/crontabs.yaml", Installed: true, APIServer: "v1.37.2",
 		LiveStorageVersion: "v2", NewStorageVersion: "v2", StoredVersions: []string{"v1", "v2"}, LiveDefaultVersion: "v2", NewDefaultVersion: "v2",
 		RemovedServedVersions: []string{"v1"}, Apply: upgrade.Rejected, Static: upgrade.Rejected, ServerDryRun: upgrade.DryRunRejected,
 		Reasons:       []string{"v1 is in status.storedVersions but not in the new spec.versions"},
@@ -118,7 +118,7 @@ func upgradeFixture() *report.UpgradeCheck {
 	rejected.Render([]lifecycle.Flag{{Name: "context", Value: "east"}})
 	added := upgrade.Plan{Name: "gadgets.example.com", Source: "extra.yaml", NewStorageVersion: "v1", NewDefaultVersion: "v1",
 		Apply: upgrade.Accepted, Static: upgrade.Accepted, ServerDryRun: upgrade.DryRunAccepted, Findings: []schemadiff.Finding{}}
-	skipped := upgrade.Plan{Name: "widgets.example.com", Source: "crds/widgets.yaml#2", Installed: true,
+	skipped := upgrade.Plan{Name: "widgets.example.com", Source: "crds/widgets.yaml#2", Installed: true, APIServer: "v1.37.2",
 		LiveStorageVersion: "v1", NewStorageVersion: "v1", StoredVersions: []string{"v1"}, LiveDefaultVersion: "v1", NewDefaultVersion: "v2",
 		Apply: upgrade.Accepted, Static: upgrade.Accepted, ServerDryRun: upgrade.DryRunSkipped,
 		ServerMessage: `customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" is forbidden: User "dev" cannot update resource "customresourcedefinitions"`,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -253,4 +254,24 @@ func (c *Client) CountObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 		return nil
 	})
 	return n, err
+}
+
+// ServerVersion is the API server's build version (GET /version, readable
+// by every user), for example "v1.37.2": the version whose rules a dry run
+// answered for.
+func (c *Client) ServerVersion(ctx context.Context) (string, error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(c.config)
+	if err != nil {
+		return "", err
+	}
+	v, err := disc.ServerVersionWithContext(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the API server's version: %w", err)
+	}
+	// An unstamped build (an in-process or source-built API server)
+	// says "v0.0.0-master+$Format:%H$"; its major and minor are right.
+	if sv, err := utilversion.ParseSemantic(v.GitVersion); err == nil && sv.Major() > 0 {
+		return v.GitVersion, nil
+	}
+	return fmt.Sprintf("v%s.%s", strings.TrimSuffix(v.Major, "+"), strings.TrimSuffix(v.Minor, "+")), nil
 }

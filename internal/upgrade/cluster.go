@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -25,6 +26,9 @@ type Cluster interface {
 	// DryRunCreateCRD asks the API server to admit and validate crd as a
 	// new CRD without persisting it.
 	DryRunCreateCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, fieldManager string) error
+	// ServerVersion is the API server's version ("v1.37.2"), whose rules
+	// the dry runs answer for.
+	ServerVersion(ctx context.Context) (string, error)
 }
 
 // Checker checks the CRDs of a release against one cluster. Build one per
@@ -46,9 +50,17 @@ type Checker struct {
 // Check returns the plan of each CRD of docs, in order: Check's prediction
 // from the installed CRD (read by name), its fix steps rendered with
 // c.Conn, and, with ServerDryRun, the API server's answer to a dry run of
-// the apply (see DryRun). An error reading the cluster stops the check.
+// the apply (see DryRun), each with the API server's version. An error
+// reading the cluster stops the check.
 func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, error) {
 	var out []Plan
+	// Every verdict names the API server it holds for; a server that
+	// refuses to tell (its answer, an API status) leaves it empty, shown
+	// as unknown. A server that cannot be reached stops the check here.
+	server, err := c.Cluster.ServerVersion(ctx)
+	if err != nil && !isAPIStatus(err) {
+		return nil, err
+	}
 	for _, d := range docs {
 		live, err := c.Cluster.GetCRD(ctx, d.CRD.Name)
 		switch {
@@ -58,13 +70,14 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 			return nil, err
 		}
 		p := Check(live, d.CRD, d.Source, c.Apply)
+		p.APIServer = server
 		p.Render(c.Conn)
 		if c.ServerDryRun {
-			outcome, msg, err := c.DryRun(ctx, live, d.CRD)
+			outcome, msg, field, err := c.DryRun(ctx, live, d.CRD)
 			if err != nil {
 				return nil, err
 			}
-			p.SetServerDryRun(outcome, msg)
+			p.SetServerDryRun(outcome, msg, field)
 		}
 		out = append(out, p)
 	}
@@ -78,8 +91,10 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 // server's message when it refuses the CRD (Invalid, BadRequest); or
 // DryRunSkipped with the message when the request itself was refused
 // (Forbidden, Unauthorized: RBAC; Conflict: the CRD changed in what was
-// judged). Other failures are returned.
-func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.CustomResourceDefinition) (outcome, message string, err error) {
+// judged). field is the first field the API server's refusal names
+// (spec.conversion.webhookClientConfig.caBundle), empty when it names
+// none. Other failures are returned.
+func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.CustomResourceDefinition) (outcome, message, field string, err error) {
 	if live == nil {
 		err = c.Cluster.DryRunCreateCRD(ctx, next, c.FieldManager)
 	} else {
@@ -91,13 +106,28 @@ func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.Custom
 	}
 	switch {
 	case err == nil:
-		return DryRunAccepted, "", nil
+		return DryRunAccepted, "", "", nil
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return DryRunRejected, err.Error(), nil
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Details != nil {
+			for _, cause := range status.Status().Details.Causes {
+				if cause.Field != "" {
+					return DryRunRejected, err.Error(), cause.Field, nil
+				}
+			}
+		}
+		return DryRunRejected, err.Error(), "", nil
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsConflict(err):
-		return DryRunSkipped, err.Error(), nil
+		return DryRunSkipped, err.Error(), "", nil
 	}
-	return "", "", err
+	return "", "", "", err
+}
+
+// isAPIStatus tells whether err is the API server's answer (a refused
+// request), not a failure to reach it.
+func isAPIStatus(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status)
 }
 
 // merged is a copy of a with every key of b set to b's value.

@@ -46,6 +46,8 @@ func (f *fakeCluster) DryRunUpdateCRD(_ context.Context, live *apiextensionsv1.C
 	return f.dryRunErr
 }
 
+func (f *fakeCluster) ServerVersion(context.Context) (string, error) { return "v1.37.2", nil }
+
 func (f *fakeCluster) DryRunCreateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, _ string) error {
 	f.creates = append(f.creates, crd.Name)
 	return f.dryRunErr

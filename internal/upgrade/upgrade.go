@@ -9,13 +9,16 @@
 package upgrade
 
 import (
+	"crypto/x509"
 	"fmt"
 	"slices"
 	"strings"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/managedfields"
 	"github.com/crdversion/kubectl-crdversion/internal/schema"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 )
@@ -38,6 +41,11 @@ type Plan struct {
 	Name string `json:"name"`
 	// Source is the manifest document the CRD comes from.
 	Source string `json:"source"`
+	// APIServer is the version of the API server the plan was checked
+	// against ("v1.37.2"): its update rules and dry run decide the
+	// verdict, which may differ on another version (for example the
+	// caBundle validation of 1.31). Empty when it was not read.
+	APIServer string `json:"apiServer,omitempty"`
 	// Installed is false when the cluster has no such CRD (applying
 	// creates it).
 	Installed          bool     `json:"installed"`
@@ -105,7 +113,12 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 	if live == nil {
 		if n := len(lifecycle.StorageVersions(next)); n != 1 {
 			p.Static = Rejected
-			p.Reasons = append(p.Reasons, fmt.Sprintf("%d versions have storage: true; exactly one must", n))
+			msg := fmt.Sprintf("%d versions have storage: true; the API server rejects a CRD without exactly one", n)
+			p.Reasons = append(p.Reasons, msg)
+			p.Findings = append(p.Findings, schemadiff.Finding{Code: schemadiff.CodeStorageVersionCount, Severity: lifecycle.SeverityError, Path: "spec.versions", Message: msg})
+		}
+		if f, ok := caBundleFinding(nil, next); ok {
+			p.Findings = append(p.Findings, f)
 		}
 		p.Apply = p.Static
 		return p
@@ -129,13 +142,20 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 	}
 	p.Findings = append(p.Findings, migrationLosses(live, next)...)
 	p.Findings = append(p.Findings, releaseLosses(live, next)...)
+	if f, ok := caBundleFinding(live, next); ok {
+		p.Findings = append(p.Findings, f)
+		if f.Severity == lifecycle.SeverityError {
+			p.Static = Rejected
+			p.Reasons = append(p.Reasons, f.Message)
+		}
+	}
 	var migrateLoses, applyLoses []string
 	for _, f := range p.Findings {
 		switch {
 		case f.Code == CodeMigrationPrunes:
 			p.DataLoss = true
 			migrateLoses = append(migrateLoses, f.Version)
-		case f.Severity == lifecycle.SeverityError && !slices.Contains(rejections, f.Code) && f.Code != schemadiff.CodeStorageVersionRemoved:
+		case f.Severity == lifecycle.SeverityError && !slices.Contains(rejections, f.Code) && f.Code != schemadiff.CodeStorageVersionRemoved && f.Code != CodeCABundleInvalid:
 			p.DataLoss = true
 			if at := strings.TrimSpace(f.Version + " " + f.Path); !slices.Contains(applyLoses, at) {
 				applyLoses = append(applyLoses, at)
@@ -178,15 +198,84 @@ func (p *Plan) Render(global []lifecycle.Flag) {
 }
 
 // SetServerDryRun records the API server's answer to a dry-run update; it
-// decides the verdict.
-func (p *Plan) SetServerDryRun(outcome, message string) {
+// decides the verdict. A rejection that the update rules did not predict
+// (Static Accepted, so no error finding says why) becomes an error finding
+// (CodeApplyRejected, with the server's message, at field: the field the
+// refusal names, or "" for the CRD as a whole), so that the counts, the
+// exit code and every output agree with the verdict.
+func (p *Plan) SetServerDryRun(outcome, message, field string) {
 	p.ServerDryRun, p.ServerMessage = outcome, message
 	switch outcome {
 	case DryRunAccepted:
 		p.Apply = Accepted
 	case DryRunRejected:
 		p.Apply = Rejected
+		if p.Static == Rejected {
+			return
+		}
+		if field == "" {
+			field = "-"
+		}
+		p.Findings = append(p.Findings, schemadiff.Finding{Code: CodeApplyRejected, Severity: lifecycle.SeverityError, Path: field,
+			Message: "the API server refused a server-side dry run of the apply: " + message})
+		schemadiff.Sort(p.Findings)
 	}
+}
+
+// CodeApplyRejected is the finding that the API server refused the
+// release's CRD in a server-side dry run (its message follows).
+const CodeApplyRejected = "ApplyRejected"
+
+// CodeCABundleInvalid is the finding that the release's conversion webhook
+// carries a caBundle that holds no PEM certificate (a placeholder such as
+// "Cg==", one newline). Since Kubernetes 1.31 the API server validates it
+// on every CRD write: a new CRD is created but not served
+// (Established=False, reason InvalidCABundle) until a valid bundle is set,
+// and an update that turns the valid bundle of an Established CRD into an
+// invalid one is rejected (kubernetes/kubernetes#124061).
+const CodeCABundleInvalid = "CABundleInvalid"
+
+// caBundleFinding is the CodeCABundleInvalid finding of next over live
+// (nil: not installed); ok is false when next's bundle is empty (left to
+// an injector) or holds a certificate. It is an error when live is
+// Established with a valid bundle (the update is rejected), a warning
+// otherwise (the CRD is not served until the bundle is valid). The field
+// managers that own live's bundle are named: the manifest should leave the
+// field to them.
+func caBundleFinding(live, next *apiextensionsv1.CustomResourceDefinition) (schemadiff.Finding, bool) {
+	bundle := caBundle(next)
+	if len(bundle) == 0 || x509.NewCertPool().AppendCertsFromPEM(bundle) {
+		return schemadiff.Finding{}, false
+	}
+	f := schemadiff.Finding{Code: CodeCABundleInvalid, Severity: lifecycle.SeverityWarning, Path: "spec.conversion.webhook.clientConfig.caBundle"}
+	what := fmt.Sprintf("the release's conversion webhook caBundle (%d bytes) holds no PEM certificate, a placeholder", len(bundle))
+	switch liveBundle := caBundle(live); {
+	case live == nil:
+		f.Message = what + ": the API server (1.31 and later) creates the CRD but does not serve it (Established=False, InvalidCABundle) until a valid bundle is set"
+	case len(liveBundle) > 0 && x509.NewCertPool().AppendCertsFromPEM(liveBundle) && apihelpers.IsCRDConditionTrue(live, apiextensionsv1.Established):
+		f.Severity = lifecycle.SeverityError
+		f.Message = what + ", over the valid bundle of the installed CRD: the API server (1.31 and later) rejects the update"
+	default:
+		f.Message = what + ": the API server does not serve the CRD until a valid bundle is set"
+	}
+	owners := []string{}
+	if live != nil {
+		owners = managedfields.Owners(live.ManagedFields, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+	}
+	if len(owners) > 0 {
+		f.Message += fmt.Sprintf("; the installed bundle is written by field manager %s: remove caBundle from the manifest and leave it to that injector", strings.Join(owners, ", "))
+	} else {
+		f.Message += "; remove caBundle from the manifest and have a CA injector (for example cert-manager's cainjector) set it"
+	}
+	return f, true
+}
+
+// caBundle is crd's conversion webhook caBundle; nil without one.
+func caBundle(crd *apiextensionsv1.CustomResourceDefinition) []byte {
+	if crd == nil || crd.Spec.Conversion == nil || crd.Spec.Conversion.Webhook == nil || crd.Spec.Conversion.Webhook.ClientConfig == nil {
+		return nil
+	}
+	return crd.Spec.Conversion.Webhook.ClientConfig.CABundle
 }
 
 // CodeMigrationPrunes is the finding that trimming storedVersions first

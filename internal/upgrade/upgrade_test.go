@@ -1,9 +1,15 @@
 package upgrade
 
 import (
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
@@ -120,13 +126,110 @@ func TestCheckNotInstalledAndDryRun(t *testing.T) {
 		t.Errorf("two storage versions: %+v", bad)
 	}
 	// The API server's dry run decides; the static verdict is kept.
-	p.SetServerDryRun(DryRunRejected, "spec.versions[0].schema: Invalid value")
+	p.SetServerDryRun(DryRunRejected, "spec.versions[0].schema: Invalid value", "spec.versions[0].schema")
 	if p.Apply != Rejected || p.Static != Accepted {
 		t.Errorf("after a rejecting dry run: %+v", p)
 	}
-	p.SetServerDryRun(DryRunSkipped, "forbidden")
+	p.SetServerDryRun(DryRunSkipped, "forbidden", "")
 	if p.Apply != Rejected {
 		t.Errorf("a skipped dry run changed the verdict: %+v", p)
+	}
+	// Every rejected verdict is an error finding, so that the counts and
+	// the exit code agree with it (case 27 printed "0 errors").
+	for name, plan := range map[string]Plan{"two storage versions on create": bad, "rejected by the dry run": p} {
+		if !hasError(plan, func(schemadiff.Finding) bool { return true }) {
+			t.Errorf("%s: rejected without an error finding: %+v", name, plan.Findings)
+		}
+	}
+	if !hasError(p, func(f schemadiff.Finding) bool {
+		return f.Code == CodeApplyRejected && f.Path == "spec.versions[0].schema"
+	}) {
+		t.Errorf("the dry run's refusal is not an ApplyRejected finding at its field: %+v", p.Findings)
+	}
+	// A rejection the rules predicted is not counted twice.
+	bad.SetServerDryRun(DryRunRejected, "spec.versions: Invalid value", "spec.versions")
+	if hasError(bad, func(f schemadiff.Finding) bool { return f.Code == CodeApplyRejected }) {
+		t.Errorf("a predicted rejection counted twice: %+v", bad.Findings)
+	}
+}
+
+func hasError(p Plan, match func(schemadiff.Finding) bool) bool {
+	for _, f := range p.Findings {
+		if f.Severity == lifecycle.SeverityError && match(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCABundlePlaceholder: a release whose conversion webhook caBundle
+// holds no certificate is a warning on install (created, not served) and
+// over an invalid or not yet Established live bundle, an error over the
+// valid bundle of an Established CRD (rejected since 1.31), and names the
+// field managers of the live bundle; an empty or valid bundle is no
+// finding.
+func TestCABundlePlaceholder(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	srv.Close()
+	valid := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	placeholder := []byte("\n")
+	crd := func(bundle []byte, established bool, managers ...string) *apiextensionsv1.CustomResourceDefinition {
+		c := crdtest.New("inferences.serving.example.com").Kind("Inference").Version("v1beta1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Stored("v1beta1").CRD()
+		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+			ConversionReviewVersions: []string{"v1"}, ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9443/convert"), CABundle: bundle}}}
+		if established {
+			c.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
+		}
+		for _, m := range managers {
+			c.ManagedFields = append(c.ManagedFields, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:conversion":{"f:webhook":{"f:clientConfig":{"f:caBundle":{}}}}}}`)})
+		}
+		return c
+	}
+	release := ApplyCommand([]string{"release.yaml"}, false)
+	for _, tc := range []struct {
+		name       string
+		live, next *apiextensionsv1.CustomResourceDefinition
+		severity   lifecycle.Severity // "" for no finding
+		says       []string
+	}{
+		{"placeholder on install", nil, crd(placeholder, false), lifecycle.SeverityWarning, []string{"creates the CRD but does not serve it", "have a CA injector"}},
+		{"placeholder over an injected bundle", crd(valid, true, "cainjector"), crd(placeholder, false), lifecycle.SeverityError, []string{"rejects the update", "field manager cainjector"}},
+		{"placeholder over a bundle not yet established", crd(valid, false, "cainjector"), crd(placeholder, false), lifecycle.SeverityWarning, []string{"does not serve the CRD", "field manager cainjector"}},
+		{"placeholder over a placeholder", crd(placeholder, false), crd(placeholder, false), lifecycle.SeverityWarning, []string{"does not serve the CRD"}},
+		{"not a PEM block at all", crd(valid, true), crd([]byte("not a certificate"), false), lifecycle.SeverityError, []string{"17 bytes", "have a CA injector"}},
+		{"empty: left to the injector", crd(valid, true, "cainjector"), crd(nil, false), "", nil},
+		{"a valid literal", crd(valid, true), crd(valid, false), "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Check(tc.live, tc.next, "release.yaml", release)
+			var got []schemadiff.Finding
+			for _, f := range p.Findings {
+				if f.Code == CodeCABundleInvalid {
+					got = append(got, f)
+				}
+			}
+			if tc.severity == "" {
+				if len(got) > 0 {
+					t.Fatalf("findings %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Severity != tc.severity {
+				t.Fatalf("findings %+v, want one %s", got, tc.severity)
+			}
+			for _, w := range tc.says {
+				if !strings.Contains(got[0].Message, w) {
+					t.Errorf("message lacks %q: %s", w, got[0].Message)
+				}
+			}
+			if p.DataLoss {
+				t.Errorf("a caBundle finding counted as data loss")
+			}
+			if want := map[bool]string{true: Rejected, false: Accepted}[tc.severity == lifecycle.SeverityError]; p.Static != want {
+				t.Errorf("static verdict %s, want %s", p.Static, want)
+			}
+		})
 	}
 }
 

@@ -41,9 +41,9 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 		fmt.Fprintf(out, "\n%s (%s):\n", p.Name, p.Source)
 		switch p.Apply {
 		case upgrade.Rejected:
-			fmt.Fprintln(out, "  Apply: REJECTED by the API server")
+			fmt.Fprintf(out, "  Apply: REJECTED by the API server%s\n", serverOf(p))
 		default:
-			fmt.Fprintln(out, "  Apply: accepted")
+			fmt.Fprintf(out, "  Apply: accepted%s\n", serverOf(p))
 		}
 		for _, reason := range p.Reasons {
 			fmt.Fprintf(out, "    - %s\n", reason)
@@ -82,6 +82,14 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 	}
 	fmt.Fprintf(out, "\n%s; %s\n", Plural(len(r.CRDs), "CRD"), SummaryText(r.Summary))
 	return nil
+}
+
+// serverOf names the API server version a plan's verdict holds for.
+func serverOf(p upgrade.Plan) string {
+	if p.APIServer == "" {
+		return " (API server version unknown)"
+	}
+	return " (API server " + p.APIServer + ")"
 }
 
 // FleetUpgrade writes a fleet check-upgrade report: a row per context and

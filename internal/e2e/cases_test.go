@@ -9,7 +9,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -869,4 +873,87 @@ func TestCase26ReleaseUsesMissingVersion(t *testing.T) {
 	releaseApplies(t, c, fx.path("release.yaml"), name)
 	wantStoredAt(t, crd, "config.example.com/v1beta1", 2)
 	assertHealthy(t, c, name, before)
+}
+
+// TestCase27PlaceholderCABundle: the release's conversion webhook carries
+// the placeholder caBundle "Cg==" that a CA injector replaces on the live
+// CRD. check-upgrade warns before the first install (created, not served),
+// and once the injected bundle is live, names the placeholder and its
+// owner (cainjector) as an error finding that predicts the API server's
+// refusal — counts, JSON and exit code agree — and changes nothing; the
+// re-apply users ran is refused with the same message.
+func TestCase27PlaceholderCABundle(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	const name = "inferences.serving.example.com"
+	release := filepath.Join(repoRoot, "testdata", "cases", "27-conversion-cabundle-placeholder", "release.yaml")
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command("kubectl", append(args, "--kubeconfig", srv.Kubeconfig)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		_ = c.ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+
+	// Before the first install: created, but not served until injected.
+	r := succeeds(t, "check-upgrade", "-f", release)
+	mustContain(t, "check-upgrade before the install", r.stdout, "WARNING - spec.conversion.webhook.clientConfig.caBundle", "holds no PEM certificate",
+		"creates the CRD but does not serve it", "Apply: accepted (API server v1.37", "0 errors, 1 warning")
+
+	if out, err := kubectl("apply", "--server-side", "--field-manager=installer", "-f", release); err != nil {
+		t.Fatalf("the first install: %v\n%s", err, out)
+	}
+	// The injector writes a valid bundle (a certificate of a test server).
+	ca := httptest.NewTLSServer(http.NotFoundHandler())
+	ca.Close()
+	patch := fmt.Sprintf(`{"spec":{"conversion":{"webhook":{"clientConfig":{"caBundle":%q}}}}}`, base64.StdEncoding.EncodeToString(pemCert(ca.Certificate().Raw)))
+	if out, err := kubectl("patch", "crd", name, "--type=merge", "--field-manager=cainjector", "-p", patch); err != nil {
+		t.Fatalf("the injector's patch: %v\n%s", err, out)
+	}
+	if err := fixture.WaitEstablished(context.Background(), c.ext, name); err != nil {
+		t.Fatal(err)
+	}
+
+	// What users met: the re-sync of the release is refused.
+	const refusal = "unable to load root certificates"
+	out, err := kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=installer", "--dry-run=server", "-f", release)
+	if err == nil || !strings.Contains(out, refusal) {
+		t.Fatalf("re-applying the release: %v, want the API server's %q:\n%s", err, refusal, out)
+	}
+
+	r = refuses(t, c, []string{name}, []string{"ERROR - spec.conversion.webhook.clientConfig.caBundle", "over the valid bundle of the installed CRD",
+		"written by field manager cainjector", "remove caBundle from the manifest", "Apply: REJECTED by the API server (API server v1.37", "Server dry run: rejected: ", refusal, "1 error,"},
+		"check-upgrade", "-f", release)
+	if strings.Contains(r.stdout, "0 errors") {
+		t.Errorf("a rejected apply counted as no error:\n%s", r.stdout)
+	}
+	r = refuses(t, c, []string{name}, nil, "check-upgrade", "-f", release, "-o", "json")
+	var got struct {
+		CRDs []struct {
+			Apply     string `json:"apply"`
+			APIServer string `json:"apiServer"`
+			Findings  []struct {
+				Code     string `json:"code"`
+				Severity string `json:"severity"`
+			} `json:"findings"`
+		} `json:"crds"`
+		Summary struct {
+			Errors       int  `json:"errors"`
+			Incompatible bool `json:"incompatible"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, r.stdout)
+	}
+	var errs []string
+	for _, f := range got.CRDs[0].Findings {
+		if f.Severity == string(lifecycle.SeverityError) {
+			errs = append(errs, f.Code)
+		}
+	}
+	slices.Sort(errs)
+	if got.CRDs[0].Apply != "Rejected" || !strings.HasPrefix(got.CRDs[0].APIServer, "v1.37") || got.Summary.Errors != len(errs) || !got.Summary.Incompatible ||
+		!slices.Equal(errs, []string{"CABundleInvalid"}) {
+		t.Errorf("-o json: apply %s at %q, error findings %v, summary %+v; want Rejected at v1.37, [CABundleInvalid] counted", got.CRDs[0].Apply, got.CRDs[0].APIServer, errs, got.Summary)
+	}
 }

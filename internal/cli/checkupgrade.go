@@ -180,7 +180,7 @@ func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioption
 	if err != nil {
 		return nil, err
 	}
-	checker := &upgrade.Checker{Cluster: c, ServerDryRun: o.ServerDryRun, FieldManager: FieldManager,
+	checker := &upgrade.Checker{Cluster: c, ServerDryRun: o.ServerDryRun, FieldManager: FieldManager, PageSize: cluster.ChunkSize,
 		Apply: upgrade.ApplyCommand(o.Filenames, o.Recursive), Conn: conn}
 	plans, err := checker.Check(ctx, docs)
 	if err != nil {

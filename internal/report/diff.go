@@ -111,6 +111,11 @@ func (u *UpgradeCheck) DeepCopyObject() runtime.Object {
 		p.Reasons = slices.Clone(p.Reasons)
 		p.Findings = slices.Clone(p.Findings)
 		p.Fix = slices.Clone(p.Fix)
+		if p.Immutable != nil {
+			im := *p.Immutable
+			im.Fields, im.Collisions = slices.Clone(im.Fields), slices.Clone(im.Collisions)
+			p.Immutable = &im
+		}
 		out.CRDs[i] = p
 	}
 	return &out

@@ -98,7 +98,7 @@ func CRDs(old, new *apiextensionsv1.CustomResourceDefinition) []Finding {
 		add(CodeGroupChanged, lifecycle.SeverityError, "", "spec.group", "group changed from %s to %s: the API server rejects the update (spec.group is immutable)", old.Spec.Group, new.Spec.Group)
 	}
 	if old.Spec.Scope != new.Spec.Scope {
-		add(CodeScopeChanged, lifecycle.SeverityError, "", "spec.scope", "scope changed from %s to %s: the API server rejects the update of an established CRD (spec.scope is immutable); objects would have to be deleted with the CRD and re-created", old.Spec.Scope, new.Spec.Scope)
+		add(CodeScopeChanged, lifecycle.SeverityError, "", "spec.scope", "scope changed from %s to %s: the API server rejects the update of an established CRD (spec.scope is immutable): not a version change; re-creating the CRD deletes every object of it, so a way out starts with an export of them (check-upgrade against the cluster counts them and prints it)", old.Spec.Scope, new.Spec.Scope)
 	}
 	if old.Spec.Names.Kind != new.Spec.Names.Kind {
 		add(CodeKindChanged, lifecycle.SeverityError, "", "spec.names.kind", "kind changed from %s to %s: the API server rejects the update of an established CRD (spec.names.kind is immutable)", old.Spec.Names.Kind, new.Spec.Names.Kind)

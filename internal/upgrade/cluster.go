@@ -29,6 +29,10 @@ type Cluster interface {
 	// ServerVersion is the API server's version ("v1.37.2"), whose rules
 	// the dry runs answer for.
 	ServerVersion(ctx context.Context) (string, error)
+	// EachObject lists crd's objects through version, metadata only,
+	// pageSize per request, and calls each with every object's namespace
+	// and name. A refused list is the API server's error, unchanged.
+	EachObject(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64, each func(namespace, name string) error) error
 }
 
 // Checker checks the CRDs of a release against one cluster. Build one per
@@ -45,13 +49,17 @@ type Checker struct {
 	Apply lifecycle.Command
 	// Conn are the connection flags the rendered fix steps repeat.
 	Conn []lifecycle.Flag
+	// PageSize is the number of objects per list request when a release
+	// changes what cannot change (Immutable); 0 means 500.
+	PageSize int64
 }
 
 // Check returns the plan of each CRD of docs, in order: Check's prediction
 // from the installed CRD (read by name), its fix steps rendered with
 // c.Conn, and, with ServerDryRun, the API server's answer to a dry run of
-// the apply (see DryRun), each with the API server's version. An error
-// reading the cluster stops the check.
+// the apply (see DryRun), each with the API server's version; a release
+// that changes an installed CRD's scope, kind or group gets its Immutable,
+// the objects counted. An error reading the cluster stops the check.
 func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, error) {
 	var out []Plan
 	// Every verdict names the API server it holds for; a server that
@@ -72,6 +80,18 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 		p := Check(live, d.CRD, d.Source, c.Apply)
 		p.APIServer = server
 		p.Render(c.Conn)
+		if live != nil {
+			if im := immutableOf(p, live, d.CRD, c.Conn); im != nil {
+				pageSize := c.PageSize
+				if pageSize <= 0 {
+					pageSize = 500
+				}
+				if err := im.count(ctx, c.Cluster, live, pageSize); err != nil {
+					return nil, err
+				}
+				p.Immutable = im
+			}
+		}
 		if c.ServerDryRun {
 			outcome, msg, field, err := c.DryRun(ctx, live, d.CRD)
 			if err != nil {
@@ -121,13 +141,6 @@ func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.Custom
 		return DryRunSkipped, err.Error(), "", nil
 	}
 	return "", "", "", err
-}
-
-// isAPIStatus tells whether err is the API server's answer (a refused
-// request), not a failure to reach it.
-func isAPIStatus(err error) bool {
-	var status apierrors.APIStatus
-	return errors.As(err, &status)
 }
 
 // merged is a copy of a with every key of b set to b's value.

@@ -27,6 +27,8 @@ type fakeCluster struct {
 	dryRunErr error
 	updates   []*apiextensionsv1.CustomResourceDefinition // what each dry-run update sent
 	creates   []string
+	objects   []string
+	listErr   error
 }
 
 func (f *fakeCluster) GetCRD(_ context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
@@ -47,6 +49,24 @@ func (f *fakeCluster) DryRunUpdateCRD(_ context.Context, live *apiextensionsv1.C
 }
 
 func (f *fakeCluster) ServerVersion(context.Context) (string, error) { return "v1.37.2", nil }
+
+// EachObject lists objects ("namespace/name", "name" when cluster-scoped),
+// or fails with listErr.
+func (f *fakeCluster) EachObject(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, _ int64, each func(namespace, name string) error) error {
+	if f.listErr != nil {
+		return f.listErr
+	}
+	for _, o := range f.objects {
+		ns, name, found := strings.Cut(o, "/")
+		if !found {
+			ns, name = "", o
+		}
+		if err := each(ns, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (f *fakeCluster) DryRunCreateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, _ string) error {
 	f.creates = append(f.creates, crd.Name)
@@ -162,5 +182,66 @@ func TestReadRelease(t *testing.T) {
 		case tc.err == "" && (err != nil || !reflect.DeepEqual(names(docs), tc.want)):
 			t.Errorf("%v: %v %v, want %v", tc.files, names(docs), err, tc.want)
 		}
+	}
+}
+
+// TestCheckerImmutableChange: a release that changes an installed CRD's
+// scope counts the objects that deleting the CRD would delete, finds the
+// names a Namespaced to Cluster change makes collide, prints the export
+// first and never a delete as a command; a refused list leaves the count
+// unknown, not zero.
+func TestCheckerImmutableChange(t *testing.T) {
+	crd := func(scope apiextensionsv1.ResourceScope) *apiextensionsv1.CustomResourceDefinition {
+		c := crdtest.New("apptemplates.spark.example.com").Kind("AppTemplate").Version("v1alpha1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1alpha1").CRD()
+		c.Spec.Scope = scope
+		return c
+	}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "spark.example.com", Resource: "apptemplates"}, "", errors.New("RBAC: list denied"))
+	for _, tc := range []struct {
+		name       string
+		from, to   apiextensionsv1.ResourceScope
+		objects    []string
+		listErr    error
+		says       []string
+		collisions []string
+	}{
+		{"Namespaced to Cluster", apiextensionsv1.NamespaceScoped, apiextensionsv1.ClusterScoped, []string{"a/x", "b/x", "a/y"},
+			nil, []string{"3 AppTemplate object(s) exist", "kubectl get apptemplates.spark.example.com -o yaml --all-namespaces > apptemplates.spark.example.com.yaml", "DELETES EVERY OBJECT OF IT (3)", "1 name(s) are used in more than one namespace (x)"}, []string{"x"}},
+		{"Cluster to Namespaced", apiextensionsv1.ClusterScoped, apiextensionsv1.NamespaceScoped, []string{"default-template"},
+			nil, []string{"1 AppTemplate object(s) exist", "kubectl get apptemplates.spark.example.com -o yaml > apptemplates.spark.example.com.yaml", "each object needs the namespace it goes to"}, nil},
+		{"list refused", apiextensionsv1.ClusterScoped, apiextensionsv1.NamespaceScoped, nil,
+			forbidden, []string{"how many AppTemplate objects exist is unknown", "list denied", "DELETES EVERY OBJECT OF IT,"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live, next := crd(tc.from), crd(tc.to)
+			f := &fakeCluster{installed: map[string]*apiextensionsv1.CustomResourceDefinition{live.Name: live}, objects: tc.objects, listErr: tc.listErr}
+			c := &Checker{Cluster: f, Apply: ApplyCommand([]string{"release.yaml"}, false)}
+			plans, err := c.Check(context.Background(), []manifest.CRDDoc{{CRD: next, Source: "release.yaml"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := plans[0]
+			if p.Apply != Rejected || p.Immutable == nil || len(p.Fix) != 0 {
+				t.Fatalf("apply %s, immutable %+v, fix %q", p.Apply, p.Immutable, p.Fix)
+			}
+			if !reflect.DeepEqual(p.Immutable.Collisions, tc.collisions) || p.Immutable.Counted != (tc.listErr == nil) {
+				t.Errorf("immutable %+v", p.Immutable)
+			}
+			said := p.Immutable.Describe(p.Name)
+			for _, w := range tc.says {
+				if !strings.Contains(said, w) {
+					t.Errorf("lacks %q: %s", w, said)
+				}
+			}
+			if strings.Contains(said, "kubectl delete") {
+				t.Errorf("a delete printed as a command: %s", said)
+			}
+		})
+	}
+	// The same release without a change of scope has no Immutable.
+	live := crd(apiextensionsv1.NamespaceScoped)
+	plans, err := (&Checker{Cluster: &fakeCluster{installed: map[string]*apiextensionsv1.CustomResourceDefinition{live.Name: live}}}).Check(context.Background(), []manifest.CRDDoc{{CRD: live.DeepCopy()}})
+	if err != nil || plans[0].Immutable != nil {
+		t.Errorf("unchanged scope: %v, %+v", err, plans[0].Immutable)
 	}
 }

@@ -84,7 +84,11 @@ type Plan struct {
 	// is lost, how to keep it, and that only the user can accept it: no
 	// printed command loses data.
 	StopsBefore string `json:"stopsBefore,omitempty"`
-	Then        string `json:"then,omitempty"`
+	// Immutable is set when the release changes the installed CRD's
+	// scope, kind or group (Checker only: it counts the objects at
+	// stake); Fix is then empty.
+	Immutable *Immutable `json:"immutable,omitempty"`
+	Then      string     `json:"then,omitempty"`
 	// then renders Then with the connection flags its apply command
 	// repeats (see Render); nil when StopsBefore is empty.
 	then func(global []lifecycle.Flag) string

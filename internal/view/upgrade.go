@@ -67,6 +67,9 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 				fmt.Fprintf(out, "    %s %s %s: %s\n", strings.ToUpper(string(f.Severity)), Dash(f.Version), f.Path, f.Message)
 			}
 		}
+		if p.Immutable != nil {
+			fmt.Fprintf(out, "  Not a version change: %s\n", p.Immutable.Describe(p.Name))
+		}
 		if len(p.Fix) > 0 {
 			fmt.Fprintln(out, "  To upgrade safely, run in order:")
 			for i, c := range p.Fix {

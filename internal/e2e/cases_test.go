@@ -957,3 +957,46 @@ func TestCase27PlaceholderCABundle(t *testing.T) {
 		t.Errorf("-o json: apply %s at %q, error findings %v, summary %+v; want Rejected at v1.37, [CABundleInvalid] counted", got.CRDs[0].Apply, got.CRDs[0].APIServer, errs, got.Summary)
 	}
 }
+
+// TestCase28ScopeChangeRefused: the release makes a cluster-scoped CRD
+// namespaced, which the API server refuses. check-upgrade says it is not a
+// version change, counts the object that re-creating the CRD deletes,
+// prints the export first and no delete; the printed export, run as it
+// is, saves the object, and nothing is changed.
+func TestCase28ScopeChangeRefused(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	const name = "apptemplates.spark.example.com"
+	fx, _, before := buildCase(t, c, "28-scope-change-refused", name)
+
+	err := applyReleaseFile(t, c, fx.path("release.yaml"))[name]
+	wantAPIError(t, "the release's CRD", err, `spec.scope: Invalid value: "Namespaced": field is immutable`)
+
+	const export = "kubectl get apptemplates.spark.example.com -o yaml > apptemplates.spark.example.com.yaml"
+	r := refuses(t, c, []string{name}, []string{"ERROR - spec.scope", "not a version change", "1 AppTemplate object(s) exist (listed at v1alpha1)",
+		export, "DELETES EVERY OBJECT OF IT (1)", "each object needs the namespace it goes to", "1 error,"}, "check-upgrade", "-f", fx.path("release.yaml"))
+	t.Logf("check-upgrade:\n%s", r.stdout)
+	if strings.Contains(r.stdout+r.stderr, "kubectl delete") {
+		t.Errorf("check-upgrade prints a delete:\n%s", r.stdout)
+	}
+	// Advice is code: the export as printed (the kubeconfig from the
+	// environment, as the user's shell has it) writes the object.
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", export)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "KUBECONFIG="+srv.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", export, err, out)
+	}
+	saved, err := fixture.Read(filepath.Join(dir, "apptemplates.spark.example.com.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range saved {
+		names = append(names, u.GetName())
+	}
+	if !slices.Equal(names, []string{"default-template"}) {
+		t.Errorf("the export saved %v, want [default-template]", names)
+	}
+	assertHealthy(t, c, name, before)
+}

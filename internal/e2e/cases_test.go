@@ -1000,3 +1000,48 @@ func TestCase28ScopeChangeRefused(t *testing.T) {
 	}
 	assertHealthy(t, c, name, before)
 }
+
+// TestCase29CELCostBudget: the release adds CEL rules on fields without
+// size bounds; the update rules cannot predict the API server's cost
+// estimate, the server dry run refuses, and check-upgrade counts that as
+// an error finding at the rule's field, naming the API server version
+// the verdict holds for — text, JSON and exit code agree, nothing
+// changes. The fixed release (bounded fields) checks clean and applies.
+func TestCase29CELCostBudget(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	const name = "policies.gateway.example.com"
+	fx, _, before := buildCase(t, c, "29-cel-cost-budget", name)
+
+	err := applyReleaseFile(t, c, fx.path("release.yaml"))[name]
+	wantAPIError(t, "the release's CRD", err, "estimated rule cost exceeds budget")
+
+	refuses(t, c, []string{name}, []string{"ERROR - spec.validation.openAPIV3Schema.properties[spec].properties[", "x-kubernetes-validations[0].rule",
+		"the API server refused a server-side dry run of the apply", "estimated rule cost exceeds budget", "Apply: REJECTED by the API server (API server v1.37", "1 error,"},
+		"check-upgrade", "-f", fx.path("release.yaml"))
+	r := refuses(t, c, []string{name}, nil, "check-upgrade", "-f", fx.path("release.yaml"), "-o", "json")
+	var got struct {
+		CRDs []struct {
+			Apply, Static, APIServer string
+			Findings                 []struct{ Code, Severity string }
+		}
+		Summary struct{ Errors int }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, r.stdout)
+	}
+	var codes []string
+	for _, f := range got.CRDs[0].Findings {
+		if f.Severity == string(lifecycle.SeverityError) {
+			codes = append(codes, f.Code)
+		}
+	}
+	if got.CRDs[0].Apply != "Rejected" || got.CRDs[0].Static != "Accepted" || !strings.HasPrefix(got.CRDs[0].APIServer, "v1.37") ||
+		!slices.Equal(codes, []string{"ApplyRejected"}) || got.Summary.Errors != 1 {
+		t.Errorf("-o json: %+v, error findings %v", got, codes)
+	}
+
+	succeeds(t, "check-upgrade", "-f", fx.path("release-fixed.yaml"))
+	releaseApplies(t, c, fx.path("release-fixed.yaml"), name)
+	assertHealthy(t, c, name, before)
+}

@@ -93,11 +93,11 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 			}
 		}
 		if c.ServerDryRun {
-			outcome, msg, field, err := c.DryRun(ctx, live, d.CRD)
+			outcome, msg, fields, err := c.DryRun(ctx, live, d.CRD)
 			if err != nil {
 				return nil, err
 			}
-			p.SetServerDryRun(outcome, msg, field)
+			p.SetServerDryRun(outcome, msg, fields...)
 		}
 		out = append(out, p)
 	}
@@ -111,10 +111,10 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 // server's message when it refuses the CRD (Invalid, BadRequest); or
 // DryRunSkipped with the message when the request itself was refused
 // (Forbidden, Unauthorized: RBAC; Conflict: the CRD changed in what was
-// judged). field is the first field the API server's refusal names
-// (spec.conversion.webhookClientConfig.caBundle), empty when it names
-// none. Other failures are returned.
-func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.CustomResourceDefinition) (outcome, message, field string, err error) {
+// judged). fields are the fields the API server's refusal names
+// (spec.conversion.webhookClientConfig.caBundle, spec.scope, …), in its
+// order; none when it names none. Other failures are returned.
+func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.CustomResourceDefinition) (outcome, message string, fields []string, err error) {
 	if live == nil {
 		err = c.Cluster.DryRunCreateCRD(ctx, next, c.FieldManager)
 	} else {
@@ -126,21 +126,21 @@ func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.Custom
 	}
 	switch {
 	case err == nil:
-		return DryRunAccepted, "", "", nil
+		return DryRunAccepted, "", nil, nil
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
 		var status apierrors.APIStatus
 		if errors.As(err, &status) && status.Status().Details != nil {
 			for _, cause := range status.Status().Details.Causes {
 				if cause.Field != "" {
-					return DryRunRejected, err.Error(), cause.Field, nil
+					fields = append(fields, cause.Field)
 				}
 			}
 		}
-		return DryRunRejected, err.Error(), "", nil
+		return DryRunRejected, err.Error(), fields, nil
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsConflict(err):
-		return DryRunSkipped, err.Error(), "", nil
+		return DryRunSkipped, err.Error(), nil, nil
 	}
-	return "", "", "", err
+	return "", "", nil, err
 }
 
 // merged is a copy of a with every key of b set to b's value.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,8 +83,7 @@ func TestChecker(t *testing.T) {
 	live.Labels = map[string]string{"team": "a", "release": "1"}
 	next := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
 	next.Labels = map[string]string{"release": "2"}
-	other := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
-	other.Name = "gadgets.example.com"
+	other := crdtest.New("gadgets.example.com").Kind("Gadget").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
 	docs := []manifest.CRDDoc{{CRD: next, Source: "r.yaml#1"}, {CRD: other, Source: "r.yaml#2"}}
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, live.Name, field.ErrorList{field.Invalid(field.NewPath("status", "storedVersions"), "v1", "missing from spec.versions")})
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, live.Name, errors.New("no"))
@@ -243,5 +243,70 @@ func TestCheckerImmutableChange(t *testing.T) {
 	plans, err := (&Checker{Cluster: &fakeCluster{installed: map[string]*apiextensionsv1.CustomResourceDefinition{live.Name: live}}}).Check(context.Background(), []manifest.CRDDoc{{CRD: live.DeepCopy()}})
 	if err != nil || plans[0].Immutable != nil {
 		t.Errorf("unchanged scope: %v, %+v", err, plans[0].Immutable)
+	}
+}
+
+// TestRejectionReasonsAllCounted: a server refusal at a field that no
+// predicted finding is about is an ApplyRejected finding even when the
+// rules predicted a rejection for another reason (a scope change and an
+// invalid schema in one release); a refusal the findings explain is not
+// counted twice.
+func TestRejectionReasonsAllCounted(t *testing.T) {
+	live := crdtest.New("widgets.ns.example.com").Kind("Widget").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Stored("v1").CRD()
+	next := live.DeepCopy()
+	next.Spec.Scope = apiextensionsv1.ClusterScoped
+	release := ApplyCommand([]string{"release.yaml"}, false)
+	both := Check(live, next, "release.yaml", release)
+	both.SetServerDryRun(DryRunRejected, "invalid", "spec.validation.openAPIV3Schema.type", "spec.scope")
+	explained := Check(live, next, "release.yaml", release)
+	explained.SetServerDryRun(DryRunRejected, "invalid", "spec.scope")
+	var atBoth, atExplained []string
+	for _, f := range both.Findings {
+		if f.Code == CodeApplyRejected {
+			atBoth = append(atBoth, f.Path)
+		}
+	}
+	for _, f := range explained.Findings {
+		if f.Code == CodeApplyRejected {
+			atExplained = append(atExplained, f.Path)
+		}
+	}
+	if !reflect.DeepEqual(atBoth, []string{"spec.validation.openAPIV3Schema.type"}) || atExplained != nil {
+		t.Errorf("ApplyRejected at %v (scope and schema refused), %v (scope only); want [spec.validation.openAPIV3Schema.type], none", atBoth, atExplained)
+	}
+}
+
+// TestGroupChangeAndNames: a release CRD whose name is not plural.group
+// is rejected without a server (NameMismatch); a group change is never
+// advised as a delete and re-create of the same CRD; in a fleet run each
+// context's export has its own file.
+func TestGroupChangeAndNames(t *testing.T) {
+	live := crdtest.New("widgets.ns.example.com").Kind("Widget").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Stored("v1").CRD()
+	next := live.DeepCopy()
+	next.Spec.Group = "other.example.com"
+	release := ApplyCommand([]string{"release.yaml"}, false)
+	p := Check(live, next, "release.yaml", release)
+	var codes []string
+	for _, f := range p.Findings {
+		if f.Severity == lifecycle.SeverityError {
+			codes = append(codes, f.Code)
+		}
+	}
+	if p.Static != Rejected || !slices.Contains(codes, CodeNameMismatch) {
+		t.Errorf("group change with the old name: %s, errors %v; want Rejected with %s", p.Static, codes, CodeNameMismatch)
+	}
+	if created := Check(nil, next, "release.yaml", release); created.Static != Rejected {
+		t.Errorf("a new CRD named other than plural.group: %s, want Rejected", created.Static)
+	}
+	im := immutableOf(p, live, next, []lifecycle.Flag{{Name: "context", Value: "prod east"}})
+	im.Counted, im.Objects = true, 2
+	said := im.Describe(live.Name)
+	for _, w := range []string{"a new CRD beside widgets.ns.example.com, never widgets.ns.example.com re-created", "widgets.ns.example.com.prod_east.yaml", "holds all 2"} {
+		if !strings.Contains(said, w) {
+			t.Errorf("lacks %q: %s", w, said)
+		}
+	}
+	if strings.Contains(said, "delete and re-create") {
+		t.Errorf("a group change advised as a re-create: %s", said)
 	}
 }

@@ -66,7 +66,14 @@ func immutableOf(p Plan, live, next *apiextensionsv1.CustomResourceDefinition, g
 		return nil
 	}
 	slices.Sort(fields)
-	im := &Immutable{Fields: fields, Kind: live.Spec.Names.Kind, ExportFile: live.Name + ".yaml"}
+	// In a fleet run each cluster's export gets its own file.
+	file := live.Name + ".yaml"
+	for _, f := range global {
+		if f.Name == "context" && f.Value != "" {
+			file = live.Name + "." + strings.Map(fileSafe, f.Value) + ".yaml"
+		}
+	}
+	im := &Immutable{Fields: fields, Kind: live.Spec.Names.Kind, ExportFile: file}
 	if live.Spec.Scope != next.Spec.Scope {
 		im.ScopeFrom, im.ScopeTo = live.Spec.Scope, next.Spec.Scope
 	}
@@ -128,6 +135,12 @@ func (im *Immutable) Describe(name string) string {
 	default:
 		fmt.Fprintf(&b, "how many %s objects exist is unknown (%s). ", kind, im.CountError)
 	}
+	if slices.Contains(im.Fields, "spec.group") {
+		// A CRD's name is its plural and group: one of another group is
+		// another CRD, never this one re-created.
+		fmt.Fprintf(&b, "A CRD's name is spec.names.plural + \".\" + spec.group, so a CRD of another group is a new CRD beside %s, never %s re-created: create it, copy the objects to it (export them first: %s) and move clients over", name, name, im.Export)
+		return b.String() + im.exportNote()
+	}
 	b.WriteString("Ways out: (a) a new CRD (another group or plural) with the release's definition, the objects copied to it and clients moved over; ")
 	fmt.Fprintf(&b, "(b) export every object first (%s), then delete and re-create %s and re-create the objects from the export: DELETING THE CRD DELETES EVERY OBJECT OF IT", im.Export, name)
 	if im.Counted {
@@ -140,7 +153,26 @@ func (im *Immutable) Describe(name string) string {
 	case im.ScopeTo == apiextensionsv1.ClusterScoped && len(im.Collisions) > 0:
 		fmt.Fprintf(&b, "; Namespaced to Cluster: %d name(s) are used in more than one namespace (%s), and only one object of each can exist", len(im.Collisions), strings.Join(firstN(im.Collisions, 5), ", "))
 	}
-	return b.String()
+	return b.String() + im.exportNote()
+}
+
+// exportNote says what the export must hold, or, when this user could not
+// list the objects, that its export would write an empty list.
+func (im *Immutable) exportNote() string {
+	if im.Counted {
+		return fmt.Sprintf("; check that %s holds all %d before going on", im.ExportFile, im.Objects)
+	}
+	return fmt.Sprintf("; the export needs a user allowed to list the objects: run as this one it fails and leaves %s without them", im.ExportFile)
+}
+
+// fileSafe keeps letters, digits, '.', '-' and '_' of a context name for
+// a file name, and turns the rest into '_'.
+func fileSafe(r rune) rune {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+		return r
+	}
+	return '_'
 }
 
 // isAPIStatus tells whether err is the API server's answer (a refused

@@ -124,6 +124,7 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 		if f, ok := caBundleFinding(nil, next); ok {
 			p.Findings = append(p.Findings, f)
 		}
+		p.nameRule(next)
 		p.Apply = p.Static
 		return p
 	}
@@ -153,13 +154,14 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 			p.Reasons = append(p.Reasons, f.Message)
 		}
 	}
+	p.nameRule(next)
 	var migrateLoses, applyLoses []string
 	for _, f := range p.Findings {
 		switch {
 		case f.Code == CodeMigrationPrunes:
 			p.DataLoss = true
 			migrateLoses = append(migrateLoses, f.Version)
-		case f.Severity == lifecycle.SeverityError && !slices.Contains(rejections, f.Code) && f.Code != schemadiff.CodeStorageVersionRemoved && f.Code != CodeCABundleInvalid:
+		case f.Severity == lifecycle.SeverityError && !slices.Contains(rejections, f.Code) && f.Code != schemadiff.CodeStorageVersionRemoved && f.Code != CodeCABundleInvalid && f.Code != CodeNameMismatch:
 			p.DataLoss = true
 			if at := strings.TrimSpace(f.Version + " " + f.Path); !slices.Contains(applyLoses, at) {
 				applyLoses = append(applyLoses, at)
@@ -202,29 +204,88 @@ func (p *Plan) Render(global []lifecycle.Flag) {
 }
 
 // SetServerDryRun records the API server's answer to a dry-run update; it
-// decides the verdict. A rejection that the update rules did not predict
-// (Static Accepted, so no error finding says why) becomes an error finding
-// (CodeApplyRejected, with the server's message, at field: the field the
-// refusal names, or "" for the CRD as a whole), so that the counts, the
-// exit code and every output agree with the verdict.
-func (p *Plan) SetServerDryRun(outcome, message, field string) {
+// decides the verdict. fields are the fields the refusal names. A
+// rejection that no predicted error finding explains — the update rules
+// predicted acceptance, or the server names a field none of their
+// findings is about — becomes an error finding (CodeApplyRejected, with
+// the server's message, at the first field not explained, "-" when it
+// names none), so that the counts, the exit code and every output agree
+// with the verdict, and a second reason is never hidden behind the first.
+func (p *Plan) SetServerDryRun(outcome, message string, fields ...string) {
 	p.ServerDryRun, p.ServerMessage = outcome, message
 	switch outcome {
 	case DryRunAccepted:
 		p.Apply = Accepted
 	case DryRunRejected:
 		p.Apply = Rejected
-		if p.Static == Rejected {
-			return
+		field := ""
+		if p.Static == Accepted {
+			field = "-"
+			if len(fields) > 0 {
+				field = fields[0]
+			}
+		}
+		for _, f := range fields {
+			if !p.explains(f) {
+				field = f
+				break
+			}
 		}
 		if field == "" {
-			field = "-"
+			return
 		}
 		p.Findings = append(p.Findings, schemadiff.Finding{Code: CodeApplyRejected, Severity: lifecycle.SeverityError, Path: field,
 			Message: "the API server refused a server-side dry run of the apply: " + message})
 		schemadiff.Sort(p.Findings)
 	}
 }
+
+// rejectedAt are the fields of the API server's refusal that each
+// predicted rejection is about (its validation's field paths, which
+// differ from the findings' for caBundle).
+var rejectedAt = map[string][]string{
+	schemadiff.CodeStoredVersionRemoved: {"status.storedVersions"},
+	schemadiff.CodeScopeChanged:         {"spec.scope"},
+	schemadiff.CodeKindChanged:          {"spec.names.kind"},
+	schemadiff.CodeGroupChanged:         {"spec.group", "metadata.name"},
+	schemadiff.CodeStorageVersionCount:  {"spec.versions"},
+	CodeCABundleInvalid:                 {"spec.conversion.webhookClientConfig.caBundle"},
+	CodeNameMismatch:                    {"metadata.name"},
+}
+
+// explains tells whether an error finding of p predicts the API server's
+// refusal at field.
+func (p *Plan) explains(field string) bool {
+	for _, f := range p.Findings {
+		if f.Severity != lifecycle.SeverityError {
+			continue
+		}
+		for _, at := range rejectedAt[f.Code] {
+			if field == at || strings.HasPrefix(field, at+".") || strings.HasPrefix(field, at+"[") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nameRule adds the CodeNameMismatch finding (a rejection) when next's
+// name is not spec.names.plural + "." + spec.group.
+func (p *Plan) nameRule(next *apiextensionsv1.CustomResourceDefinition) {
+	want := next.Spec.Names.Plural + "." + next.Spec.Group
+	if next.Name == want {
+		return
+	}
+	msg := fmt.Sprintf("the CRD is named %s, but its name must be spec.names.plural + \".\" + spec.group (%s): the API server refuses it; a CRD of another group or plural is a new CRD beside this one", next.Name, want)
+	p.Static = Rejected
+	p.Reasons = append(p.Reasons, msg)
+	p.Findings = append(p.Findings, schemadiff.Finding{Code: CodeNameMismatch, Severity: lifecycle.SeverityError, Path: "metadata.name", Message: msg})
+}
+
+// CodeNameMismatch is the finding that the release's CRD is named other
+// than spec.names.plural + "." + spec.group, which the API server refuses
+// on create and update.
+const CodeNameMismatch = "NameMismatch"
 
 // CodeApplyRejected is the finding that the API server refused the
 // release's CRD in a server-side dry run (its message follows).
@@ -252,7 +313,7 @@ func caBundleFinding(live, next *apiextensionsv1.CustomResourceDefinition) (sche
 		return schemadiff.Finding{}, false
 	}
 	f := schemadiff.Finding{Code: CodeCABundleInvalid, Severity: lifecycle.SeverityWarning, Path: "spec.conversion.webhook.clientConfig.caBundle"}
-	what := fmt.Sprintf("the release's conversion webhook caBundle (%d bytes) holds no PEM certificate, a placeholder", len(bundle))
+	what := fmt.Sprintf("the release's conversion webhook caBundle (%d bytes) holds no PEM certificate (a placeholder, or not a certificate)", len(bundle))
 	switch liveBundle := caBundle(live); {
 	case live == nil:
 		f.Message = what + ": the API server (1.31 and later) creates the CRD but does not serve it (Established=False, InvalidCABundle) until a valid bundle is set"
@@ -262,8 +323,10 @@ func caBundleFinding(live, next *apiextensionsv1.CustomResourceDefinition) (sche
 	default:
 		f.Message = what + ": the API server does not serve the CRD until a valid bundle is set"
 	}
+	// Whoever wrote a valid live bundle is its injector; whoever wrote an
+	// invalid one is no injector to leave it to.
 	owners := []string{}
-	if live != nil {
+	if liveBundle := caBundle(live); len(liveBundle) > 0 && x509.NewCertPool().AppendCertsFromPEM(liveBundle) {
 		owners = managedfields.Owners(live.ManagedFields, "spec", "conversion", "webhook", "clientConfig", "caBundle")
 	}
 	if len(owners) > 0 {

@@ -196,7 +196,7 @@ func TestCABundlePlaceholder(t *testing.T) {
 		{"placeholder on install", nil, crd(placeholder, false), lifecycle.SeverityWarning, []string{"creates the CRD but does not serve it", "have a CA injector"}},
 		{"placeholder over an injected bundle", crd(valid, true, "cainjector"), crd(placeholder, false), lifecycle.SeverityError, []string{"rejects the update", "field manager cainjector"}},
 		{"placeholder over a bundle not yet established", crd(valid, false, "cainjector"), crd(placeholder, false), lifecycle.SeverityWarning, []string{"does not serve the CRD", "field manager cainjector"}},
-		{"placeholder over a placeholder", crd(placeholder, false), crd(placeholder, false), lifecycle.SeverityWarning, []string{"does not serve the CRD"}},
+		{"placeholder over a placeholder", crd(placeholder, false, "installer"), crd(placeholder, false), lifecycle.SeverityWarning, []string{"does not serve the CRD", "have a CA injector"}},
 		{"not a PEM block at all", crd(valid, true), crd([]byte("not a certificate"), false), lifecycle.SeverityError, []string{"17 bytes", "have a CA injector"}},
 		{"empty: left to the injector", crd(valid, true, "cainjector"), crd(nil, false), "", nil},
 		{"a valid literal", crd(valid, true), crd(valid, false), "", nil},

@@ -309,15 +309,16 @@ const CodeCABundleInvalid = "CABundleInvalid"
 // field to them.
 func caBundleFinding(live, next *apiextensionsv1.CustomResourceDefinition) (schemadiff.Finding, bool) {
 	bundle := caBundle(next)
-	if len(bundle) == 0 || x509.NewCertPool().AppendCertsFromPEM(bundle) {
+	if len(bundle) == 0 || holdsCertificate(bundle) {
 		return schemadiff.Finding{}, false
 	}
 	f := schemadiff.Finding{Code: CodeCABundleInvalid, Severity: lifecycle.SeverityWarning, Path: "spec.conversion.webhook.clientConfig.caBundle"}
 	what := fmt.Sprintf("the release's conversion webhook caBundle (%d bytes) holds no PEM certificate (a placeholder, or not a certificate)", len(bundle))
-	switch liveBundle := caBundle(live); {
+	liveValid := holdsCertificate(caBundle(live))
+	switch {
 	case live == nil:
 		f.Message = what + ": the API server (1.31 and later) creates the CRD but does not serve it (Established=False, InvalidCABundle) until a valid bundle is set"
-	case len(liveBundle) > 0 && x509.NewCertPool().AppendCertsFromPEM(liveBundle) && apihelpers.IsCRDConditionTrue(live, apiextensionsv1.Established):
+	case liveValid && apihelpers.IsCRDConditionTrue(live, apiextensionsv1.Established):
 		f.Severity = lifecycle.SeverityError
 		f.Message = what + ", over the valid bundle of the installed CRD: the API server (1.31 and later) rejects the update"
 	default:
@@ -325,8 +326,8 @@ func caBundleFinding(live, next *apiextensionsv1.CustomResourceDefinition) (sche
 	}
 	// Whoever wrote a valid live bundle is its injector; whoever wrote an
 	// invalid one is no injector to leave it to.
-	owners := []string{}
-	if liveBundle := caBundle(live); len(liveBundle) > 0 && x509.NewCertPool().AppendCertsFromPEM(liveBundle) {
+	var owners []string
+	if liveValid {
 		owners = managedfields.Owners(live.ManagedFields, "spec", "conversion", "webhook", "clientConfig", "caBundle")
 	}
 	if len(owners) > 0 {
@@ -335,6 +336,12 @@ func caBundleFinding(live, next *apiextensionsv1.CustomResourceDefinition) (sche
 		f.Message += "; remove caBundle from the manifest and have a CA injector (for example cert-manager's cainjector) set it"
 	}
 	return f, true
+}
+
+// holdsCertificate tells whether bundle holds at least one PEM
+// certificate, as the API server's caBundle validation requires.
+func holdsCertificate(bundle []byte) bool {
+	return len(bundle) > 0 && x509.NewCertPool().AppendCertsFromPEM(bundle)
 }
 
 // caBundle is crd's conversion webhook caBundle; nil without one.

@@ -31,6 +31,8 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
 )
 
 // The API server's (v1.37) message when a CRD update drops a version that
@@ -927,34 +929,11 @@ func TestCase27PlaceholderCABundle(t *testing.T) {
 	if strings.Contains(r.stdout, "0 errors") {
 		t.Errorf("a rejected apply counted as no error:\n%s", r.stdout)
 	}
-	r = refuses(t, c, []string{name}, nil, "check-upgrade", "-f", release, "-o", "json")
-	var got struct {
-		CRDs []struct {
-			Apply     string `json:"apply"`
-			APIServer string `json:"apiServer"`
-			Findings  []struct {
-				Code     string `json:"code"`
-				Severity string `json:"severity"`
-			} `json:"findings"`
-		} `json:"crds"`
-		Summary struct {
-			Errors       int  `json:"errors"`
-			Incompatible bool `json:"incompatible"`
-		} `json:"summary"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
-		t.Fatalf("-o json: %v\n%s", err, r.stdout)
-	}
-	var errs []string
-	for _, f := range got.CRDs[0].Findings {
-		if f.Severity == string(lifecycle.SeverityError) {
-			errs = append(errs, f.Code)
-		}
-	}
-	slices.Sort(errs)
-	if got.CRDs[0].Apply != "Rejected" || !strings.HasPrefix(got.CRDs[0].APIServer, "v1.37") || got.Summary.Errors != len(errs) || !got.Summary.Incompatible ||
+	got := upgradeJSON(t, refuses(t, c, []string{name}, nil, "check-upgrade", "-f", release, "-o", "json"))
+	p := got.CRDs[0]
+	if errs := errorCodes(p); p.Apply != "Rejected" || !strings.HasPrefix(p.APIServer, "v1.37") || got.Summary.Errors != len(errs) || !got.Summary.Incompatible ||
 		!slices.Equal(errs, []string{"CABundleInvalid"}) {
-		t.Errorf("-o json: apply %s at %q, error findings %v, summary %+v; want Rejected at v1.37, [CABundleInvalid] counted", got.CRDs[0].Apply, got.CRDs[0].APIServer, errs, got.Summary)
+		t.Errorf("-o json: apply %s at %q, error findings %v, summary %+v; want Rejected at v1.37, [CABundleInvalid] counted", p.Apply, p.APIServer, errs, got.Summary)
 	}
 }
 
@@ -1019,24 +998,9 @@ func TestCase29CELCostBudget(t *testing.T) {
 	refuses(t, c, []string{name}, []string{"ERROR - spec.validation.openAPIV3Schema.properties[spec].properties[", "x-kubernetes-validations[0].rule",
 		"the API server refused a server-side dry run of the apply", "estimated rule cost exceeds budget", "Apply: REJECTED by the API server (API server v1.37", "1 error,"},
 		"check-upgrade", "-f", fx.path("release.yaml"))
-	r := refuses(t, c, []string{name}, nil, "check-upgrade", "-f", fx.path("release.yaml"), "-o", "json")
-	var got struct {
-		CRDs []struct {
-			Apply, Static, APIServer string
-			Findings                 []struct{ Code, Severity string }
-		}
-		Summary struct{ Errors int }
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
-		t.Fatalf("-o json: %v\n%s", err, r.stdout)
-	}
-	var codes []string
-	for _, f := range got.CRDs[0].Findings {
-		if f.Severity == string(lifecycle.SeverityError) {
-			codes = append(codes, f.Code)
-		}
-	}
-	if got.CRDs[0].Apply != "Rejected" || got.CRDs[0].Static != "Accepted" || !strings.HasPrefix(got.CRDs[0].APIServer, "v1.37") ||
+	got := upgradeJSON(t, refuses(t, c, []string{name}, nil, "check-upgrade", "-f", fx.path("release.yaml"), "-o", "json"))
+	p := got.CRDs[0]
+	if codes := errorCodes(p); p.Apply != "Rejected" || p.Static != "Accepted" || !strings.HasPrefix(p.APIServer, "v1.37") ||
 		!slices.Equal(codes, []string{"ApplyRejected"}) || got.Summary.Errors != 1 {
 		t.Errorf("-o json: %+v, error findings %v", got, codes)
 	}
@@ -1044,4 +1008,26 @@ func TestCase29CELCostBudget(t *testing.T) {
 	succeeds(t, "check-upgrade", "-f", fx.path("release-fixed.yaml"))
 	releaseApplies(t, c, fx.path("release-fixed.yaml"), name)
 	assertHealthy(t, c, name, before)
+}
+
+// upgradeJSON decodes check-upgrade -o json.
+func upgradeJSON(t *testing.T, r result) report.UpgradeCheck {
+	t.Helper()
+	var got report.UpgradeCheck
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.CRDs) == 0 {
+		t.Fatalf("-o json: %v\n%s", err, r.stdout)
+	}
+	return got
+}
+
+// errorCodes are the codes of p's error findings, sorted.
+func errorCodes(p upgrade.Plan) []string {
+	var out []string
+	for _, f := range p.Findings {
+		if f.Severity == lifecycle.SeverityError {
+			out = append(out, f.Code)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

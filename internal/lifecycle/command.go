@@ -29,8 +29,30 @@ type Flag struct {
 	Value string `json:"value,omitempty"`
 }
 
-// ToolKubectl is Command.Tool for kubectl's own commands.
-const ToolKubectl = "kubectl"
+// Tools of a Command.
+const (
+	// ToolKubectl is Command.Tool for kubectl's own commands.
+	ToolKubectl = "kubectl"
+	// ToolHelm is Command.Tool for helm's commands (helm upgrade of the
+	// release a check is for).
+	ToolHelm = "helm"
+)
+
+// Helm returns helm's command verb with args.
+func Helm(verb string, args ...string) Command {
+	return Command{Tool: ToolHelm, Verb: verb, Args: args}
+}
+
+// helmFlags are the names helm gives kubectl's connection flags. A
+// connection flag helm has no equivalent for (--cluster, --user,
+// --client-certificate, --client-key, --as-uid) is passed under its
+// kubectl name: helm refuses the line ("unknown flag") rather than reach
+// another cluster than the one checked.
+var helmFlags = map[string]string{
+	"context": "kube-context", "server": "kube-apiserver", "tls-server-name": "kube-tls-server-name",
+	"certificate-authority": "kube-ca-file", "insecure-skip-tls-verify": "kube-insecure-skip-tls-verify",
+	"as": "kube-as-user", "as-group": "kube-as-group",
+}
 
 // Crdversion returns the kubectl crdversion command verb with args.
 func Crdversion(verb string, args ...string) Command {
@@ -56,7 +78,8 @@ func (c Command) String() string { return c.Render(nil) }
 // Render renders c as a shell command line with global placed where
 // kubectl accepts them: for kubectl crdversion after the plugin name
 // (kubectl refuses flags before a plugin's name: "flags cannot be placed
-// before plugin name"), for kubectl right after "kubectl". Values that the
+// before plugin name"), for kubectl right after "kubectl", for helm at
+// the end under helm's names. Values that the
 // shell would split or expand are single-quoted.
 func (c Command) Render(global []Flag) string {
 	words := c.Argv(global)
@@ -67,8 +90,20 @@ func (c Command) Render(global []Flag) string {
 }
 
 // Argv is c as the words a shell would pass to the program, from "kubectl"
-// on, with global placed as Render places them.
+// (or "helm") on, with global placed as Render places them; for helm
+// after the command's own flags, under helm's names.
 func (c Command) Argv(global []Flag) []string {
+	if c.Tool == ToolHelm {
+		words := append([]string{"helm", c.Verb}, c.Args...)
+		words = appendFlags(words, c.Flags)
+		for _, g := range global {
+			if name, ok := helmFlags[g.Name]; ok {
+				g.Name = name
+			}
+			words = appendFlags(words, []Flag{g})
+		}
+		return words
+	}
 	words := []string{"kubectl"}
 	if c.Tool == "" {
 		words = append(words, "crdversion")

@@ -28,6 +28,12 @@ func TestCommandRender(t *testing.T) {
 			`kubectl crdversion deprecate c v1 --warning 'don'\''t'`},
 		{"several commands stop at the first failure", []Command{Crdversion("serve", "c", "v2"), Crdversion("migrate", "c")}, ctx[:1],
 			"kubectl crdversion --context west serve c v2 && kubectl crdversion --context west migrate c"},
+		// helm names the connection flags its own way; one it has no
+		// name for stays kubectl's, and helm refuses the line.
+		{"helm's command", []Command{Helm("upgrade", "backup", "./chart").With("n", "backup-system")}, append(ctx, Flag{Name: "as", Value: "ops"}),
+			"helm upgrade backup ./chart -n backup-system --kube-context west --kubeconfig '/home/me/.kube/two clusters' --kube-as-user ops"},
+		{"helm refuses what it cannot name", []Command{Helm("upgrade", "r", "c")}, []Flag{{Name: "cluster", Value: "east"}},
+			"helm upgrade r c --cluster east"},
 		{"none", nil, ctx, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,7 +24,21 @@ type CRDDoc struct {
 	// multi-document file.
 	Source string
 	CRD    *apiextensionsv1.CustomResourceDefinition
+	// HelmOrigin is where a Helm chart holds the CRD (HelmCRDsDir,
+	// HelmTemplates); empty for a plain manifest.
+	HelmOrigin string
 }
+
+// Origins of a Helm chart's CRD (CRDDoc.HelmOrigin).
+const (
+	// HelmCRDsDir is the chart's crds/ directory: Helm creates such a CRD
+	// on install when it does not exist, and never updates or deletes it.
+	HelmCRDsDir = "crds"
+	// HelmTemplates is a rendered template: every helm upgrade applies
+	// it; a later release that stops rendering it, and helm uninstall,
+	// delete it with every object unless it keeps the resource policy.
+	HelmTemplates = "templates"
+)
 
 // ReadCRDs reads the CustomResourceDefinitions of a YAML or JSON manifest
 // (multi-document; "List" objects expanded), or of every *.yaml, *.yml and

@@ -52,6 +52,13 @@ func (c *Client) DryRunCreateCRD(ctx context.Context, crd *apiextensionsv1.Custo
 // keys of the objects it could not read, on API servers that aggregate
 // them).
 func (c *Client) EachObject(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64, each func(namespace, name string) error) error {
+	return c.EachObjectMeta(ctx, crd, version, pageSize, func(m metav1.Object) error { return each(m.GetNamespace(), m.GetName()) })
+}
+
+// EachObjectMeta lists crd's objects as EachObject does and calls each
+// with every object's metadata (finalizers, labels, annotations, owner
+// references).
+func (c *Client) EachObjectMeta(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64, each func(metav1.Object) error) error {
 	res := c.Metadata.Resource(GVR(crd, version))
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return res.List(ctx, opts)
@@ -65,7 +72,7 @@ func (c *Client) EachObject(ctx context.Context, crd *apiextensionsv1.CustomReso
 				return fmt.Errorf("listing %s at %s: the API server answered an item of type %T", crd.Name, version, o)
 			}
 			delivered = true
-			return each(m.GetNamespace(), m.GetName())
+			return each(m)
 		})
 	}
 	// Right after an edit of the CRD the API server may still serve its

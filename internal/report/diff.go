@@ -81,12 +81,28 @@ func (d *Diff) DeepCopyObject() runtime.Object {
 // over the live cluster does, and the commands that make it safe.
 type UpgradeCheck struct {
 	metav1.TypeMeta `json:",inline"`
-	// Source is the manifest file or directory.
-	Source string         `json:"source"`
-	CRDs   []upgrade.Plan `json:"crds"`
+	// Source is the manifest file or directory, or the chart.
+	Source string `json:"source"`
+	// Helm is the Helm release checked (--chart, --release); nil for
+	// plain manifests.
+	Helm *HelmSource    `json:"helm,omitempty"`
+	CRDs []upgrade.Plan `json:"crds"`
 	// Summary counts the findings of all CRDs; Incompatible is also true
 	// when a CRD would be rejected.
 	Summary Summary `json:"summary"`
+}
+
+// HelmSource is the Helm release a check-upgrade is for.
+type HelmSource struct {
+	// Chart is the chart directory or archive; empty for rendered
+	// manifests (-f with --release).
+	Chart     string `json:"chart,omitempty"`
+	Release   string `json:"release,omitempty"`
+	Namespace string `json:"namespace"`
+	// DeletionsChecked is true when the release is named: the installed
+	// CRDs it owns and no longer renders were looked for. False, which
+	// CRDs helm upgrade deletes is not known.
+	DeletionsChecked bool `json:"deletionsChecked"`
 }
 
 // Add appends the plan of one CRD and counts its findings; a CRD that
@@ -104,6 +120,10 @@ func (u *UpgradeCheck) Add(p upgrade.Plan) {
 // DeepCopyObject implements runtime.Object.
 func (u *UpgradeCheck) DeepCopyObject() runtime.Object {
 	out := *u
+	if u.Helm != nil {
+		h := *u.Helm
+		out.Helm = &h
+	}
 	out.CRDs = make([]upgrade.Plan, len(u.CRDs))
 	for i, p := range u.CRDs {
 		p.StoredVersions = slices.Clone(p.StoredVersions)
@@ -111,6 +131,10 @@ func (u *UpgradeCheck) DeepCopyObject() runtime.Object {
 		p.Reasons = slices.Clone(p.Reasons)
 		p.Findings = slices.Clone(p.Findings)
 		p.Fix = slices.Clone(p.Fix)
+		if p.Deletion != nil {
+			d := *p.Deletion
+			p.Deletion = &d
+		}
 		if p.Immutable != nil {
 			im := *p.Immutable
 			im.Fields, im.Collisions = slices.Clone(im.Fields), slices.Clone(im.Collisions)

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 )
 
 // Cluster is what checking a release against a cluster reads and asks
@@ -29,10 +32,13 @@ type Cluster interface {
 	// ServerVersion is the API server's version ("v1.37.2"), whose rules
 	// the dry runs answer for.
 	ServerVersion(ctx context.Context) (string, error)
-	// EachObject lists crd's objects through version, metadata only,
-	// pageSize per request, and calls each with every object's namespace
-	// and name. A refused list is the API server's error, unchanged.
-	EachObject(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64, each func(namespace, name string) error) error
+	// EachObjectMeta lists crd's objects through version, metadata only,
+	// pageSize per request, and calls each with every object's metadata.
+	// A refused list is the API server's error, unchanged.
+	EachObjectMeta(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, pageSize int64, each func(metav1.Object) error) error
+	// ListCRDs lists every installed CRD (read when a Helm release is
+	// checked: the CRDs it owns).
+	ListCRDs(ctx context.Context) ([]apiextensionsv1.CustomResourceDefinition, error)
 }
 
 // Checker checks the CRDs of a release against one cluster. Build one per
@@ -49,9 +55,19 @@ type Checker struct {
 	Apply lifecycle.Command
 	// Conn are the connection flags the rendered fix steps repeat.
 	Conn []lifecycle.Flag
-	// PageSize is the number of objects per list request when a release
-	// changes what cannot change (Immutable); 0 means 500.
+	// PageSize is the number of objects per list request when objects
+	// are counted (Immutable, Deletion); 0 means 500.
 	PageSize int64
+	// ApplyOf, when set, is the command that applies one CRD of the
+	// release (a chart's crds/ file is applied apart from the release);
+	// Apply otherwise.
+	ApplyOf func(manifest.CRDDoc) lifecycle.Command
+	// Helm, when set, is the Helm release the CRDs are checked for: the
+	// Helm findings of each CRD (see HelmRelease), and, when its Name is
+	// known, a Deleted plan for each installed CRD of the release that
+	// the release's templates no longer hold. Documents without a
+	// HelmOrigin are the release's rendered templates.
+	Helm *HelmRelease
 }
 
 // Check returns the plan of each CRD of docs, in order: Check's prediction
@@ -69,6 +85,20 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 	if err != nil && !isAPIStatus(err) {
 		return nil, err
 	}
+	pageSize := c.PageSize
+	if pageSize <= 0 {
+		pageSize = 500
+	}
+	owned, err := c.ownedCRDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rendered := map[string]bool{}
+	for _, d := range docs {
+		if d.HelmOrigin != manifest.HelmCRDsDir {
+			rendered[d.CRD.Name] = true
+		}
+	}
 	for _, d := range docs {
 		live, err := c.Cluster.GetCRD(ctx, d.CRD.Name)
 		switch {
@@ -77,15 +107,15 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 		case err != nil:
 			return nil, err
 		}
-		p := Check(live, d.CRD, d.Source, c.Apply)
+		apply := c.Apply
+		if c.ApplyOf != nil {
+			apply = c.ApplyOf(d)
+		}
+		p := Check(live, d.CRD, d.Source, apply)
 		p.APIServer = server
 		p.Render(c.Conn)
 		if live != nil {
 			if im := immutableOf(p, live, d.CRD, c.Conn); im != nil {
-				pageSize := c.PageSize
-				if pageSize <= 0 {
-					pageSize = 500
-				}
 				if err := im.count(ctx, c.Cluster, live, pageSize); err != nil {
 					return nil, err
 				}
@@ -99,7 +129,51 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 			}
 			p.SetServerDryRun(outcome, msg, fields...)
 		}
+		if c.Helm != nil {
+			p.Findings = append(p.Findings, helmFindings(live, d)...)
+			schemadiff.Sort(p.Findings)
+			if live != nil && owned[live.Name] != nil && !rendered[live.Name] {
+				del, err := deletion(ctx, c.Cluster, *c.Helm, live, true, pageSize)
+				if err != nil {
+					return nil, err
+				}
+				p.setDeleted(*c.Helm, live, del)
+				p.Render(c.Conn)
+			}
+			delete(owned, d.CRD.Name)
+		}
 		out = append(out, p)
+	}
+	// The release's installed CRDs that no document names at all.
+	for _, name := range slices.Sorted(maps.Keys(owned)) {
+		live := owned[name]
+		del, err := deletion(ctx, c.Cluster, *c.Helm, live, false, pageSize)
+		if err != nil {
+			return nil, err
+		}
+		p := deletedPlan(*c.Helm, live, del)
+		p.APIServer = server
+		p.Render(c.Conn)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ownedCRDs are the installed CRDs whose Helm ownership annotations name
+// c.Helm, by name; none without a named release.
+func (c *Checker) ownedCRDs(ctx context.Context) (map[string]*apiextensionsv1.CustomResourceDefinition, error) {
+	out := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	if c.Helm == nil || c.Helm.Name == "" {
+		return out, nil
+	}
+	crds, err := c.Cluster.ListCRDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the CRDs of Helm release %s: %w", c.Helm, err)
+	}
+	for i := range crds {
+		if c.Helm.OwnedBy(&crds[i]) {
+			out[crds[i].Name] = &crds[i]
+		}
 	}
 	return out, nil
 }

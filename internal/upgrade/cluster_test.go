@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -51,22 +53,37 @@ func (f *fakeCluster) DryRunUpdateCRD(_ context.Context, live *apiextensionsv1.C
 
 func (f *fakeCluster) ServerVersion(context.Context) (string, error) { return "v1.37.2", nil }
 
-// EachObject lists objects ("namespace/name", "name" when cluster-scoped),
-// or fails with listErr.
-func (f *fakeCluster) EachObject(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, _ int64, each func(namespace, name string) error) error {
+// EachObjectMeta lists objects ("namespace/name", "name" when
+// cluster-scoped; a trailing "+" gives the object a finalizer), or fails
+// with listErr.
+func (f *fakeCluster) EachObjectMeta(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, _ int64, each func(metav1.Object) error) error {
 	if f.listErr != nil {
 		return f.listErr
 	}
 	for _, o := range f.objects {
+		m := &metav1.ObjectMeta{}
+		if s, finalized := strings.CutSuffix(o, "+"); finalized {
+			o, m.Finalizers = s, []string{"example.com/cleanup"}
+		}
 		ns, name, found := strings.Cut(o, "/")
 		if !found {
 			ns, name = "", o
 		}
-		if err := each(ns, name); err != nil {
+		m.Namespace, m.Name = ns, name
+		if err := each(m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ListCRDs lists the installed CRDs in name order.
+func (f *fakeCluster) ListCRDs(context.Context) ([]apiextensionsv1.CustomResourceDefinition, error) {
+	var out []apiextensionsv1.CustomResourceDefinition
+	for _, name := range slices.Sorted(maps.Keys(f.installed)) {
+		out = append(out, *f.installed[name].DeepCopy())
+	}
+	return out, nil
 }
 
 func (f *fakeCluster) DryRunCreateCRD(_ context.Context, crd *apiextensionsv1.CustomResourceDefinition, _ string) error {

@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
@@ -96,7 +97,8 @@ func (im *Immutable) count(ctx context.Context, c Cluster, live *apiextensionsv1
 		return nil
 	}
 	namespaces := map[string]map[string]bool{}
-	err := c.EachObject(ctx, live, im.Version, pageSize, func(namespace, name string) error {
+	err := c.EachObjectMeta(ctx, live, im.Version, pageSize, func(o metav1.Object) error {
+		namespace, name := o.GetNamespace(), o.GetName()
 		im.Objects++
 		if namespaces[name] == nil {
 			namespaces[name] = map[string]bool{}

@@ -88,7 +88,12 @@ type Plan struct {
 	// scope, kind or group (Checker only: it counts the objects at
 	// stake); Fix is then empty.
 	Immutable *Immutable `json:"immutable,omitempty"`
-	Then      string     `json:"then,omitempty"`
+	// Deletion is set when the Helm release no longer renders this
+	// installed CRD (Checker with a HelmRelease only): helm upgrade
+	// deletes it with every object unless it keeps the resource policy.
+	// Apply is then Deleted, and Fix the keep annotation.
+	Deletion *Deletion `json:"deletion,omitempty"`
+	Then     string    `json:"then,omitempty"`
 	// then renders Then with the connection flags its apply command
 	// repeats (see Render); nil when StopsBefore is empty.
 	then func(global []lifecycle.Flag) string

@@ -40,6 +40,8 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 		}
 		fmt.Fprintf(out, "\n%s (%s):\n", p.Name, p.Source)
 		switch p.Apply {
+		case upgrade.Deleted:
+			fmt.Fprintf(out, "  Apply: DELETED by helm upgrade of release %s, with every object of it\n", p.Deletion.Release)
 		case upgrade.Rejected:
 			fmt.Fprintf(out, "  Apply: REJECTED by the API server%s\n", serverOf(p))
 		default:
@@ -81,6 +83,14 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 				fmt.Fprintln(out, "  To upgrade safely:")
 			}
 			fmt.Fprintf(out, "    then (no command: it loses data): %s\n", p.Then)
+		}
+	}
+	if h := r.Helm; h != nil {
+		switch {
+		case h.DeletionsChecked:
+			fmt.Fprintf(out, "\nHelm release %s/%s: its installed CRDs that the release no longer renders were looked for.\n", h.Namespace, h.Release)
+		default:
+			fmt.Fprintln(out, "\nHelm: which installed CRDs the release deletes was NOT checked: give --release NAME (and -n NAMESPACE) to check them.")
 		}
 	}
 	fmt.Fprintf(out, "\n%s; %s\n", Plural(len(r.CRDs), "CRD"), SummaryText(r.Summary))

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/helmchart"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -40,9 +43,20 @@ var checkUpgradeLong = templates.LongDesc(`
 	needed, made the storage version, every object rewritten at it and
 	status.storedVersions trimmed (migrate), then the apply.
 
+	A Helm chart (--chart DIR|TGZ, rendered with Helm's SDK as helm template
+	renders it, with --values files) is checked the way helm upgrade applies
+	it: the CRDs of its crds/ directory are created on install only and
+	never upgraded (a changed one is a finding: apply it yourself first), a
+	templated CRD without helm.sh/resource-policy: keep is a finding, and,
+	with --release NAME (the release's namespace from -n), every installed
+	CRD that the release owns and no longer renders is one that helm upgrade
+	deletes with all its objects: an error, its objects counted, and the
+	keep annotation as the fix. --release works with -f too, for a rendered
+	stream (helm template, kustomize build).
+
 	Exit codes, as kubectl diff: 0 every CRD can be applied without
-	error-level findings, 1 a CRD would be rejected or has error-level
-	findings, 2 the check failed.`)
+	error-level findings, 1 a CRD would be rejected, deleted or has
+	error-level findings, 2 the check failed.`)
 
 var checkUpgradeExample = templates.Examples(`
 	# Check cert-manager's next release before applying it
@@ -55,7 +69,14 @@ var checkUpgradeExample = templates.Examples(`
 	kubectl crdversion check-upgrade -f crds/ -f extra-crd.yaml
 
 	# Every cluster of the kubeconfig: where would the release be rejected?
-	kubectl crdversion check-upgrade -f cert-manager.crds.yaml --all-contexts`)
+	kubectl crdversion check-upgrade -f cert-manager.crds.yaml --all-contexts
+
+	# A chart's next version, as helm upgrade of release backup applies it
+	kubectl crdversion check-upgrade --chart ./backup-0.6.0.tgz --values prod.yaml --release backup -n backup-system
+
+	# A rendered release (helm template, kustomize build): which installed
+	# CRDs of release backup does it drop?
+	kubectl crdversion check-upgrade -f release.yaml --release backup -n backup-system`)
 
 // CheckUpgradeFlags are check-upgrade's flags, bound to the command.
 type CheckUpgradeFlags struct {
@@ -63,6 +84,11 @@ type CheckUpgradeFlags struct {
 	Filenames    []string
 	Recursive    bool
 	ServerDryRun bool
+	// Chart is a Helm chart directory or archive, ValueFiles its values
+	// files, Release the Helm release name.
+	Chart      string
+	ValueFiles []string
+	Release    string
 	// Fleet checks the release against several contexts at once.
 	Fleet *FleetFlags
 	genericiooptions.IOStreams
@@ -81,6 +107,9 @@ func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVarP(&fl.Filenames, "filename", "f", nil, "Manifest files or directories with the release's CRDs (other kinds are ignored); repeat -f, as for kubectl apply, to check several.")
 	cmd.Flags().BoolVarP(&fl.Recursive, "recursive", "R", false, "Read the directories of -f recursively.")
 	cmd.Flags().BoolVar(&fl.ServerDryRun, "server-dry-run", fl.ServerDryRun, "Confirm each prediction with a server-side dry-run update of the CRD.")
+	cmd.Flags().StringVar(&fl.Chart, "chart", "", "A Helm chart directory or .tgz archive to check as helm upgrade applies it (instead of -f).")
+	cmd.Flags().StringSliceVar(&fl.ValueFiles, "values", nil, "Values files for --chart, later ones overriding earlier ones (helm -f); repeatable.")
+	cmd.Flags().StringVar(&fl.Release, "release", "", "The Helm release the CRDs are for (its namespace from -n): also check which installed CRDs of it the release deletes.")
 	fl.Fleet.addFlags(cmd)
 }
 
@@ -92,6 +121,13 @@ type CheckUpgradeOptions struct {
 	Filenames    []string
 	Recursive    bool
 	ServerDryRun bool
+	// Chart is the Helm chart (directory or archive) checked instead of
+	// Filenames; ValueFiles its values files.
+	Chart      string
+	ValueFiles []string
+	// Helm is the Helm release, set with --chart or --release: its Name
+	// is empty when --release was not given.
+	Helm *upgrade.HelmRelease
 	// Contexts are the kubeconfig contexts of a fleet run; empty for one
 	// cluster.
 	Contexts []string
@@ -108,7 +144,7 @@ type CheckUpgradeOptions struct {
 func NewCmdCheckUpgrade(f cmdutil.Factory, streams genericiooptions.IOStreams, conn *genericclioptions.ConfigFlags) *cobra.Command {
 	fl := NewCheckUpgradeFlags(conn, streams)
 	cmd := &cobra.Command{
-		Use:                   "check-upgrade -f FILENAME [flags]",
+		Use:                   "check-upgrade (-f FILENAME | --chart CHART) [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Predict what applying a release's CRDs does, and how to make it safe",
 		Long:                  checkUpgradeLong,
@@ -117,6 +153,7 @@ func NewCmdCheckUpgrade(f cmdutil.Factory, streams genericiooptions.IOStreams, c
 			return fl.ToOptions(f, cmd, args)
 		}),
 	}
+	cmd.Annotations = map[string]string{namespaceAnnotation: "the Helm release's namespace, with --chart or --release"}
 	fl.AddFlags(cmd)
 	return checkCommand(cmd)
 }
@@ -130,11 +167,27 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		return nil, usageErrorf(cmd, "unexpected arguments %v; the release's CRDs are given with -f", args)
 	}
 	files := nonEmpty(fl.Filenames)
-	if len(files) == 0 {
-		return nil, usageErrorf(cmd, "-f FILENAME is required")
+	switch {
+	case len(files) == 0 && fl.Chart == "":
+		return nil, usageErrorf(cmd, "-f FILENAME or --chart CHART is required")
+	case len(files) > 0 && fl.Chart != "":
+		return nil, usageErrorf(cmd, "-f and --chart cannot be combined: check a chart or manifests")
+	case len(fl.ValueFiles) > 0 && fl.Chart == "":
+		return nil, usageErrorf(cmd, "--values needs --chart")
+	case fl.Recursive && fl.Chart != "":
+		return nil, usageErrorf(cmd, "-R applies to -f directories, not to --chart")
+	case cmd.Flags().Changed("namespace") && fl.Chart == "" && fl.Release == "":
+		return nil, usageErrorf(cmd, "-n/--namespace is the Helm release's namespace and needs --chart or --release: a CRD is cluster-scoped")
 	}
-	o := &CheckUpgradeOptions{Filenames: files, Recursive: fl.Recursive, ServerDryRun: fl.ServerDryRun,
+	o := &CheckUpgradeOptions{Filenames: files, Recursive: fl.Recursive, ServerDryRun: fl.ServerDryRun, Chart: fl.Chart, ValueFiles: nonEmpty(fl.ValueFiles),
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
+	if fl.Chart != "" || fl.Release != "" {
+		ns, _, err := f.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil, err
+		}
+		o.Helm = &upgrade.HelmRelease{Name: fl.Release, Namespace: ns}
+	}
 	var err error
 	if fl.Fleet.enabled() {
 		if o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(view.FleetUpgrade)); err != nil {
@@ -156,7 +209,7 @@ func (o *CheckUpgradeOptions) Validate() error { return nil }
 // *FindingsError when a CRD would be rejected or has error-level findings
 // (or, in a fleet run, the answer is not yes).
 func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
-	docs, err := upgrade.ReadRelease(o.Filenames, o.Recursive)
+	docs, err := o.read()
 	if err != nil {
 		return err
 	}
@@ -170,8 +223,66 @@ func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
 	return printFindings(o.Out, o.print, r, r.Summary)
 }
 
-// source names the release in the report: the files as given.
-func (o *CheckUpgradeOptions) source() string { return strings.Join(o.Filenames, ", ") }
+// source names the release in the report: the files or the chart as
+// given.
+func (o *CheckUpgradeOptions) source() string {
+	if o.Chart != "" {
+		return o.Chart
+	}
+	return strings.Join(o.Filenames, ", ")
+}
+
+// helmTemplateName is the release name helm template renders a chart for
+// when none is given.
+const helmTemplateName = "release-name"
+
+// read reads the release's CRDs: the chart's, rendered for the release
+// (helm template's name when none is given), or the files'. Files may
+// hold no CRD when a Helm release is named: the check is then of the
+// CRDs the release drops.
+func (o *CheckUpgradeOptions) read() ([]manifest.CRDDoc, error) {
+	if o.Chart != "" {
+		release := o.Helm.Name
+		if release == "" {
+			release = helmTemplateName
+		}
+		c, err := helmchart.Load(o.Chart, helmchart.Options{ValueFiles: o.ValueFiles, Release: release, Namespace: o.Helm.Namespace})
+		if err != nil {
+			return nil, err
+		}
+		if len(c.CRDs) == 0 && o.Helm.Name == "" {
+			return nil, fmt.Errorf("chart %s holds no CustomResourceDefinition (give --release NAME to check which installed CRDs of the release it drops)", o.Chart)
+		}
+		return c.CRDs, nil
+	}
+	if o.Helm != nil && o.Helm.Name != "" {
+		return manifest.ReadCRDsOf(o.Filenames, o.Recursive)
+	}
+	return upgrade.ReadRelease(o.Filenames, o.Recursive)
+}
+
+// applyOf is the command that applies one CRD of a chart: a crds/ file
+// with kubectl apply (helm upgrade never applies it; in an archive the
+// file is a placeholder to extract first), a template with helm upgrade
+// of the release.
+func (o *CheckUpgradeOptions) applyOf(d manifest.CRDDoc) lifecycle.Command {
+	file, _, _ := strings.Cut(d.Source, "#")
+	if d.HelmOrigin == manifest.HelmCRDsDir {
+		if fi, err := os.Stat(o.Chart); err == nil && !fi.IsDir() {
+			file = "<" + strings.TrimPrefix(file, o.Chart+":") + ">"
+		}
+		return lifecycle.Kubectl("apply").With("server-side", "").With("f", file)
+	}
+	release := o.Helm.Name
+	if release == "" {
+		release = helmTemplateName
+	}
+	c := lifecycle.Helm("upgrade", release, o.Chart).With("n", o.Helm.Namespace)
+	for _, v := range o.ValueFiles {
+		c = c.With("f", v)
+	}
+	return c
+}
 
 // check is the check of every CRD of docs against the cluster getter
 // connects to; conn are the connection flags of the printed commands.
@@ -181,14 +292,26 @@ func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioption
 		return nil, err
 	}
 	checker := &upgrade.Checker{Cluster: c, ServerDryRun: o.ServerDryRun, FieldManager: FieldManager, PageSize: cluster.ChunkSize,
-		Apply: upgrade.ApplyCommand(o.Filenames, o.Recursive), Conn: conn}
+		Apply: upgrade.ApplyCommand(o.Filenames, o.Recursive), Conn: conn, Helm: o.Helm}
+	if o.Chart != "" {
+		checker.ApplyOf = o.applyOf
+	}
 	plans, err := checker.Check(ctx, docs)
 	if err != nil {
 		return nil, err
 	}
-	r := &report.UpgradeCheck{Source: o.source()}
+	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource()}
 	for _, p := range plans {
 		r.Add(p)
 	}
 	return r, nil
+}
+
+// helmSource is the report's account of the Helm release checked; nil
+// without --chart or --release.
+func (o *CheckUpgradeOptions) helmSource() *report.HelmSource {
+	if o.Helm == nil {
+		return nil
+	}
+	return &report.HelmSource{Chart: o.Chart, Release: o.Helm.Name, Namespace: o.Helm.Namespace, DeletionsChecked: o.Helm.Name != ""}
 }

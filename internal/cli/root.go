@@ -99,11 +99,20 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 func runHelp(cmd *cobra.Command, _ []string) { _ = cmd.Help() }
 
+// namespaceAnnotation marks a command that gives -n/--namespace a meaning
+// of its own (the value says which).
+const namespaceAnnotation = "crdversion.kubectl.io/namespace"
+
 // noNamespace refuses -n/--namespace given on the command line: a CRD is
 // cluster-scoped, and every command covers its objects in all namespaces,
 // so the flag (one of kubectl's connection flags) would be silently
 // ignored. The kubeconfig's namespace is no flag and is not refused.
+// A command annotated with namespaceAnnotation uses -n for something else
+// (check-upgrade: a Helm release's namespace) and checks it itself.
 func noNamespace(cmd *cobra.Command) error {
+	if _, own := cmd.Annotations[namespaceAnnotation]; own {
+		return nil
+	}
 	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
 		return usageErrorf(cmd, "-n/--namespace does not apply: a CRD is cluster-scoped, and %s covers its objects in every namespace", cmd.CommandPath())
 	}

@@ -262,8 +262,9 @@ func (d *doc) reparse() error {
 	return nil
 }
 
-// mapKey returns the key and value nodes of key in mapping m.
-func mapKey(m *yamlv3.Node, key string) (*yamlv3.Node, *yamlv3.Node) {
+// MapEntry returns the key and value nodes of key in the YAML mapping m;
+// nil, nil when m is no mapping or has no such key.
+func MapEntry(m *yamlv3.Node, key string) (*yamlv3.Node, *yamlv3.Node) {
 	if m == nil || m.Kind != yamlv3.MappingNode {
 		return nil, nil
 	}
@@ -276,7 +277,7 @@ func mapKey(m *yamlv3.Node, key string) (*yamlv3.Node, *yamlv3.Node) {
 }
 
 func mapValue(m *yamlv3.Node, key string) *yamlv3.Node {
-	_, v := mapKey(m, key)
+	_, v := MapEntry(m, key)
 	return v
 }
 
@@ -335,7 +336,7 @@ func render(v any, n int, first string) ([]string, error) {
 }
 
 func (d *doc) editVersions(spec *yamlv3.Node, original, edited *apiextensionsv1.CustomResourceDefinition) error {
-	_, seq := mapKey(spec, "versions")
+	_, seq := MapEntry(spec, "versions")
 	if seq == nil || seq.Kind != yamlv3.SequenceNode || len(seq.Content) != len(original.Spec.Versions) {
 		return errNeedsNormalize
 	}
@@ -417,7 +418,7 @@ func (d *doc) editVersion(item *yamlv3.Node, before, after *apiextensionsv1.Cust
 		if (f.old == nil) == (f.new == nil) && (f.old == nil || *f.old == *f.new) {
 			continue
 		}
-		k, v := mapKey(item, f.key)
+		k, v := MapEntry(item, f.key)
 		switch {
 		case k != nil && f.new == nil:
 			from, to := k.Line, d.lastLine(k.Line, k.Column)
@@ -435,7 +436,7 @@ func (d *doc) editVersion(item *yamlv3.Node, before, after *apiextensionsv1.Cust
 			ops = append(ops, op{line, func() { d.replace(line, to, []string{text}) }})
 		case f.new != nil && (f.key != "deprecated" || *f.new == "true"):
 			// Insert after the name key, at the item's indentation.
-			nk, _ := mapKey(item, "name")
+			nk, _ := MapEntry(item, "name")
 			if nk == nil {
 				return errNeedsNormalize
 			}
@@ -457,14 +458,14 @@ func (d *doc) editConversion(spec *yamlv3.Node, original, edited *apiextensionsv
 	if bytes.Equal(a, b) {
 		return nil
 	}
-	k, _ := mapKey(spec, "conversion")
+	k, _ := MapEntry(spec, "conversion")
 	if edited.Spec.Conversion == nil {
 		if k != nil {
 			d.replace(k.Line, d.lastLine(k.Line, k.Column), nil)
 		}
 		return nil
 	}
-	anchor, _ := mapKey(spec, "versions")
+	anchor, _ := MapEntry(spec, "versions")
 	if anchor == nil {
 		return errNeedsNormalize
 	}

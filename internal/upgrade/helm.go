@@ -228,10 +228,14 @@ func deletion(ctx context.Context, c Cluster, release HelmRelease, live *apiexte
 	return d, nil
 }
 
+// InstalledSource begins the Source of a plan whose CRD no document of
+// the release holds: an installed CRD of the release that it deletes.
+const InstalledSource = "installed, owned by Helm release "
+
 // deletedPlan is the plan of an installed CRD of the release that the
 // release's manifests do not hold at all.
 func deletedPlan(release HelmRelease, live *apiextensionsv1.CustomResourceDefinition, d *Deletion) Plan {
-	p := Plan{Name: live.Name, Source: "installed, owned by Helm release " + release.String(), Installed: true,
+	p := Plan{Name: live.Name, Source: InstalledSource + release.String(), Installed: true,
 		LiveStorageVersion: lifecycle.StorageVersion(live), LiveDefaultVersion: lifecycle.DefaultVersion(live),
 		StoredVersions: append([]string{}, live.Status.StoredVersions...),
 		Apply:          Accepted, Static: Accepted, ServerDryRun: DryRunSkipped, ServerMessage: "the release does not apply this CRD",

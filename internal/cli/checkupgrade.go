@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,12 +16,14 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cireport"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/helmchart"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
+	"github.com/crdversion/kubectl-crdversion/internal/version"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
@@ -104,6 +108,7 @@ func NewCheckUpgradeFlags(conn *genericclioptions.ConfigFlags, streams genericio
 // AddFlags binds the flags to cmd.
 func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
 	fl.PrintFlags.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "Output format: sarif (SARIF 2.1.0, for code scanning), junit (JUnit XML), or one of the printers' (" + strings.Join(fl.PrintFlags.AllowedFormats(), "|") + ")."
 	cmd.Flags().StringSliceVarP(&fl.Filenames, "filename", "f", nil, "Manifest files or directories with the release's CRDs (other kinds are ignored); repeat -f, as for kubectl apply, to check several.")
 	cmd.Flags().BoolVarP(&fl.Recursive, "recursive", "R", false, "Read the directories of -f recursively.")
 	cmd.Flags().BoolVar(&fl.ServerDryRun, "server-dry-run", fl.ServerDryRun, "Confirm each prediction with a server-side dry-run update of the CRD.")
@@ -137,6 +142,8 @@ type CheckUpgradeOptions struct {
 	// conn are the connection flags typed, repeated in printed commands.
 	conn  []lifecycle.Flag
 	print printers.ResourcePrinterFunc
+	// annotate writes GitHub Actions annotations to stderr as well.
+	annotate bool
 	genericiooptions.IOStreams
 }
 
@@ -188,7 +195,16 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		}
 		o.Helm = &upgrade.HelmRelease{Name: fl.Release, Namespace: ns}
 	}
+	// On GitHub Actions the findings also annotate the release's files.
+	o.annotate = os.Getenv("GITHUB_ACTIONS") == "true"
 	var err error
+	if ci := *fl.PrintFlags.OutputFormat; ci == "sarif" || ci == "junit" {
+		if fl.Fleet.enabled() {
+			return nil, usageErrorf(cmd, "-o %s is for one cluster, not for --contexts or --all-contexts", ci)
+		}
+		o.print = o.ciPrinter(ci)
+		return o, nil
+	}
 	if fl.Fleet.enabled() {
 		if o.print, err = printerFunc(fl.PrintFlags, "check-upgrade", humanPrinter(view.FleetUpgrade)); err != nil {
 			return nil, err
@@ -219,6 +235,11 @@ func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
 	r, err := o.check(ctx, o.getter, o.conn, docs)
 	if err != nil {
 		return err
+	}
+	if o.annotate {
+		if err := cireport.Annotations(o.ErrOut, r, o.locator()); err != nil {
+			return err
+		}
 	}
 	return printFindings(o.Out, o.print, r, r.Summary)
 }
@@ -314,4 +335,31 @@ func (o *CheckUpgradeOptions) helmSource() *report.HelmSource {
 		return nil
 	}
 	return &report.HelmSource{Chart: o.Chart, Release: o.Helm.Name, Namespace: o.Helm.Namespace, DeletionsChecked: o.Helm.Name != ""}
+}
+
+// locator finds the release's files and lines for the CI outputs; a
+// finding of a CRD that no document holds points at the chart's
+// Chart.yaml, or the first file given.
+func (o *CheckUpgradeOptions) locator() *cireport.Locator {
+	l := &cireport.Locator{Chart: o.Chart}
+	switch {
+	case o.Chart != "":
+		l.Fallback = o.Chart
+		if fi, err := os.Stat(o.Chart); err == nil && fi.IsDir() {
+			l.Fallback = filepath.Join(o.Chart, "Chart.yaml")
+		}
+	case len(o.Filenames) > 0:
+		l.Fallback = o.Filenames[0]
+	}
+	return l
+}
+
+// ciPrinter prints the report as SARIF or JUnit.
+func (o *CheckUpgradeOptions) ciPrinter(format string) printers.ResourcePrinterFunc {
+	return humanPrinter(func(w io.Writer, r *report.UpgradeCheck) error {
+		if format == "sarif" {
+			return cireport.SARIF(w, r, o.locator(), version.Get().Version)
+		}
+		return cireport.JUnit(w, r, o.locator())
+	})
 }

@@ -92,6 +92,8 @@ func TestCheckUpgradeOptionsValidate(t *testing.T) {
 		{flagsCase{args: []string{"-f", "a.yaml", "--chart", "c/"}, err: "-f and --chart cannot be combined"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "--values", "v.yaml"}, err: "--values needs --chart"}, nil},
 		{flagsCase{args: []string{"--chart", "c/", "-R"}, err: "-R applies to -f directories, not to --chart"}, nil},
+		{flagsCase{args: []string{"-f", "a.yaml", "-o", "sarif", "--all-contexts"}, err: "-o sarif is for one cluster, not for --contexts or --all-contexts"}, nil},
+		{flagsCase{args: []string{"-f", "a.yaml", "-o", "junit"}}, []string{"a.yaml"}},
 		{flagsCase{args: []string{"-f", "a.yaml", "crontabs"}, err: "unexpected arguments [crontabs]; the release's CRDs are given with -f"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "-o", "name"}, err: "-o name is not supported by check-upgrade"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "-o", "markdown"}, err: `output format "markdown"`}, nil},

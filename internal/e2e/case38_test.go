@@ -160,6 +160,7 @@ func TestCase38HelmReleaseDeletesCRD(t *testing.T) {
 		_, _ = deleteCRDAndWait(context.Background(), c, crd.Name, 2*time.Minute)
 	})
 	got := upgradeJSON(t, refuses(t, c, []string{crd.Name}, nil, "check-upgrade", "--chart", chart06, "--release", "backup", "-n", ns, "-o", "json"))
+	ciOutputsAgree(t, got, "check-upgrade", "--chart", chart06, "--release", "backup", "-n", ns)
 	p := got.CRDs[0]
 	if d := p.Deletion; len(got.CRDs) != 1 || p.Apply != upgrade.Deleted || d == nil || !d.Counted || d.Objects != 2 || d.Finalizers != 1 || !d.MovedToCRDsDir ||
 		!slices.Equal(errorCodes(p), []string{upgrade.CodeHelmDeletesCRD}) || got.Summary.Errors != 1 || !got.Summary.Incompatible ||

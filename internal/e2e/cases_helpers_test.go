@@ -259,10 +259,11 @@ func crdversion(t *testing.T, args ...string) result {
 
 // crdversionAt runs the plugin binary against the API server of kubeconfig
 // (given as $KUBECONFIG, so that the commands it prints carry no
-// --kubeconfig).
+// --kubeconfig), outside GitHub Actions even when the tests run there
+// (no annotations on stderr).
 func crdversionAt(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
-	return binary(t, []string{"KUBECONFIG=" + kubeconfig}, append(args, "--cache-dir", t.TempDir())...)
+	return binary(t, []string{"KUBECONFIG=" + kubeconfig, "GITHUB_ACTIONS="}, append(args, "--cache-dir", t.TempDir())...)
 }
 
 // succeeds runs the plugin binary and fails the test unless it exits 0.

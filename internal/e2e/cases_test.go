@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jstemmer/go-junit-report/v2/junit"
+	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -999,6 +1002,7 @@ func TestCase29CELCostBudget(t *testing.T) {
 		"the API server refused a server-side dry run of the apply", "estimated rule cost exceeds budget", "Apply: REJECTED by the API server (API server v1.37", "1 error,"},
 		"check-upgrade", "-f", fx.path("release.yaml"))
 	got := upgradeJSON(t, refuses(t, c, []string{name}, nil, "check-upgrade", "-f", fx.path("release.yaml"), "-o", "json"))
+	ciOutputsAgree(t, got, "check-upgrade", "-f", fx.path("release.yaml"))
 	p := got.CRDs[0]
 	if codes := errorCodes(p); p.Apply != "Rejected" || p.Static != "Accepted" || !strings.HasPrefix(p.APIServer, "v1.37") ||
 		!slices.Equal(codes, []string{"ApplyRejected"}) || got.Summary.Errors != 1 {
@@ -1018,6 +1022,64 @@ func upgradeJSON(t *testing.T, r result) report.UpgradeCheck {
 		t.Fatalf("-o json: %v\n%s", err, r.stdout)
 	}
 	return got
+}
+
+// ciOutputsAgree runs check-upgrade args (without -o) as a GitHub Actions
+// step would, with -o sarif and with -o junit, and checks that each
+// agrees with the JSON report want and its exit code: SARIF valid 2.1.0
+// with results by level as the summary counts, every result at a file
+// and line; as many failed JUnit cases as errors; one annotation per
+// finding on stderr, ::error for each error.
+func ciOutputsAgree(t *testing.T, want report.UpgradeCheck, args ...string) {
+	t.Helper()
+	code := 0
+	if want.Summary.Incompatible {
+		code = 1
+	}
+	run := func(format string) result {
+		r := binary(t, []string{"KUBECONFIG=" + srv.Kubeconfig, "GITHUB_ACTIONS=true"}, append(slices.Clone(args), "-o", format, "--cache-dir", t.TempDir())...)
+		if r.code != code {
+			t.Fatalf("-o %s: exit %d, want %d\n%s", format, r.code, code, r.stderr)
+		}
+		return r
+	}
+	r := run("sarif")
+	log, err := sarif.FromString(r.stdout)
+	if err != nil {
+		t.Fatalf("-o sarif: %v\n%s", err, r.stdout)
+	}
+	if err := log.Validate(); err != nil {
+		t.Fatalf("-o sarif is not valid SARIF 2.1.0: %v", err)
+	}
+	levels := map[string]int{}
+	for _, res := range log.Runs[0].Results {
+		levels[res.Level]++
+		if loc := res.Locations[0].PhysicalLocation; *loc.ArtifactLocation.URI == "" || *loc.Region.StartLine < 1 {
+			t.Errorf("-o sarif: a result without file and line: %+v", loc)
+		}
+	}
+	if s := want.Summary; levels["error"] != s.Errors || levels["warning"] != s.Warnings || levels["note"] != s.Infos {
+		t.Errorf("-o sarif: results by level %v, the JSON summary %+v", levels, s)
+	}
+	var annotations, errs int
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(l, "::") {
+			annotations++
+		}
+		if strings.HasPrefix(l, "::error file=") {
+			errs++
+		}
+	}
+	if s := want.Summary; annotations != s.Errors+s.Warnings+s.Infos || errs != s.Errors {
+		t.Errorf("annotations: %d (%d errors), the JSON summary %+v\n%s", annotations, errs, s, r.stderr)
+	}
+	var suites junit.Testsuites
+	if err := xml.Unmarshal([]byte(run("junit").stdout), &suites); err != nil {
+		t.Fatalf("-o junit: %v", err)
+	}
+	if suites.Failures != want.Summary.Errors || len(suites.Suites) != len(want.CRDs) {
+		t.Errorf("-o junit: %d failures in %d suites, the JSON: %d errors in %d CRDs", suites.Failures, len(suites.Suites), want.Summary.Errors, len(want.CRDs))
+	}
 }
 
 // errorCodes are the codes of p's error findings, sorted.

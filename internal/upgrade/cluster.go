@@ -68,6 +68,9 @@ type Checker struct {
 	// the release's templates no longer hold. Documents without a
 	// HelmOrigin are the release's rendered templates.
 	Helm *HelmRelease
+	// Offline marks every plan Predicted: Cluster is an Offline, and no
+	// API server was asked.
+	Offline bool
 }
 
 // Check returns the plan of each CRD of docs, in order: Check's prediction
@@ -112,7 +115,10 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 			apply = c.ApplyOf(d)
 		}
 		p := Check(live, d.CRD, d.Source, apply)
-		p.APIServer = server
+		p.APIServer, p.Predicted = server, c.Offline
+		if c.Offline {
+			p.ServerMessage = "offline: no API server was asked"
+		}
 		p.Render(c.Conn)
 		if live != nil {
 			if im := immutableOf(p, live, d.CRD, c.Conn); im != nil {
@@ -152,7 +158,7 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 			return nil, err
 		}
 		p := deletedPlan(*c.Helm, live, del)
-		p.APIServer = server
+		p.APIServer, p.Predicted = server, c.Offline
 		p.Render(c.Conn)
 		out = append(out, p)
 	}

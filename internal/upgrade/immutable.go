@@ -161,8 +161,11 @@ func (im *Immutable) Describe(name string) string {
 // exportNote says what the export must hold, or, when this user could not
 // list the objects, that its export would write an empty list.
 func (im *Immutable) exportNote() string {
-	if im.Counted {
+	switch {
+	case im.Counted:
 		return fmt.Sprintf("; check that %s holds all %d before going on", im.ExportFile, im.Objects)
+	case im.CountError == ErrNoCluster.Error():
+		return fmt.Sprintf("; check that %s holds every object before going on", im.ExportFile)
 	}
 	return fmt.Sprintf("; the export needs a user allowed to list the objects: run as this one it fails and leaves %s without them", im.ExportFile)
 }
@@ -178,10 +181,11 @@ func fileSafe(r rune) rune {
 }
 
 // isAPIStatus tells whether err is the API server's answer (a refused
-// list), not a failure to reach it.
+// list), not a failure to reach it; or Offline's ErrNoCluster (nothing
+// to ask): either leaves a count unknown.
 func isAPIStatus(err error) bool {
 	var status apierrors.APIStatus
-	return errors.As(err, &status)
+	return errors.As(err, &status) || errors.Is(err, ErrNoCluster)
 }
 
 func firstN(s []string, n int) []string {

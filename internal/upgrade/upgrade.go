@@ -46,6 +46,10 @@ type Plan struct {
 	// verdict, which may differ on another version (for example the
 	// caBundle validation of 1.31). Empty when it was not read.
 	APIServer string `json:"apiServer,omitempty"`
+	// Predicted is true for a check without a cluster (check-upgrade
+	// --from --to): the previous release stands for the installed CRDs,
+	// and no API server confirmed the verdict (see Offline).
+	Predicted bool `json:"predicted,omitempty"`
 	// Installed is false when the cluster has no such CRD (applying
 	// creates it).
 	Installed          bool     `json:"installed"`

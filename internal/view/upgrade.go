@@ -99,6 +99,9 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 
 // serverOf names the API server version a plan's verdict holds for.
 func serverOf(p upgrade.Plan) string {
+	if p.Predicted {
+		return " (predicted, no server: the previous release stands for the cluster)"
+	}
 	if p.APIServer == "" {
 		return " (API server version unknown)"
 	}

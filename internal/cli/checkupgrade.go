@@ -58,6 +58,14 @@ var checkUpgradeLong = templates.LongDesc(`
 	keep annotation as the fix. --release works with -f too, for a rendered
 	stream (helm template, kustomize build).
 
+	Offline, for a pull request's pipeline, --from OLD --to NEW (each a
+	manifest file or directory, or a chart) checks NEW against OLD without a
+	cluster: OLD stands for the installed CRDs (status.storedVersions taken
+	as OLD's storage version alone), every verdict is marked predicted, no
+	dry run is sent, and object counts are unknown. With -o sarif or -o
+	junit the findings go to code scanning or test reports; on GitHub
+	Actions they also annotate the files.
+
 	Exit codes, as kubectl diff: 0 every CRD can be applied without
 	error-level findings, 1 a CRD would be rejected, deleted or has
 	error-level findings, 2 the check failed.`)
@@ -78,6 +86,10 @@ var checkUpgradeExample = templates.Examples(`
 	# A chart's next version, as helm upgrade of release backup applies it
 	kubectl crdversion check-upgrade --chart ./backup-0.6.0.tgz --values prod.yaml --release backup -n backup-system
 
+	# In a pull request: the chart's next version against the last release,
+	# without a cluster, as SARIF for code scanning
+	kubectl crdversion check-upgrade --from release-0.5.0/chart --to chart --release backup -o sarif
+
 	# A rendered release (helm template, kustomize build): which installed
 	# CRDs of release backup does it drop?
 	kubectl crdversion check-upgrade -f release.yaml --release backup -n backup-system`)
@@ -93,6 +105,9 @@ type CheckUpgradeFlags struct {
 	Chart      string
 	ValueFiles []string
 	Release    string
+	// From and To are two releases (manifests or charts) compared
+	// without a cluster.
+	From, To string
 	// Fleet checks the release against several contexts at once.
 	Fleet *FleetFlags
 	genericiooptions.IOStreams
@@ -114,6 +129,8 @@ func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&fl.ServerDryRun, "server-dry-run", fl.ServerDryRun, "Confirm each prediction with a server-side dry-run update of the CRD.")
 	cmd.Flags().StringVar(&fl.Chart, "chart", "", "A Helm chart directory or .tgz archive to check as helm upgrade applies it (instead of -f).")
 	cmd.Flags().StringSliceVar(&fl.ValueFiles, "values", nil, "Values files for --chart, later ones overriding earlier ones (helm -f); repeatable.")
+	cmd.Flags().StringVar(&fl.From, "from", "", "Offline: the previous release (a manifest file or directory, or a chart) standing for the cluster; with --to.")
+	cmd.Flags().StringVar(&fl.To, "to", "", "Offline: the new release (a manifest file or directory, or a chart) checked against --from, without a cluster.")
 	cmd.Flags().StringVar(&fl.Release, "release", "", "The Helm release the CRDs are for (its namespace from -n): also check which installed CRDs of it the release deletes.")
 	fl.Fleet.addFlags(cmd)
 }
@@ -133,6 +150,9 @@ type CheckUpgradeOptions struct {
 	// Helm is the Helm release, set with --chart or --release: its Name
 	// is empty when --release was not given.
 	Helm *upgrade.HelmRelease
+	// From and To are the two releases of an offline check; To is also
+	// Chart when it is a chart.
+	From, To string
 	// Contexts are the kubeconfig contexts of a fleet run; empty for one
 	// cluster.
 	Contexts []string
@@ -174,22 +194,38 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		return nil, usageErrorf(cmd, "unexpected arguments %v; the release's CRDs are given with -f", args)
 	}
 	files := nonEmpty(fl.Filenames)
+	offline := fl.From != "" || fl.To != ""
 	switch {
+	case offline && (fl.From == "" || fl.To == ""):
+		return nil, usageErrorf(cmd, "--from and --to go together")
+	case offline && (len(files) > 0 || fl.Chart != ""):
+		return nil, usageErrorf(cmd, "--from/--to check two releases without a cluster: -f and --chart do not apply")
+	case offline && fl.Fleet.enabled():
+		return nil, usageErrorf(cmd, "--from/--to need no cluster: --contexts and --all-contexts do not apply")
+	case offline && fl.Recursive:
+		return nil, usageErrorf(cmd, "-R applies to -f directories, not to --from/--to")
+	case offline && (len(fl.ValueFiles) > 0 && !isChart(fl.From) && !isChart(fl.To)):
+		return nil, usageErrorf(cmd, "--values needs a chart in --from or --to")
+	case offline:
 	case len(files) == 0 && fl.Chart == "":
-		return nil, usageErrorf(cmd, "-f FILENAME or --chart CHART is required")
+		return nil, usageErrorf(cmd, "-f FILENAME, --chart CHART, or --from OLD --to NEW is required")
 	case len(files) > 0 && fl.Chart != "":
 		return nil, usageErrorf(cmd, "-f and --chart cannot be combined: check a chart or manifests")
 	case len(fl.ValueFiles) > 0 && fl.Chart == "":
 		return nil, usageErrorf(cmd, "--values needs --chart")
 	case fl.Recursive && fl.Chart != "":
 		return nil, usageErrorf(cmd, "-R applies to -f directories, not to --chart")
-	case cmd.Flags().Changed("namespace") && fl.Chart == "" && fl.Release == "":
+	case cmd.Flags().Changed("namespace") && fl.Chart == "" && fl.Release == "" && !offline:
 		return nil, usageErrorf(cmd, "-n/--namespace is the Helm release's namespace and needs --chart or --release: a CRD is cluster-scoped")
 	}
 	o := &CheckUpgradeOptions{Filenames: files, Recursive: fl.Recursive, ServerDryRun: fl.ServerDryRun, Chart: fl.Chart, ValueFiles: nonEmpty(fl.ValueFiles),
+		From: fl.From, To: fl.To,
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
-	if fl.Chart != "" || fl.Release != "" {
-		ns, _, err := f.ToRawKubeConfigLoader().Namespace()
+	if offline && isChart(fl.To) {
+		o.Chart = fl.To
+	}
+	if o.Chart != "" || fl.Release != "" || offline && isChart(fl.From) {
+		ns, err := releaseNamespace(f, cmd, offline)
 		if err != nil {
 			return nil, err
 		}
@@ -225,6 +261,9 @@ func (o *CheckUpgradeOptions) Validate() error { return nil }
 // *FindingsError when a CRD would be rejected or has error-level findings
 // (or, in a fleet run, the answer is not yes).
 func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
+	if o.From != "" {
+		return o.runOffline(ctx)
+	}
 	docs, err := o.read()
 	if err != nil {
 		return err
@@ -247,6 +286,9 @@ func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
 // source names the release in the report: the files or the chart as
 // given.
 func (o *CheckUpgradeOptions) source() string {
+	if o.From != "" {
+		return o.From + " -> " + o.To
+	}
 	if o.Chart != "" {
 		return o.Chart
 	}
@@ -350,6 +392,8 @@ func (o *CheckUpgradeOptions) locator() *cireport.Locator {
 		}
 	case len(o.Filenames) > 0:
 		l.Fallback = o.Filenames[0]
+	default:
+		l.Fallback = o.To
 	}
 	return l
 }
@@ -362,4 +406,82 @@ func (o *CheckUpgradeOptions) ciPrinter(format string) printers.ResourcePrinterF
 		}
 		return cireport.JUnit(w, r, o.locator())
 	})
+}
+
+// isChart tells whether path is a Helm chart: an archive (.tgz,
+// .tar.gz) or a directory with a Chart.yaml.
+func isChart(path string) bool {
+	if strings.HasSuffix(path, ".tgz") || strings.HasSuffix(path, ".tar.gz") {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(path, "Chart.yaml"))
+	return err == nil
+}
+
+// releaseNamespace is the Helm release's namespace: -n, else the
+// kubeconfig's; offline, without a kubeconfig, "default".
+func releaseNamespace(f cmdutil.Factory, cmd *cobra.Command, offline bool) (string, error) {
+	if offline {
+		if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
+			return ns, nil
+		}
+	}
+	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
+	if err != nil && offline {
+		return "default", nil
+	}
+	return ns, err
+}
+
+// readRelease reads the CRDs of one release of an offline check: a
+// chart's (rendered for the release) or the manifests'.
+func (o *CheckUpgradeOptions) readRelease(path string) ([]manifest.CRDDoc, error) {
+	if isChart(path) {
+		release := helmTemplateName
+		if o.Helm.Name != "" {
+			release = o.Helm.Name
+		}
+		c, err := helmchart.Load(path, helmchart.Options{ValueFiles: o.ValueFiles, Release: release, Namespace: o.Helm.Namespace})
+		if err != nil {
+			return nil, err
+		}
+		return c.CRDs, nil
+	}
+	return manifest.ReadCRDsOf([]string{path}, false)
+}
+
+// runOffline checks --to against --from without a cluster: the previous
+// release stands for the installed CRDs (upgrade.Offline), every verdict
+// is predicted, and no server dry run is sent.
+func (o *CheckUpgradeOptions) runOffline(ctx context.Context) error {
+	old, err := o.readRelease(o.From)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	docs, err := o.readRelease(o.To)
+	if err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	if len(docs) == 0 && (o.Helm == nil || o.Helm.Name == "") {
+		return fmt.Errorf("no CustomResourceDefinition in %s", o.To)
+	}
+	checker := &upgrade.Checker{Cluster: upgrade.NewOffline(old, o.Helm), Offline: true, FieldManager: FieldManager, PageSize: cluster.ChunkSize,
+		Apply: upgrade.ApplyCommand([]string{o.To}, false), Conn: o.conn, Helm: o.Helm}
+	if o.Chart != "" {
+		checker.ApplyOf = o.applyOf
+	}
+	plans, err := checker.Check(ctx, docs)
+	if err != nil {
+		return err
+	}
+	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource()}
+	for _, p := range plans {
+		r.Add(p)
+	}
+	if o.annotate {
+		if err := cireport.Annotations(o.ErrOut, r, o.locator()); err != nil {
+			return err
+		}
+	}
+	return printFindings(o.Out, o.print, r, r.Summary)
 }

@@ -87,13 +87,17 @@ func TestCheckUpgradeOptionsValidate(t *testing.T) {
 		{flagsCase{args: []string{"-f", "a.yaml"}}, []string{"a.yaml"}},
 		{flagsCase{args: []string{"-f", "a.yaml", "-f", "crds/", "--filename=b.yaml"}}, []string{"a.yaml", "crds/", "b.yaml"}},
 		{flagsCase{args: []string{"-f", "a.yaml,b.yaml", "-R"}}, []string{"a.yaml", "b.yaml"}},
-		{flagsCase{args: nil, err: "-f FILENAME or --chart CHART is required; see 'check-upgrade -h' for help and examples"}, nil},
-		{flagsCase{args: []string{"-f", ""}, err: "-f FILENAME or --chart CHART is required"}, nil},
+		{flagsCase{args: nil, err: "-f FILENAME, --chart CHART, or --from OLD --to NEW is required; see 'check-upgrade -h' for help and examples"}, nil},
+		{flagsCase{args: []string{"-f", ""}, err: "-f FILENAME, --chart CHART, or --from OLD --to NEW is required"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "--chart", "c/"}, err: "-f and --chart cannot be combined"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "--values", "v.yaml"}, err: "--values needs --chart"}, nil},
 		{flagsCase{args: []string{"--chart", "c/", "-R"}, err: "-R applies to -f directories, not to --chart"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "-o", "sarif", "--all-contexts"}, err: "-o sarif is for one cluster, not for --contexts or --all-contexts"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "-o", "junit"}}, []string{"a.yaml"}},
+		{flagsCase{args: []string{"--from", "old.yaml"}, err: "--from and --to go together"}, nil},
+		{flagsCase{args: []string{"--from", "old.yaml", "--to", "new.yaml", "-f", "a.yaml"}, err: "-f and --chart do not apply"}, nil},
+		{flagsCase{args: []string{"--from", "old.yaml", "--to", "new.yaml", "--all-contexts"}, err: "--contexts and --all-contexts do not apply"}, nil},
+		{flagsCase{args: []string{"--from", "old.yaml", "--to", "new.yaml", "--values", "v.yaml"}, err: "--values needs a chart in --from or --to"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "crontabs"}, err: "unexpected arguments [crontabs]; the release's CRDs are given with -f"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "-o", "name"}, err: "-o name is not supported by check-upgrade"}, nil},
 		{flagsCase{args: []string{"-f", "a.yaml", "-o", "markdown"}, err: `output format "markdown"`}, nil},
@@ -103,7 +107,7 @@ func TestCheckUpgradeOptionsValidate(t *testing.T) {
 		fl := NewCheckUpgradeFlags(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
 		o, err := toOptions(t, "check-upgrade", fl.AddFlags, fl.ToOptions, tc.args)
 		checkErr(t, tc.args, err, tc.err)
-		if tc.err == "" && err == nil && (!reflect.DeepEqual(o.Filenames, tc.files) || o.source() != strings.Join(tc.files, ", ")) {
+		if tc.err == "" && err == nil && o.From == "" && (!reflect.DeepEqual(o.Filenames, tc.files) || o.source() != strings.Join(tc.files, ", ")) {
 			t.Errorf("%q: files %q, want %q", tc.args, o.Filenames, tc.files)
 		}
 	}

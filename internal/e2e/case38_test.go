@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -206,4 +207,26 @@ func TestCase38HelmReleaseDeletesCRD(t *testing.T) {
 			t.Errorf("%s after helm upgrade: %v", name, err)
 		}
 	}
+}
+
+// TestCase38Offline: the same release change caught in a pull request's
+// pipeline, without a cluster (the kubeconfig names none): check-upgrade
+// --from chart 0.5.0 --to 0.6.0 for the release is the same error,
+// predicted, its object count unknown rather than zero, exit 1; SARIF,
+// JUnit and the annotations agree with it.
+func TestCase38Offline(t *testing.T) {
+	t.Parallel()
+	fx := loadCase(t, case38)
+	args := []string{"check-upgrade", "--from", fx.path("chart-0.5.0"), "--to", fx.path("chart-0.6.0"), "--release", "backup", "-n", "backup-system"}
+	r := binary(t, []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "none"), "GITHUB_ACTIONS="}, append(slices.Clone(args), "-o", "json")...)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := upgradeJSON(t, r)
+	p := got.CRDs[0]
+	if d := p.Deletion; len(got.CRDs) != 1 || p.Apply != upgrade.Deleted || !p.Predicted || d == nil || d.Counted || !d.MovedToCRDsDir ||
+		!slices.Equal(errorCodes(p), []string{upgrade.CodeHelmDeletesCRD}) || got.Summary.Errors != 1 {
+		t.Fatalf("-o json: %+v (deletion %+v)", got, p.Deletion)
+	}
+	ciOutputsAgree(t, got, args...)
 }

@@ -24,9 +24,12 @@ E2E_PARALLEL ?= 8
 # the solo shards one after another. More saturates two cores.
 E2E_SHARDS_AT_ONCE ?= 2
 export E2E_PARALLEL E2E_TIMEOUT E2E_SHARDS_AT_ONCE
-# The three Go modules; tools/ is a fourth that only pins golangci-lint.
+# The three Go modules; tools/ is a fourth that only pins golangci-lint and
+# gotestsum, tools/actionlint a fifth for actionlint (its yaml module
+# version conflicts with golangci-lint's).
 MODULES  := . internal/e2e cmd/crdversion-sandbox
 GOLANGCI_LINT := $(BIN)/golangci-lint
+ACTIONLINT := $(BIN)/actionlint
 # gotestsum (pinned in tools/go.mod) runs the e2e shards and lists the slowest tests.
 GOTESTSUM := $(BIN)/gotestsum
 export GOTESTSUM
@@ -86,15 +89,17 @@ docs:
 
 ## check: the static checks, each failing with what to run: gofmt, go mod tidy -diff in every module (and tools/),
 ## no replace in the root go.mod, the layering test (internal/layering_test.go), the command reference, Markdown
-## links and docs/ paths current (internal/clidocs), then golangci-lint (make lint)
-check:
+## links and docs/ paths current (internal/clidocs), actionlint on the workflows and the action they use (action.yml),
+## then golangci-lint (make lint)
+check: $(ACTIONLINT)
 	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed: make fmt"; exit 1; }
-	@for m in $(MODULES) tools; do \
+	@for m in $(MODULES) tools tools/actionlint; do \
 		(cd $$m && go mod tidy -diff) || { echo "go mod tidy changes $$m: make tidy"; exit 1; }; \
 	done
 	@! grep -q '^replace' go.mod || { echo "the root go.mod must have no replace lines"; exit 1; }
 	go test -count=1 -run '^TestLayering' ./internal
 	go test -count=1 -run '^(TestCommandReferenceIsCurrent|TestMarkdownLinksResolve|TestDocPathsInGoResolve)$$' ./internal/clidocs
+	$(ACTIONLINT)
 	@$(MAKE) --no-print-directory lint
 
 ## lint: golangci-lint (pinned in tools/go.mod, built into bin/; configuration .golangci.yml) on the three modules
@@ -105,6 +110,9 @@ lint: $(GOLANGCI_LINT)
 
 $(GOTESTSUM): tools/go.mod tools/go.sum
 	cd tools && go build -o $(GOTESTSUM) gotest.tools/gotestsum
+
+$(ACTIONLINT): tools/actionlint/go.mod tools/actionlint/go.sum
+	cd tools/actionlint && go build -o $(ACTIONLINT) github.com/rhysd/actionlint/cmd/actionlint
 
 $(GOLANGCI_LINT): tools/go.mod tools/go.sum
 	cd tools && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
@@ -124,7 +132,7 @@ fmt:
 
 ## tidy: go mod tidy in every module
 tidy:
-	for m in $(MODULES) tools; do (cd $$m && go mod tidy); done
+	for m in $(MODULES) tools tools/actionlint; do (cd $$m && go mod tidy); done
 
 ## clean: remove bin/ and dist/
 clean:

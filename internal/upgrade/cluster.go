@@ -188,7 +188,8 @@ func (c *Checker) ownedCRDs(ctx context.Context) (map[string]*apiextensionsv1.Cu
 // update of live (its spec replaced, labels and annotations merged, as an
 // apply by the manager of the previous release does), or as a create when
 // live is nil. It returns DryRunAccepted; DryRunRejected with the API
-// server's message when it refuses the CRD (Invalid, BadRequest); or
+// server's message when it refuses the CRD (Invalid, BadRequest, or an
+// admission plugin's denial: a webhook or policy refuses the apply too); or
 // DryRunSkipped with the message when the request itself was refused
 // (Forbidden, Unauthorized: RBAC; Conflict: the CRD changed in what was
 // judged). fields are the fields the API server's refusal names
@@ -207,7 +208,7 @@ func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.Custom
 	switch {
 	case err == nil:
 		return DryRunAccepted, "", nil, nil
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), admissionDenied(err):
 		var status apierrors.APIStatus
 		if errors.As(err, &status) && status.Status().Details != nil {
 			for _, cause := range status.Status().Details.Causes {
@@ -221,6 +222,19 @@ func (c *Checker) DryRun(ctx context.Context, live, next *apiextensionsv1.Custom
 		return DryRunSkipped, err.Error(), nil, nil
 	}
 	return "", "", nil, err
+}
+
+// admissionDenied tells whether err is an admission plugin's refusal of
+// the update (a validating webhook's or a ValidatingAdmissionPolicy's, as
+// 403 Forbidden by default): the apply itself would be refused. RBAC's
+// Forbidden ("User … cannot update …") is not: the dry run was not
+// allowed, and says nothing about the apply.
+func admissionDenied(err error) bool {
+	if !apierrors.IsForbidden(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "denied request") || strings.Contains(msg, "denied the request")
 }
 
 // merged is a copy of a with every key of b set to b's value.

@@ -327,3 +327,25 @@ func TestGroupChangeAndNames(t *testing.T) {
 		t.Errorf("a group change advised as a re-create: %s", said)
 	}
 }
+
+// TestDryRunAdmissionDenied: an admission plugin's denial (403 from a
+// ValidatingAdmissionPolicy or a webhook) rejects the apply — the apply
+// would meet it too; RBAC's 403 only skips the dry run.
+func TestDryRunAdmissionDenied(t *testing.T) {
+	live := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
+	gr := schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"policy", apierrors.NewForbidden(gr, live.Name, errors.New("ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: no")), DryRunRejected},
+		{"webhook", apierrors.NewForbidden(gr, live.Name, errors.New(`admission webhook "v.example.com" denied the request: no`)), DryRunRejected},
+		{"rbac", apierrors.NewForbidden(gr, live.Name, errors.New(`User "ci" cannot update resource "customresourcedefinitions"`)), DryRunSkipped},
+	} {
+		c := &Checker{Cluster: &fakeCluster{dryRunErr: tc.err}}
+		if got, _, _, err := c.DryRun(context.Background(), live, live); err != nil || got != tc.want {
+			t.Errorf("%s: %s %v, want %s", tc.name, got, err, tc.want)
+		}
+	}
+}

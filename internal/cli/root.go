@@ -91,6 +91,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdDiff(f, streams),
 		NewCmdCheckUpgrade(f, streams, configFlags),
 		NewCmdDoctor(f, streams, configFlags),
+		NewCmdGuard(f, streams),
 		NewCmdVersion(streams),
 	)
 	shortenLongHelp(cmd)

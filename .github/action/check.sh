@@ -5,7 +5,7 @@
 # the sarif-file — and record the exit code as the step's output exit-code.
 # The step itself succeeds, so that the SARIF upload runs; the action's
 # last step fails the job on a non-zero exit code. Inputs: CRDVERSION_ARGS
-# (split as the shell splits words, no globbing), CRDVERSION_SARIF.
+# (split at whitespace: no quoting, no globbing), CRDVERSION_SARIF.
 set -uo pipefail
 
 set -f

@@ -20,8 +20,12 @@ esac
 
 archive="kubectl-crdversion_${version}_${os}_${arch}.tar.gz"
 dir=$(mktemp -d "${RUNNER_TEMP:-/tmp}/kubectl-crdversion.XXXXXX")
-curl -fsSL --retry 3 -o "$dir/$archive" "$base/$version/$archive"
-curl -fsSL --retry 3 -o "$dir/checksums.txt" "$base/$version/checksums.txt"
+for asset in "$archive" checksums.txt; do
+	if ! curl -fsSL --retry 3 -o "$dir/$asset" "$base/$version/$asset"; then
+		echo "::error::downloading $base/$version/$asset failed: is $version a release tag (with its v)?" >&2
+		exit 1
+	fi
+done
 
 want=$(awk -v name="$archive" '$2 == name { print $1 }' "$dir/checksums.txt")
 if [ -z "$want" ]; then

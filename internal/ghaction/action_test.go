@@ -101,7 +101,7 @@ func serveRelease(t *testing.T, binary []byte, tamper bool) string {
 // fresh GITHUB_OUTPUT and GITHUB_ENV files, GITHUB_PATH entries of the
 // steps before prepended to PATH, and each step's outputs read back; a
 // step whose if is false is skipped, a uses step is recorded, not run;
-// the first failing step ends the action.
+// after a failing step only always() steps are considered.
 type runner struct {
 	t       *testing.T
 	inputs  map[string]string
@@ -127,8 +127,8 @@ func (r *runner) value(ref string) string {
 	return ""
 }
 
-// cond evaluates an if: terms joined by &&, each always(), or A == 'v' or
-// A != 'v'.
+// cond evaluates an if: terms joined by && and ||, parentheses, each
+// term always(), or A == 'v' or A != 'v'.
 func (r *runner) cond(s string) bool {
 	s = strings.TrimSpace(s)
 	if m := expr.FindStringSubmatch(s); m != nil {
@@ -137,25 +137,63 @@ func (r *runner) cond(s string) bool {
 	if s == "" {
 		return true
 	}
-	for _, term := range strings.Split(s, "&&") {
-		term = strings.TrimSpace(term)
-		if term == "always()" {
-			continue
+	return r.or(s)
+}
+
+// split splits s at op outside parentheses.
+func split(s, op string) []string {
+	var out []string
+	depth, last := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '(':
+			depth++
+		case s[i] == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(s[i:], op):
+			out = append(out, s[last:i])
+			last = i + len(op)
+			i += len(op) - 1
 		}
-		op := "=="
-		if strings.Contains(term, "!=") {
-			op = "!="
+	}
+	return append(out, s[last:])
+}
+
+func (r *runner) or(s string) bool {
+	for _, t := range split(s, "||") {
+		if r.and(t) {
+			return true
 		}
-		a, b, ok := strings.Cut(term, op)
-		if !ok {
-			r.t.Fatalf("action.yml: the test's runner cannot evaluate if: %q", term)
-		}
-		want := strings.Trim(strings.TrimSpace(b), "'")
-		if (r.value(strings.TrimSpace(a)) == want) != (op == "==") {
+	}
+	return false
+}
+
+func (r *runner) and(s string) bool {
+	for _, t := range split(s, "&&") {
+		if !r.term(strings.TrimSpace(t)) {
 			return false
 		}
 	}
 	return true
+}
+
+func (r *runner) term(t string) bool {
+	switch {
+	case t == "always()":
+		return true
+	case strings.HasPrefix(t, "(") && strings.HasSuffix(t, ")"):
+		return r.or(t[1 : len(t)-1])
+	}
+	op := "=="
+	if strings.Contains(t, "!=") {
+		op = "!="
+	}
+	a, b, ok := strings.Cut(t, op)
+	if !ok {
+		r.t.Fatalf("action.yml: the test's runner cannot evaluate if: %q", t)
+	}
+	want := strings.Trim(strings.TrimSpace(b), "'")
+	return (r.value(strings.TrimSpace(a)) == want) == (op == "==")
 }
 
 // run runs the action's steps; it returns false when a step failed.
@@ -166,9 +204,12 @@ func (r *runner) run(a actionFile) bool {
 	}
 	temp := r.t.TempDir()
 	arch := map[string]string{"amd64": "X64", "arm64": "ARM64"}[runtime.GOARCH]
+	failed := false
 	for i, s := range a.Runs.Steps {
 		name := s.Name
-		if s.If != "" && !r.cond(s.If) {
+		// After a failure only steps whose if: says always() are
+		// considered, as the runner's implicit success() does.
+		if failed && !strings.Contains(s.If, "always()") || s.If != "" && !r.cond(s.If) {
 			r.ran = append(r.ran, name+": skipped")
 			continue
 		}
@@ -214,11 +255,12 @@ func (r *runner) run(a actionFile) bool {
 		}
 		if err != nil {
 			r.ran = append(r.ran, name+": failed")
-			return false
+			failed = true
+			continue
 		}
 		r.ran = append(r.ran, name+": ran")
 	}
-	return true
+	return !failed
 }
 
 // newRunner reads action.yml and fills the inputs with their defaults
@@ -310,7 +352,7 @@ func TestActionRefusesAWrongChecksum(t *testing.T) {
 	if r.run(a) {
 		t.Fatal("the action passed with a tampered checksum")
 	}
-	if got := strings.Join(r.ran, "\n"); got != "Install kubectl-crdversion: failed" {
+	if got := strings.Join(r.ran, "\n"); got != "Install kubectl-crdversion: failed\nkubectl crdversion check-upgrade: skipped\nUpload SARIF: skipped\nFail on findings: skipped" {
 		t.Errorf("steps:\n%s", got)
 	}
 	if log := r.log.String(); !strings.Contains(log, "checksums.txt of "+tag+" says") || !strings.Contains(log, "not installed") || len(r.path) != 0 {

@@ -15,6 +15,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/jstemmer/go-junit-report/v2/junit"
@@ -83,13 +86,14 @@ func SARIF(w io.Writer, r *report.UpgradeCheck, l *Locator, toolVersion string) 
 		run.Tool.Driver.WithVersion(toolVersion)
 	}
 	for _, x := range each(r, l) {
+		uri := URI(x.at.File)
 		run.AddRule(x.f.Code).WithDescription(x.f.Code).WithHelpURI(DocsURI)
-		run.AddDistinctArtifact(x.at.File)
+		run.AddDistinctArtifact(uri)
 		run.CreateResultForRule(x.f.Code).
 			WithLevel(level(x.f.Severity)).
 			WithMessage(sarif.NewTextMessage(x.text())).
 			AddLocation(sarif.NewLocationWithPhysicalLocation(sarif.NewPhysicalLocation().
-				WithArtifactLocation(sarif.NewSimpleArtifactLocation(x.at.File)).
+				WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri)).
 				WithRegion(sarif.NewSimpleRegion(x.at.Line, x.at.Line))))
 	}
 	log := sarif.NewReport()
@@ -150,11 +154,36 @@ func Annotations(w io.Writer, r *report.UpgradeCheck, l *Locator) error {
 			cmd = "warning"
 		}
 		title := x.f.Code + " (" + x.plan.Name + ")"
-		if _, err := fmt.Fprintf(w, "::%s file=%s,line=%d,title=%s::%s\n", cmd, property(x.at.File), x.at.Line, property(title), data(x.text())); err != nil {
+		if _, err := fmt.Fprintf(w, "::%s file=%s,line=%d,title=%s::%s\n", cmd, property(RepoPath(x.at.File)), x.at.Line, property(title), data(x.text())); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// RepoPath is file as code scanning and annotations expect it: relative
+// to the working directory (the repository's checkout) when it lies
+// below it, with '/' separators and no leading "./".
+func RepoPath(file string) string {
+	if filepath.IsAbs(file) {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, file); err == nil && !strings.HasPrefix(rel, "..") {
+				file = rel
+			}
+		}
+	}
+	return strings.TrimPrefix(filepath.ToSlash(filepath.Clean(file)), "./")
+}
+
+// URI is RepoPath(file) as a SARIF artifact URI: each segment
+// percent-encoded (a '%', '#', '?' or space in a file name is not taken
+// for an escape, a fragment or a query).
+func URI(file string) string {
+	segments := strings.Split(RepoPath(file), "/")
+	for i, seg := range segments {
+		segments[i] = url.PathEscape(seg)
+	}
+	return strings.Join(segments, "/")
 }
 
 // data escapes a workflow command's message.

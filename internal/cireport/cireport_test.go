@@ -193,3 +193,24 @@ func TestLocateChart(t *testing.T) {
 		t.Errorf("v1alpha1 in %s: line %d, want 10", crds, got.Line)
 	}
 }
+
+// TestURI: file names that a URI would misread are percent-encoded per
+// segment; paths below the working directory become relative, "./" goes.
+func TestURI(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"./charts/new%.yaml":          "charts/new%25.yaml",
+		"charts/new with space.yaml":  "charts/new%20with%20space.yaml",
+		"charts/new#1.yaml":           "charts/new%231.yaml",
+		wd + "/testdata/release.yaml": "testdata/release.yaml",
+		"/elsewhere/release.yaml":     "/elsewhere/release.yaml",
+		"charts/Ärger.yaml":           "charts/%C3%84rger.yaml",
+	} {
+		if got := URI(in); got != want {
+			t.Errorf("URI(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -106,8 +106,10 @@ type CheckUpgradeFlags struct {
 	ValueFiles []string
 	Release    string
 	// From and To are two releases (manifests or charts) compared
-	// without a cluster.
-	From, To string
+	// without a cluster; FromValueFiles the values OLD was installed
+	// with (--values are NEW's).
+	From, To       string
+	FromValueFiles []string
 	// Fleet checks the release against several contexts at once.
 	Fleet *FleetFlags
 	genericiooptions.IOStreams
@@ -128,7 +130,8 @@ func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&fl.Recursive, "recursive", "R", false, "Read the directories of -f recursively.")
 	cmd.Flags().BoolVar(&fl.ServerDryRun, "server-dry-run", fl.ServerDryRun, "Confirm each prediction with a server-side dry-run update of the CRD.")
 	cmd.Flags().StringVar(&fl.Chart, "chart", "", "A Helm chart directory or .tgz archive to check as helm upgrade applies it (instead of -f).")
-	cmd.Flags().StringSliceVar(&fl.ValueFiles, "values", nil, "Values files for --chart, later ones overriding earlier ones (helm -f); repeatable.")
+	cmd.Flags().StringSliceVar(&fl.ValueFiles, "values", nil, "Values files for --chart (or a --to chart), later ones overriding earlier ones (helm -f); repeatable.")
+	cmd.Flags().StringSliceVar(&fl.FromValueFiles, "from-values", nil, "Values files the --from chart was installed with; repeatable.")
 	cmd.Flags().StringVar(&fl.From, "from", "", "Offline: the previous release (a manifest file or directory, or a chart) standing for the cluster; with --to.")
 	cmd.Flags().StringVar(&fl.To, "to", "", "Offline: the new release (a manifest file or directory, or a chart) checked against --from, without a cluster.")
 	cmd.Flags().StringVar(&fl.Release, "release", "", "The Helm release the CRDs are for (its namespace from -n): also check which installed CRDs of it the release deletes.")
@@ -151,8 +154,9 @@ type CheckUpgradeOptions struct {
 	// is empty when --release was not given.
 	Helm *upgrade.HelmRelease
 	// From and To are the two releases of an offline check; To is also
-	// Chart when it is a chart.
-	From, To string
+	// Chart when it is a chart. FromValueFiles are From's values files.
+	From, To       string
+	FromValueFiles []string
 	// Contexts are the kubeconfig contexts of a fleet run; empty for one
 	// cluster.
 	Contexts []string
@@ -204,8 +208,10 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		return nil, usageErrorf(cmd, "--from/--to need no cluster: --contexts and --all-contexts do not apply")
 	case offline && fl.Recursive:
 		return nil, usageErrorf(cmd, "-R applies to -f directories, not to --from/--to")
-	case offline && (len(fl.ValueFiles) > 0 && !isChart(fl.From) && !isChart(fl.To)):
-		return nil, usageErrorf(cmd, "--values needs a chart in --from or --to")
+	case offline && len(fl.ValueFiles) > 0 && !isChart(fl.To):
+		return nil, usageErrorf(cmd, "--values are the --to chart's: --to %s is no chart", fl.To)
+	case len(fl.FromValueFiles) > 0 && (!offline || !isChart(fl.From)):
+		return nil, usageErrorf(cmd, "--from-values needs a chart in --from")
 	case offline:
 	case len(files) == 0 && fl.Chart == "":
 		return nil, usageErrorf(cmd, "-f FILENAME, --chart CHART, or --from OLD --to NEW is required")
@@ -219,7 +225,7 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		return nil, usageErrorf(cmd, "-n/--namespace is the Helm release's namespace and needs --chart or --release: a CRD is cluster-scoped")
 	}
 	o := &CheckUpgradeOptions{Filenames: files, Recursive: fl.Recursive, ServerDryRun: fl.ServerDryRun, Chart: fl.Chart, ValueFiles: nonEmpty(fl.ValueFiles),
-		From: fl.From, To: fl.To,
+		From: fl.From, To: fl.To, FromValueFiles: nonEmpty(fl.FromValueFiles),
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
 	if offline && isChart(fl.To) {
 		o.Chart = fl.To
@@ -230,6 +236,11 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 			return nil, err
 		}
 		o.Helm = &upgrade.HelmRelease{Name: fl.Release, Namespace: ns}
+		if offline && o.Helm.Name == "" && isChart(fl.From) {
+			// Offline the release's name only names it: the previous
+			// chart's templated CRDs are the release's whatever it is.
+			o.Helm.Name = helmTemplateName
+		}
 	}
 	// On GitHub Actions the findings also annotate the release's files.
 	o.annotate = os.Getenv("GITHUB_ACTIONS") == "true"
@@ -395,6 +406,16 @@ func (o *CheckUpgradeOptions) locator() *cireport.Locator {
 	default:
 		l.Fallback = o.To
 	}
+	if fi, err := os.Stat(l.Fallback); err == nil && fi.IsDir() && o.Chart == "" {
+		// Code scanning places findings in files: a directory's first
+		// manifest stands for it.
+		for _, pattern := range []string{"*.yaml", "*.yml", "*.json"} {
+			if m, _ := filepath.Glob(filepath.Join(l.Fallback, pattern)); len(m) > 0 {
+				l.Fallback = m[0]
+				break
+			}
+		}
+	}
 	return l
 }
 
@@ -435,13 +456,13 @@ func releaseNamespace(f cmdutil.Factory, cmd *cobra.Command, offline bool) (stri
 
 // readRelease reads the CRDs of one release of an offline check: a
 // chart's (rendered for the release) or the manifests'.
-func (o *CheckUpgradeOptions) readRelease(path string) ([]manifest.CRDDoc, error) {
+func (o *CheckUpgradeOptions) readRelease(path string, values []string) ([]manifest.CRDDoc, error) {
 	if isChart(path) {
 		release := helmTemplateName
 		if o.Helm.Name != "" {
 			release = o.Helm.Name
 		}
-		c, err := helmchart.Load(path, helmchart.Options{ValueFiles: o.ValueFiles, Release: release, Namespace: o.Helm.Namespace})
+		c, err := helmchart.Load(path, helmchart.Options{ValueFiles: values, Release: release, Namespace: o.Helm.Namespace})
 		if err != nil {
 			return nil, err
 		}
@@ -454,11 +475,15 @@ func (o *CheckUpgradeOptions) readRelease(path string) ([]manifest.CRDDoc, error
 // release stands for the installed CRDs (upgrade.Offline), every verdict
 // is predicted, and no server dry run is sent.
 func (o *CheckUpgradeOptions) runOffline(ctx context.Context) error {
-	old, err := o.readRelease(o.From)
+	old, err := o.readRelease(o.From, o.FromValueFiles)
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
-	docs, err := o.readRelease(o.To)
+	if len(old) == 0 {
+		// A wrong base path must not pass every CRD as new.
+		return fmt.Errorf("--from: no CustomResourceDefinition in %s (a first release has nothing to compare with: check it against a cluster with -f)", o.From)
+	}
+	docs, err := o.readRelease(o.To, o.ValueFiles)
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}

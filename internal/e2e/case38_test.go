@@ -207,6 +207,43 @@ func TestCase38HelmReleaseDeletesCRD(t *testing.T) {
 			t.Errorf("%s after helm upgrade: %v", name, err)
 		}
 	}
+
+	// The way back: a release installed from 0.6.0 (the CRD from crds/,
+	// without Helm's ownership) upgraded to 0.5.0, which renders it as a
+	// template. Helm refuses to adopt it; check-upgrade says so first, and
+	// its printed adoption, pasted, lets the same upgrade through.
+	releaseFinalizer(t, c, crd, ns)
+	if _, err := deleteCRDAndWait(ctx, c, crd.Name, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const adoptNS = "case38-adopt"
+	ensureNamespace(t, c, adoptNS)
+	if err := helmRelease(t, adoptNS, "adopt", chart06, false); err != nil {
+		t.Fatalf("helm install adopt: %v", err)
+	}
+	if err := fixture.WaitEstablished(ctx, c.ext, crd.Name); err != nil {
+		t.Fatal(err)
+	}
+	chart05 := fx.path("chart-0.5.0")
+	adopt := upgradeJSON(t, refuses(t, c, []string{crd.Name}, nil, "check-upgrade", "--chart", chart05, "--release", "adopt", "-n", adoptNS, "-o", "json"))
+	q := adopt.CRDs[0]
+	if !slices.Equal(errorCodes(q), []string{upgrade.CodeHelmCannotAdopt}) || len(q.Fix) != 3 || !strings.HasPrefix(q.Fix[2], "helm upgrade adopt ") {
+		t.Fatalf("check-upgrade of the way back: %+v", q)
+	}
+	err = helmRelease(t, adoptNS, "adopt", chart05, true)
+	if err == nil || !strings.Contains(err.Error(), "exists and cannot be imported into the current release") {
+		t.Fatalf("helm upgrade to 0.5.0 before the adoption: %v, want Helm's refusal", err)
+	}
+	for _, line := range q.Fix[:2] {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+srv.Kubeconfig)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+	if err := helmRelease(t, adoptNS, "adopt", chart05, true); err != nil {
+		t.Fatalf("helm upgrade to 0.5.0 after the printed adoption: %v", err)
+	}
 }
 
 // TestCase38Offline: the same release change caught in a pull request's
@@ -229,4 +266,22 @@ func TestCase38Offline(t *testing.T) {
 		t.Fatalf("-o json: %+v (deletion %+v)", got, p.Deletion)
 	}
 	ciOutputsAgree(t, got, args...)
+
+	// Offline the release's name only names it: without --release the
+	// deletion is found just the same. A values file that turns a CRD
+	// off (--values are the new release's) deletes it too.
+	noKube := []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "none"), "GITHUB_ACTIONS="}
+	toggle := filepath.Join(repoRoot, "internal", "helmchart", "testdata")
+	for _, a := range [][]string{
+		{"check-upgrade", "--from", fx.path("chart-0.5.0"), "--to", fx.path("chart-0.6.0"), "-o", "json"},
+		{"check-upgrade", "--from", filepath.Join(toggle, "toggle"), "--to", filepath.Join(toggle, "toggle"), "--values", filepath.Join(toggle, "off.yaml"), "-o", "json"},
+	} {
+		r := binary(t, noKube, a...)
+		if r.code != 1 {
+			t.Fatalf("%v: exit %d, want 1\n%s%s", a, r.code, r.stdout, r.stderr)
+		}
+		if p := upgradeJSON(t, r).CRDs[0]; p.Apply != upgrade.Deleted || !slices.Equal(errorCodes(p), []string{upgrade.CodeHelmDeletesCRD}) {
+			t.Errorf("%v: %+v", a, p)
+		}
+	}
 }

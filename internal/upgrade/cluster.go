@@ -137,7 +137,13 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 		}
 		if c.Helm != nil {
 			p.Findings = append(p.Findings, helmFindings(live, d)...)
+			p.helmAdoption(*c.Helm, live, d, apply)
+			if len(p.Run) == 0 && hasCode(p.Findings, CodeHelmCRDNotUpgraded) {
+				// helm upgrade leaves it: the apply is the user's.
+				p.Run = []lifecycle.Command{apply}
+			}
 			schemadiff.Sort(p.Findings)
+			p.Render(c.Conn)
 			if live != nil && owned[live.Name] != nil && !rendered[live.Name] {
 				del, err := deletion(ctx, c.Cluster, *c.Helm, live, true, pageSize)
 				if err != nil {

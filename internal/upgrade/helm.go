@@ -65,7 +65,16 @@ const (
 	// policy: helm uninstall, or a later release that stops rendering it,
 	// deletes it with every object.
 	CodeHelmNoKeepPolicy = "HelmNoKeepPolicy"
+	// CodeHelmCannotAdopt (error): the release renders a CRD that exists
+	// without Helm's ownership metadata for it (installed from crds/, by
+	// hand, or by another release): helm upgrade refuses ("exists and
+	// cannot be imported into the current release").
+	CodeHelmCannotAdopt = "HelmCannotAdopt"
 )
+
+// ManagedByLabel is the label Helm requires, with the value "Helm", on a
+// resource it adopts into a release.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
 
 // Keeps tells whether a manifest's CRD carries the keep policy in the
 // form helm uninstall honours (trimmed, any case).
@@ -78,6 +87,14 @@ func Keeps(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // exactly "keep".
 func LiveKeeps(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return crd.Annotations[ResourcePolicyAnnotation] == KeepPolicy
+}
+
+// Adoptable tells whether helm upgrade of release r takes the installed
+// CRD into the release when the release starts rendering it: Helm's
+// checkOwnership requires the label app.kubernetes.io/managed-by=Helm and
+// both ownership annotations naming r.
+func (r HelmRelease) Adoptable(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return r.OwnedBy(crd) && crd.Labels[ManagedByLabel] == "Helm"
 }
 
 // OwnedBy tells whether Helm's ownership annotations of an installed CRD
@@ -242,4 +259,43 @@ func deletedPlan(release HelmRelease, live *apiextensionsv1.CustomResourceDefini
 		Findings: []schemadiff.Finding{}}
 	p.setDeleted(release, live, d)
 	return p
+}
+
+// helmAdoption adds CodeHelmCannotAdopt when the release renders d, a
+// template, over an installed CRD it cannot adopt: helm upgrade refuses
+// before it changes anything. The fix adopts it (label and annotations,
+// without --overwrite: a CRD another release owns makes the command fail
+// rather than move it), then applies.
+func (p *Plan) helmAdoption(release HelmRelease, live *apiextensionsv1.CustomResourceDefinition, d manifest.CRDDoc, apply lifecycle.Command) {
+	if live == nil || release.Name == "" || d.HelmOrigin == manifest.HelmCRDsDir || release.Adoptable(live) || p.Deletion != nil {
+		return
+	}
+	owner := "it carries no Helm ownership (installed from a chart's crds/ directory, or by hand)"
+	if other := live.Annotations[ReleaseNameAnnotation]; other != "" && !release.OwnedBy(live) {
+		owner = fmt.Sprintf("Helm release %s/%s owns it", live.Annotations[ReleaseNamespaceAnnotation], other)
+	}
+	msg := fmt.Sprintf("Helm release %s now renders this installed CRD, but %s: helm upgrade refuses (\"exists and cannot be imported into the current release: invalid ownership metadata\") unless it is adopted first (label %s=Helm, annotations %s=%s and %s=%s) or helm upgrade runs with --take-ownership",
+		release, owner, ManagedByLabel, ReleaseNameAnnotation, release.Name, ReleaseNamespaceAnnotation, release.Namespace)
+	p.Findings = append(p.Findings, schemadiff.Finding{Code: CodeHelmCannotAdopt, Severity: lifecycle.SeverityError, Path: "metadata.annotations[" + ReleaseNameAnnotation + "]", Message: msg})
+	p.Apply = Rejected
+	p.Reasons = append(p.Reasons, msg)
+	adopt := []lifecycle.Command{
+		lifecycle.Kubectl("label", "crd", live.Name, ManagedByLabel+"=Helm"),
+		lifecycle.Kubectl("annotate", "crd", live.Name, ReleaseNameAnnotation+"="+release.Name, ReleaseNamespaceAnnotation+"="+release.Namespace),
+	}
+	if len(p.Run) == 0 {
+		p.Run = append(adopt, apply)
+		return
+	}
+	p.Run = append(adopt, p.Run...)
+}
+
+// hasCode tells whether findings hold one of code.
+func hasCode(findings []schemadiff.Finding, code string) bool {
+	for _, f := range findings {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
 }

@@ -17,6 +17,7 @@ import (
 func owned(name, kind string, keep string) *apiextensionsv1.CustomResourceDefinition {
 	c := crdtest.New(name).Kind(kind).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("source")).Stored("v1").CRD()
 	c.Annotations = map[string]string{ReleaseNameAnnotation: "backup", ReleaseNamespaceAnnotation: "backup-system"}
+	c.Labels = map[string]string{ManagedByLabel: "Helm"}
 	if keep != "" {
 		c.Annotations[ResourcePolicyAnnotation] = keep
 	}
@@ -64,8 +65,12 @@ func TestCheckerHelm(t *testing.T) {
 	}
 	changedNext := next(changed, manifest.HelmCRDsDir)
 	changedNext.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["until"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	// Installed from crds/ before: no Helm ownership; now a template.
+	adopted := crdtest.New("vaults.backup.example.com").Kind("Vault").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("source")).Stored("v1").CRD()
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(adopted)
+	installed[adopted.Name] = adopted
 	fresh := manifest.CRDDoc{CRD: crdtest.New("fresh.backup.example.com").Kind("Fresh").Version("v1", crdtest.Served, crdtest.Storage).CRD(), Source: "crds/fresh", HelmOrigin: manifest.HelmCRDsDir}
-	docs := []manifest.CRDDoc{next(moved, manifest.HelmCRDsDir), next(templated, manifest.HelmTemplates), changedNext, fresh}
+	docs := []manifest.CRDDoc{next(moved, manifest.HelmCRDsDir), next(templated, manifest.HelmTemplates), changedNext, fresh, next(adopted, manifest.HelmTemplates)}
 
 	f := &fakeCluster{installed: installed, objects: []string{"default/s1", "default/s2+"}}
 	c := &Checker{Cluster: f, Apply: ApplyCommand([]string{"r.yaml"}, false), Conn: []lifecycle.Flag{{Name: "context", Value: "east"}},
@@ -79,6 +84,7 @@ func TestCheckerHelm(t *testing.T) {
 		"repositories.backup.example.com Accepted HelmNoKeepPolicy",
 		"locks.backup.example.com Accepted HelmCRDNotUpgraded,FieldAdded",
 		"fresh.backup.example.com Accepted HelmCRDInstallOnly",
+		"vaults.backup.example.com Rejected HelmCannotAdopt,HelmNoKeepPolicy",
 		"policies.backup.example.com Accepted HelmKeepsCRD",
 		"schedules.backup.example.com Deleted HelmDeletesCRD",
 		"targets.backup.example.com Deleted HelmDeletesCRD",
@@ -87,6 +93,19 @@ func TestCheckerHelm(t *testing.T) {
 		t.Errorf("plans\n got  %q\n want %q", got, want)
 	}
 	for _, p := range plans {
+		switch p.Name {
+		case "locks.backup.example.com":
+			if want := []string{"kubectl --context east apply --server-side -f r.yaml"}; !slices.Equal(p.Fix, want) {
+				t.Errorf("%s: fix %q, want the apply of the crds/ file: helm upgrade leaves it", p.Name, p.Fix)
+			}
+		case "vaults.backup.example.com":
+			want := []string{"kubectl --context east label crd vaults.backup.example.com app.kubernetes.io/managed-by=Helm",
+				"kubectl --context east annotate crd vaults.backup.example.com meta.helm.sh/release-name=backup meta.helm.sh/release-namespace=backup-system",
+				"kubectl --context east apply --server-side -f r.yaml"}
+			if !slices.Equal(p.Fix, want) {
+				t.Errorf("%s: fix %q, want %q", p.Name, p.Fix, want)
+			}
+		}
 		if p.Apply != Deleted {
 			continue
 		}
@@ -114,7 +133,7 @@ func TestCheckerHelm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := summary(plans); len(got) != 4 || strings.Contains(strings.Join(got, " "), Deleted) {
+	if got := summary(plans); len(got) != 5 || strings.Contains(strings.Join(got, " "), Deleted) || strings.Contains(strings.Join(got, " "), CodeHelmCannotAdopt) {
 		t.Errorf("no release: %q", got)
 	}
 }

@@ -31,8 +31,9 @@ var ErrNoCluster = errors.New("offline: no cluster to ask")
 //     count is unknown, never zero.
 //
 // With a Helm release, the previous release's templated CRDs (and, for
-// rendered manifests, every CRD) carry the ownership annotations Helm
-// sets on install, and its keep policy as the templates set it.
+// rendered manifests, every CRD) carry the ownership label and
+// annotations Helm sets on install, and its keep policy as the templates
+// set it.
 type Offline struct {
 	crds map[string]*apiextensionsv1.CustomResourceDefinition
 }
@@ -53,6 +54,10 @@ func NewOffline(old []manifest.CRDDoc, release *HelmRelease) *Offline {
 				c.Annotations = map[string]string{}
 			}
 			c.Annotations[ReleaseNameAnnotation], c.Annotations[ReleaseNamespaceAnnotation] = release.Name, release.Namespace
+			if c.Labels == nil {
+				c.Labels = map[string]string{}
+			}
+			c.Labels[ManagedByLabel] = "Helm"
 			if Keeps(d.CRD) {
 				c.Annotations[ResourcePolicyAnnotation] = KeepPolicy
 			}

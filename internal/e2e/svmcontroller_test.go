@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
@@ -139,6 +141,22 @@ func nudgeGCInformer(t *testing.T, c clients, crd *apiextensionsv1.CustomResourc
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		// The writes start once a StorageVersionMigration of the resource
+		// exists: before it, migrate's measurement reads and dry-runs
+		// every object, and a write in between is a conflict that, when it
+		// keeps coming back, it rightly reports as not judged.
+		for ctx.Err() == nil {
+			list, err := c.kube.StoragemigrationV1().StorageVersionMigrations().List(ctx, metav1.ListOptions{})
+			if err == nil && slices.ContainsFunc(list.Items, func(m storagemigrationv1.StorageVersionMigration) bool {
+				return m.Spec.Resource.Group == crd.Spec.Group && m.Spec.Resource.Resource == crd.Spec.Names.Plural
+			}) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 		for i := 0; ctx.Err() == nil; i++ {
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.crdversion.test/nudge":"%d"}}}`, i)
 			_, _ = res.Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})

@@ -41,12 +41,17 @@ type AddVersionOptions struct {
 // Service's endpoints for a Service webhook, which is also checked (see
 // preflight.Webhooks). c may be nil (manifest mode without a cluster).
 func AddVersion(ctx context.Context, c AddVersionCluster, t *Target, o AddVersionOptions) *edit.Result {
-	r := edit.AddVersion(t.CRD, o.Spec)
+	spec, stored := o.Spec, ""
+	if c != nil && t.live() {
+		stored = storedAt(ctx, c, t.CRD, spec.Name)
+		spec.StoredAt = stored != ""
+	}
+	r := edit.AddVersion(t.CRD, spec)
 	if r.NoOp || len(r.Checks.Failed()) > 0 {
 		return r
 	}
-	if c != nil && t.live() {
-		storedAt(ctx, c, t.CRD, r, o.Spec.Name)
+	if stored != "" {
+		r.RecordStoredVersions(spec.Name, stored)
 	}
 	wh := lifecycle.ConversionWebhook(r.Edited)
 	if wh == nil {
@@ -84,20 +89,22 @@ func AddVersion(ctx context.Context, c AddVersionCluster, t *Target, o AddVersio
 }
 
 // storedAt asks the API server whether objects of crd are stored at
-// version, which r restores to spec.versions, although
-// status.storedVersions does not list it: a list of the objects is then
-// answered "invalid group/version" for version. If so, r records version
-// in status.storedVersions again when it is written (see
+// version, which is not in spec.versions and which status.storedVersions
+// does not list: a list of the objects is then answered "invalid
+// group/version" for version, and storedAt returns that answer ("" when
+// not). The add then restores version, and records it in
+// status.storedVersions again when it is written (see
 // edit.Result.RecordStoredVersions) — otherwise the CRD would say that no
 // object is stored there, and a later removal of the version would make
 // them unreadable again. A list this user may not make, or that fails for
 // another reason, says nothing about it.
-func storedAt(ctx context.Context, c AddVersionCluster, crd *apiextensionsv1.CustomResourceDefinition, r *edit.Result, version string) {
+func storedAt(ctx context.Context, c AddVersionCluster, crd *apiextensionsv1.CustomResourceDefinition, version string) string {
 	from := lifecycle.ListVersion(crd)
-	if from == "" || slices.Contains(crd.Status.StoredVersions, version) {
-		return
+	if from == "" || slices.Contains(crd.Status.StoredVersions, version) || lifecycle.FindVersion(crd, version) != nil {
+		return ""
 	}
 	if _, err := c.CountObjects(ctx, crd, from, cluster.ChunkSize); err != nil && lifecycle.StoredAt(crd.Spec.Group, version, err.Error()) {
-		r.RecordStoredVersions(version, err.Error())
+		return err.Error()
 	}
+	return ""
 }

@@ -22,8 +22,12 @@ var addVersionLong = templates.LongDesc(`
 	The new version copies the schema, subresources, printer columns and
 	selectable fields of --from (default: the storage version); with
 	--schema-file it takes its schema from the file and keeps the rest of
-	--from. It is served unless --served=false, and never
-	the storage version: promote-storage does that once clients can use it.
+	--from; with --preserve-unknown-fields its schema keeps every field
+	(x-kubernetes-preserve-unknown-fields at the root), which is how a
+	version removed while objects were still stored at it is restored
+	without pruning what only it declared. It is served unless
+	--served=false, and never the storage version: promote-storage does
+	that once clients can use it.
 
 	Preflight: the name is a DNS-1035 label not yet in spec.versions (a
 	warning when it is not in Kubernetes version form); with conversion
@@ -46,14 +50,19 @@ var addVersionExample = templates.Examples(`
 	kubectl crdversion add-version crontabs.stable.example.com v2 --schema-file v2-schema.yaml \
 	  --conversion Webhook --webhook-service crontab-system/conversion:443/convert --ca-bundle-file ca.crt
 
-	# Restore a version still listed in status.storedVersions, unserved
-	kubectl crdversion add-version crontabs.stable.example.com v1 --from v2 --served=false`)
+	# Restore a version still listed in status.storedVersions, unserved,
+	# keeping every field its objects hold
+	kubectl crdversion add-version crontabs.stable.example.com v1 --preserve-unknown-fields --served=false
+
+	# ... or with the schema it had in the release that still shipped it
+	kubectl crdversion add-version crontabs.stable.example.com v1 --schema-file old-release/crd.yaml --served=false`)
 
 // AddVersionFlags are the flags of add-version.
 type AddVersionFlags struct {
 	*EditFlags
 	From               string
 	SchemaFile         string
+	PreserveUnknown    bool
 	Served             bool
 	Deprecated         bool
 	DeprecationWarning string
@@ -91,6 +100,7 @@ func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *co
 	c := cmd.Flags()
 	c.StringVar(&fl.From, "from", "", "Copy schema, subresources, printer columns and selectable fields from this version (default: the storage version); with --schema-file, all but the schema.")
 	c.StringVar(&fl.SchemaFile, "schema-file", "", "YAML or JSON file with the new version's openAPIV3Schema: the schema itself, {openAPIV3Schema: …}, or a CustomResourceDefinition manifest (such as the release's) whose version NEW_VERSION gives it.")
+	c.BoolVar(&fl.PreserveUnknown, "preserve-unknown-fields", false, "Give the new version a schema that keeps every field (type: object, x-kubernetes-preserve-unknown-fields: true), to restore a version objects are still stored at without pruning them.")
 	c.BoolVar(&fl.Served, "served", fl.Served, "Serve the new version.")
 	c.BoolVar(&fl.Deprecated, "deprecated", false, "Mark the new version deprecated.")
 	c.StringVar(&fl.DeprecationWarning, "deprecation-warning", "", "The deprecationWarning of the new version (implies --deprecated).")
@@ -123,6 +133,12 @@ func (fl *AddVersionFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args
 	if cmd.Flags().Changed("deprecation-warning") {
 		o.Spec.Deprecated = true
 		o.Spec.DeprecationWarning = &fl.DeprecationWarning
+	}
+	if fl.PreserveUnknown {
+		if fl.SchemaFile != "" {
+			return nil, fmt.Errorf("--preserve-unknown-fields and --schema-file both give the schema: use one")
+		}
+		o.Spec.Schema = edit.PreserveUnknownSchema()
 	}
 	if fl.SchemaFile != "" {
 		if o.Spec.Schema, err = manifest.ReadSchemaFile(fl.SchemaFile, eo.CRD, eo.Version); err != nil {

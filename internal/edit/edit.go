@@ -109,6 +109,46 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 	c.Details = lost
 }
 
+// PreserveUnknownSchema is the schema that keeps every field of an object:
+// type object with x-kubernetes-preserve-unknown-fields at the root (the
+// API server still prunes metadata to ObjectMeta). A version removed from
+// spec.versions while objects were stored at it is restored with it, or
+// with the schema it had: any narrower one — the storage version's — prunes
+// on every read what only the removed version declared, and a rewrite read
+// through it erases that for good.
+func PreserveUnknownSchema() *apiextensionsv1.CustomResourceValidation {
+	keep := true
+	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &keep}}
+}
+
+// restoresStored reports whether spec restores, unserved, a version that
+// crd's spec.versions lacks and objects may be stored at: status.storedVersions
+// lists it, or the API server said so (spec.StoredAt).
+func restoresStored(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSpec) bool {
+	return !spec.Served && (spec.StoredAt || slices.Contains(crd.Status.StoredVersions, spec.Name)) && lifecycle.FindVersion(crd, spec.Name) == nil
+}
+
+// restoreCheck stands in for noneConversionCheck when add-version restores
+// subject unserved while objects may be stored at it: the write converts
+// and prunes no object, and no client writes through an unserved version,
+// so what conversion None prunes between its schema and the others' is not
+// a loss of this step; migrate measures each object before moving it to
+// the storage version and refuses such a loss. A Warn that lists the
+// fields.
+func restoreCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string) {
+	if lifecycle.UsesWebhook(crd) {
+		return
+	}
+	lost, already := lifecycle.NoneConversionLosses(crd, subject)
+	lost = append(lost, already...)
+	if len(lost) == 0 {
+		cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
+		return
+	}
+	c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %s's schema and the others' prune %d field(s) of each other; restoring %s unserved writes no object and prunes nothing, and migrate measures what moving its objects to %s loses, refusing before any loss", subject, len(lost), subject, orNone(lifecycle.StorageVersion(crd)))
+	c.Details = lost
+}
+
 // AddVersionSpec is what add-version adds.
 type AddVersionSpec struct {
 	Name string
@@ -128,6 +168,10 @@ type AddVersionSpec struct {
 	Conversion *apiextensionsv1.CustomResourceConversion
 	// AllowPruning accepts a None conversion between differing schemas.
 	AllowPruning bool
+	// StoredAt says that objects are stored at Name although
+	// status.storedVersions does not list it (the API server answered a
+	// list of them "invalid group/version" for it): the add restores it.
+	StoredAt bool
 }
 
 // AddVersion appends a version to spec.versions. It is never the storage
@@ -211,7 +255,11 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		c := cs.add("PreserveUnknownFields", Fail, "spec.preserveUnknownFields is true, and the API server rejects schema defaults then (\"must be false in order to use defaults in the schema\"); set it to false first: %s (keeping unknown fields with x-kubernetes-preserve-unknown-fields: true where they must stay)", lifecycle.PreserveUnknownFieldsOff(crd.Name))
 		c.Details = paths
 	}
-	noneConversionCheck(cs, out, spec.Name, spec.AllowPruning)
+	if restoresStored(crd, spec) {
+		restoreCheck(cs, out, spec.Name)
+	} else {
+		noneConversionCheck(cs, out, spec.Name, spec.AllowPruning)
+	}
 	defaultVersionCheck(cs, crd, out)
 
 	how := "served"

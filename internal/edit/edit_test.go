@@ -40,6 +40,17 @@ func outcomes(cs Checks) string {
 	return strings.Join(out, " ")
 }
 
+// removedV0 is a CRD whose v1 is the storage version and whose
+// status.storedVersions still lists v0, removed from spec.versions — or,
+// trimmed, no longer lists it.
+func removedV0(trimmed bool) *apiextensionsv1.CustomResourceDefinition {
+	b := crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage)
+	if trimmed {
+		return b.Stored("v1").CRD()
+	}
+	return b.Stored("v0", "v1").CRD()
+}
+
 func TestAddVersion(t *testing.T) {
 	one := func() *apiextensionsv1.CustomResourceDefinition {
 		return crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1").CRD()
@@ -88,6 +99,20 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass Schema=fail VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn CopiedFrom=pass", false},
 		{"existing name, now deprecated", one(), AddVersionSpec{Name: "v1", Served: true, Deprecated: true},
 			"VersionName=pass VersionAbsent=fail", false},
+		// B21: a version removed while objects were stored at it comes
+		// back unserved with a schema that keeps every field; what that
+		// schema and the others prune of each other under None is not
+		// this step's loss (it writes no object, no client writes through
+		// an unserved version; migrate measures) — served, or not stored,
+		// it is.
+		{"restore of a stored version, unserved", removedV0(false), AddVersionSpec{Name: "v0", Schema: PreserveUnknownSchema()},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=pass CopiedFrom=pass", false},
+		{"restore of a version the API server says objects are stored at", removedV0(true), AddVersionSpec{Name: "v0", Schema: PreserveUnknownSchema(), StoredAt: true},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=pass CopiedFrom=pass", false},
+		{"restore served", removedV0(false), AddVersionSpec{Name: "v0", Served: true, Schema: PreserveUnknownSchema()},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=pass CopiedFrom=pass", false},
+		{"a new version, unserved, nothing stored at it", removedV0(true), AddVersionSpec{Name: "v0", Schema: PreserveUnknownSchema()},
+			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=pass CopiedFrom=pass", false},
 		// Case 11: the API server rejects defaults while preserveUnknownFields is true.
 		{"defaults with preserveUnknownFields", withPUF(one()), AddVersionSpec{Name: "v2", Served: true, Schema: defaulted()},
 			"VersionName=pass VersionAbsent=pass PreserveUnknownFields=fail NoneConversionPruning=pass DefaultVersion=warn CopiedFrom=pass", false},

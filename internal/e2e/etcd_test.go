@@ -7,6 +7,7 @@ import (
 
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
@@ -44,4 +45,24 @@ func editStoredCRD(t *testing.T, name string, edit func(*apiextensionsv1.CustomR
 	if _, err := srv.Etcd.Put(ctx, key, string(data)); err != nil {
 		t.Fatalf("writing %s to etcd: %v", key, err)
 	}
+}
+
+// removeFirstVersionInEtcd removes the first of crd's two versions from
+// spec.versions in etcd, leaving status.storedVersions as it is (the API
+// server refuses that update; an edit of etcd, or an old API server, made
+// it) — and waits
+// until the API server has the CRD without it and answers a list at the
+// other version with "invalid group/version" (objects are stored at the
+// removed one). It returns the CRD as the API server has it then.
+func removeFirstVersionInEtcd(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	editStoredCRD(t, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = crd.Spec.Versions[1:]
+	})
+	waitFor(t, "the API server to see "+crd.Spec.Versions[0].Name+" removed", func() (bool, error) {
+		got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), crd.Name, metav1.GetOptions{})
+		return err == nil && len(got.Spec.Versions) == 1, err
+	})
+	waitListFails(t, c, crd, crd.Spec.Versions[1].Name, "invalid group/version")
+	return getCRD(t, c, crd.Name)
 }

@@ -29,10 +29,9 @@ func RemoveVersion(crd *apiextensionsv1.CustomResourceDefinition, version string
 	stored := slices.Contains(crd.Status.StoredVersions, version)
 	if i < 0 {
 		if stored {
-			cs.add("NotStored", Fail, "%s is not in spec.versions but status.storedVersions lists it: objects stored at it are unreadable; restore it unserved (kubectl crdversion add-version %s %s --from %s --served=false), then run kubectl crdversion migrate %s",
-				version, crd.Name, version, lifecycle.StorageVersion(crd), crd.Name).Run = []lifecycle.Command{
-				lifecycle.Crdversion("add-version", crd.Name, version).With("from", lifecycle.StorageVersion(crd)).With("served", "false"),
-				lifecycle.Crdversion("migrate", crd.Name)}
+			restore := lifecycle.RestoreUnserved(crd.Name, version)
+			cs.add("NotStored", Fail, "%s is not in spec.versions but status.storedVersions lists it: objects stored at it are unreadable; restore it unserved, keeping every field they hold (%s), then run kubectl crdversion migrate %s",
+				version, restore, crd.Name).Run = []lifecycle.Command{restore, lifecycle.Crdversion("migrate", crd.Name)}
 			return r
 		}
 		r.NoOp = true

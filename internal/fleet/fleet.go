@@ -148,7 +148,7 @@ func verdict(crdName string, clusters []Cluster, v string) Verdict {
 				b.Run = []lifecycle.Command{lifecycle.Crdversion("promote-storage", crdName, successor(c, v)), lifecycle.Crdversion("migrate", crdName)}
 			case !slices.Contains(c.Versions, v):
 				b.Reason = fmt.Sprintf("status.storedVersions [%s] lists %s, which spec.versions no longer has: objects stored at it are unreadable", strings.Join(c.StoredVersions, ", "), v)
-				b.Run = []lifecycle.Command{lifecycle.Crdversion("add-version", crdName, v).With("from", c.StorageVersion).With("served", "false"), lifecycle.Crdversion("migrate", crdName)}
+				b.Run = []lifecycle.Command{lifecycle.RestoreUnserved(crdName, v), lifecycle.Crdversion("migrate", crdName)}
 			default:
 				b.Reason = fmt.Sprintf("status.storedVersions is [%s]: objects may still be stored at %s", strings.Join(c.StoredVersions, ", "), v)
 				b.Run = []lifecycle.Command{lifecycle.Crdversion("migrate", crdName)}

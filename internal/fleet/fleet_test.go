@@ -27,7 +27,7 @@ func TestVerdicts(t *testing.T) {
 		{"all migrated", []Cluster{migrated, absent}, Yes, nil, ""},
 		{"one pending", []Cluster{migrated, pending}, No, []string{"prod-us=no"}, "kubectl crdversion --context prod-us migrate crontabs.example.com"},
 		{"old storage", []Cluster{oldStorage}, No, []string{"staging=no"}, "kubectl crdversion --context staging promote-storage crontabs.example.com v1 && kubectl crdversion --context staging migrate crontabs.example.com"},
-		{"stored but removed", []Cluster{lost}, No, []string{"lab=no"}, "add-version crontabs.example.com v1beta1 --from v1 --served=false"},
+		{"stored but removed", []Cluster{lost}, No, []string{"lab=no"}, "add-version crontabs.example.com v1beta1 --preserve-unknown-fields --served=false"},
 		{"unreachable is never safe", []Cluster{migrated, down}, Unknown, []string{"edge=unknown"}, "status crontabs.example.com"},
 		{"forbidden is never safe", []Cluster{forbidden}, Unknown, []string{"partner=unknown"}, ""},
 		{"no wins over unknown", []Cluster{down, pending}, No, []string{"edge=unknown", "prod-us=no"}, ""},

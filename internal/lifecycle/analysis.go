@@ -309,7 +309,9 @@ func AnalyzeWith(crd *apiextensionsv1.CustomResourceDefinition, o Options) Analy
 	a.Versions = versionRows(crd, a.StorageVersion, a.DefaultVersion)
 	a.State, a.OldVersion, a.NewVersion = stateOf(crd, a.StorageVersion, a.order)
 	a.StateDescription = a.State.Description()
-	a.migrateLoss = MigrationLosses(crd)
+	// A loss the schemas cannot tell (AnyField) is left to migrate's
+	// measurement, which refuses before it.
+	a.migrateLoss = slices.DeleteFunc(MigrationLosses(crd), func(l Loss) bool { return l.AnyField })
 	if a.State == StateS1 {
 		a.promoteLoss = NoneConversionLoss(crd, a.NewVersion)
 	}

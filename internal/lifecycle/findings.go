@@ -41,7 +41,7 @@ func findings(crd *apiextensionsv1.CustomResourceDefinition, a Analysis) []Findi
 		add(Finding{
 			Code: CodeStoredVersionNotInSpec, Severity: SeverityError, Version: s,
 			Message: fmt.Sprintf("status.storedVersions lists %s but spec.versions does not: objects still stored at %s cannot be read, listed or deleted, and every update of this CRD is rejected; restore %s unserved, then run migrate", s, s, s),
-		}.WithRun(restoreUnserved(name, s, a.StorageVersion)))
+		}.WithRun(RestoreUnserved(name, s)))
 	}
 	if a.StorageVersion != "" && len(crd.Status.StoredVersions) > 0 && !slices.Contains(crd.Status.StoredVersions, a.StorageVersion) {
 		add(Finding{
@@ -150,11 +150,15 @@ func PreserveUnknownFieldsOff(name string) Command {
 	return Kubectl("patch", "crd", name).With("type", "merge").With("p", `{"spec":{"preserveUnknownFields":false}}`)
 }
 
-// restoreUnserved is the command that puts version, still listed in
-// status.storedVersions, back into spec.versions unserved, with the schema
-// of the storage version, so that objects stored at it can be read again.
-func restoreUnserved(name, version, storage string) Command {
-	return Crdversion("add-version", name, version).With("from", cmp.Or(storage, PlaceholderVersion)).With("served", "false")
+// RestoreUnserved is the command that puts version, still listed in
+// status.storedVersions, back into spec.versions unserved, with a schema
+// that keeps every field (x-kubernetes-preserve-unknown-fields), so that
+// objects stored at it can be read again and nothing only it declared is
+// pruned (B21: the storage version's schema pruned it on every read, and
+// migrate then erased it). Its subresources and printer columns are the
+// storage version's (add-version's default --from).
+func RestoreUnserved(name, version string) Command {
+	return Crdversion("add-version", name, version).With("preserve-unknown-fields", "").With("served", "false")
 }
 
 // Condition findings: what the API server's own controllers report in
@@ -371,8 +375,10 @@ func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis)
 	}
 	var out []Finding
 	for _, f := range MigrationLosses(crd) {
-		fix := fmt.Sprintf("kubectl crdversion migrate %s looks for these fields on every object (read, and recorded in its managedFields) and refuses if one holds them: ", crd.Name)
+		fix := fmt.Sprintf("migrate (kubectl crdversion migrate %s) looks for these fields on every object (read, and recorded in its managedFields) and refuses if one holds them: ", crd.Name)
 		switch {
+		case f.AnyField:
+			fix = fmt.Sprintf("migrate (kubectl crdversion migrate %s) measures every object (read, and recorded in its managedFields) and refuses if one holds a field that %s does not declare: to keep such fields, add them to %s's schema, or use Webhook conversion, first", crd.Name, a.StorageVersion, a.StorageVersion)
 		case len(f.Fields) > 0 && len(f.Undescribed) > 0:
 			fix += fmt.Sprintf("to keep them, add %s to %s's schema and %s to %s's, or use Webhook conversion, first", strings.Join(f.Fields, ", "), a.StorageVersion, strings.Join(f.Undescribed, ", "), f.Version)
 		case len(f.Fields) > 0:
@@ -421,13 +427,23 @@ type Loss struct {
 	// unreadable already, and the rewrite makes the loss permanent; if the
 	// storage version merely added them, nothing is lost.
 	Undescribed []string
+	// AnyField says that Version's schema keeps fields of any name at its
+	// root (x-kubernetes-preserve-unknown-fields, as a restored version
+	// has): Fields are then the storage version's pruning of whatever such
+	// objects hold, which the schemas cannot tell. Only the measurement of
+	// the objects says whether one holds a field that is lost, so this
+	// loss does not hold the advice back from migrate, which measures.
+	AnyField bool `json:"anyField,omitempty"`
 }
 
 // Describe says in one sentence what rewriting the objects stored at
 // l.Version at the storage version loses.
 func (l Loss) Describe(storage string) string {
 	var parts []string
-	if len(l.Fields) > 0 {
+	switch {
+	case l.AnyField:
+		parts = append(parts, fmt.Sprintf("objects stored at %s may hold fields of any name (its schema keeps unknown fields), and those the storage version %s does not declare are lost when they are rewritten at %s (reads through %s already drop them)", l.Version, storage, storage, storage))
+	case len(l.Fields) > 0:
 		parts = append(parts, fmt.Sprintf("objects stored at %s lose %s when rewritten at the storage version %s (reads through %s already drop them)", l.Version, strings.Join(l.Fields, ", "), storage, storage))
 	}
 	if len(l.Undescribed) > 0 {
@@ -454,6 +470,9 @@ func MigrationLosses(crd *apiextensionsv1.CustomResourceDefinition) []Loss {
 			continue
 		}
 		l := Loss{Version: s, Fields: schema.PrunedFields(schema.Of(old), schema.Of(storage)), Undescribed: schema.PrunedFields(schema.Of(storage), schema.Of(old))}
+		if sch := schema.Of(old); sch != nil && sch.XPreserveUnknownFields != nil && *sch.XPreserveUnknownFields {
+			l.AnyField = len(l.Fields) > 0
+		}
 		if len(l.Fields)+len(l.Undescribed) > 0 {
 			out = append(out, l)
 		}
@@ -555,7 +574,7 @@ func UnreadableObjects(a Analysis, version, message string, forbidden bool) Find
 	}
 	switch m := invalidGroupVersion.FindStringSubmatch(message); {
 	case m != nil && !versionInSpec(a, m[1]):
-		f = f.WithRun(restoreUnserved(a.CRD.Name, m[1], a.StorageVersion))
+		f = f.WithRun(RestoreUnserved(a.CRD.Name, m[1]))
 		f.Message += fmt.Sprintf("; objects are stored at %s, which is no longer in spec.versions", m[1])
 		if !versionStored(a, m[1]) {
 			f.Message += fmt.Sprintf(", and status.storedVersions no longer lists it (it was trimmed before they were rewritten): restoring %s with add-version lists it there again, so that migrate rewrites them before %s can go", m[1], m[1])

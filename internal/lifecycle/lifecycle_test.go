@@ -51,7 +51,7 @@ func TestAnalyzeStates(t *testing.T) {
 		{"two storage versions", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2", crdtest.Served, crdtest.Storage).CRD(),
 			StateUnknown, "", "", "", CodeStorageVersionCount},
 		{"stored version missing from spec", crdtest.New("widgets.example.com").Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD(),
-			StateS2, "v1", "v2", "add-version widgets.example.com v1 --from v2 --served=false", CodeStoredVersionNotInSpec},
+			StateS2, "v1", "v2", "add-version widgets.example.com v1 --preserve-unknown-fields --served=false", CodeStoredVersionNotInSpec},
 		{"a newer version added unserved is served first", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("v2").Stored("v1").CRD(),
 			StateS1, "v1", "v2", "serve widgets.example.com v2", ""},
 		{"a non-conforming name beside the storage version is not ordered", crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).Version("next", crdtest.Served).Stored("v1").CRD(),
@@ -131,7 +131,7 @@ func TestAnalyzeStates(t *testing.T) {
 // then nothing is stored at it, and migrate trims it.
 func TestObjectsReadable(t *testing.T) {
 	a := Analyze(crdtest.New("widgets.example.com").Version("v1beta1", crdtest.Served, crdtest.Storage).Stored("v1beta1", "v9").CRD())
-	if a.Next == nil || a.Next.Command != "kubectl crdversion add-version widgets.example.com v9 --from v1beta1 --served=false" {
+	if a.Next == nil || a.Next.Command != "kubectl crdversion add-version widgets.example.com v9 --preserve-unknown-fields --served=false" {
 		t.Fatalf("before: next %+v", a.Next)
 	}
 	a.ObjectsReadable("v1beta1")
@@ -306,7 +306,7 @@ func TestFindingsMostSevereFirstAndUnreadableObjects(t *testing.T) {
 	if a.Findings[0].Code != CodeObjectsUnreadable || a.Findings[1].Code != CodeDeprecatedServed {
 		t.Errorf("order: %s", codes(a.Findings))
 	}
-	if a.Next == nil || a.Next.Command != "kubectl crdversion add-version widgets.example.com v0 --from v2 --served=false" {
+	if a.Next == nil || a.Next.Command != "kubectl crdversion add-version widgets.example.com v0 --preserve-unknown-fields --served=false" {
 		t.Errorf("next = %+v", a.Next)
 	}
 
@@ -394,6 +394,35 @@ func TestNextAcceptsPruningOnlyOutLoud(t *testing.T) {
 		if a.Next == nil || a.Next.Loss != "" || a.Next.Command == "" || strings.Contains(a.Next.Command, "allow-pruning") {
 			t.Errorf("%s without pruning: next %+v", a.State, a.Next)
 		}
+	}
+}
+
+// TestRestoredVersionLeavesTheLossToTheMeasurement (B21): a restored
+// version keeps fields of any name (x-kubernetes-preserve-unknown-fields at
+// its root), so the schemas cannot say what its objects lose at the storage
+// version: the finding says so, and Next is migrate, which measures each
+// object and refuses before a loss, where a loss the schemas name holds
+// the command back.
+func TestRestoredVersionLeavesTheLossToTheMeasurement(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("size")).Stored("v1", "v2").CRD()
+	keep := true
+	crd.Spec.Versions[0].Schema = &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &keep}}
+	losses := MigrationLosses(crd)
+	if len(losses) != 1 || !losses[0].AnyField || losses[0].Version != "v1" {
+		t.Fatalf("losses %+v, want one AnyField loss of v1", losses)
+	}
+	a := Analyze(crd)
+	if a.Next == nil || a.Next.Command != "kubectl crdversion migrate widgets.example.com" || a.Next.Loss != "" {
+		t.Errorf("next %+v, want migrate", a.Next)
+	}
+	var found bool
+	for _, f := range a.Findings {
+		if f.Code == CodeMigrationPrunes {
+			found = strings.Contains(f.Message, "may hold fields of any name") && strings.HasPrefix(f.Fix, "migrate (kubectl crdversion migrate widgets.example.com) measures every object")
+		}
+	}
+	if !found {
+		t.Errorf("no MigrationPrunesFields finding that leaves the loss to the measurement: %+v", a.Findings)
 	}
 }
 

@@ -415,9 +415,17 @@ func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]
 			len(found.Lost), storage, found.Describe(10))
 	}
 	var why, stored []string
+	anyField := true
 	for _, l := range predicted {
 		why = append(why, l.Describe(storage))
 		stored = append(stored, l.Version)
+		anyField = anyField && l.AnyField
+	}
+	if anyField {
+		// The version they are stored at keeps every field already (a
+		// restored version): only the storage version can keep them.
+		return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); to keep them, add them to %s's schema (or use Webhook conversion) first, or accept losing them with --allow-pruning=PATHS",
+			len(found.Lost), storage, found.Describe(10), strings.Join(why, "; "), storage)
 	}
 	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them (a field pruned as it was written stays absent, and nothing is lost)",
 		len(found.Lost), storage, found.Describe(10), strings.Join(why, "; "), strings.Join(stored, " or "))

@@ -291,7 +291,7 @@ func (p *planner) migration(s *Step) {
 		s.set(Blocked, p.retire("migrate"), "status.storedVersions [%s] does not list %s, but that is a claim (a status trimmed by hand says the same): nothing proves that none of the %d object(s) is still stored at %s, which the removal would make unreadable; retire with --migrate rewrites every object still stored there first (objects already at %s are not written)",
 			stored, old, *f.Objects, old, p.storageVersion)
 	case v == nil:
-		s.set(Blocked, []lifecycle.Command{lifecycle.Crdversion("add-version", p.name, old).With("from", p.storageVersion).With("served", "false")},
+		s.set(Blocked, []lifecycle.Command{lifecycle.RestoreUnserved(p.name, old)},
 			"status.storedVersions lists %s but spec.versions does not: objects stored at it are unreadable until it is restored (unserved); then kubectl crdversion migrate %s", old, p.name)
 	case v.Storage:
 		s.set(Blocked, nil, "waits for step %d: objects can move off %s only once another version is the storage version", number(StorageMoved), old)

@@ -136,7 +136,7 @@ func TestPlan(t *testing.T) {
 		{"S5, stale managedFields, clean, a recent writer, usage check skipped", s5, Facts{References: noRefs(), StaleManagedFields: stale, CleanManagedFields: true, SkipUsage: true, Writers: recentWriter()}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=to do 8=info", 6, "4 object(s)"},
 		{"S5, clean", s5, Facts{References: noRefs(), StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=done 7=to do 8=info", 7, "remove v1"},
 		{"S6: already retired", s6, Facts{}, "1=done 2=done 3=done 4=done 5=done 6=done 7=done 8=info", 0, ""},
-		{"removed while still stored", lost, Facts{}, "1=done 2=done 3=done 4=done 5=blocked 6=done 7=done 8=info", 5, "add-version crontabs.stable.example.com v1 --from v2 --served=false"},
+		{"removed while still stored", lost, Facts{}, "1=done 2=done 3=done 4=done 5=blocked 6=done 7=done 8=info", 5, "add-version crontabs.stable.example.com v1 --preserve-unknown-fields --served=false"},
 		{"webhook, last other version", hook, Facts{References: noRefs(), StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=done 7=to do 8=info", 7, ""},
 		{"webhook, versions left", three, Facts{References: noRefs(), StaleManagedFields: none()}, "1=done 2=done 3=done 4=done 5=done 6=done 7=to do 8=info", 7, ""},
 		{"S4, the API server refuses the removal", s4(), Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none(), Writes: map[StepID]WriteCheck{Unserved: {}, Removed: {Refused: "policy: no removal"}}},

@@ -474,7 +474,7 @@ func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand
 	// are unreadable until the version is back (unserved).
 	for _, s := range drop {
 		if lifecycle.FindVersion(live, s) == nil {
-			steps = append(steps, cmd("add-version", live.Name, s).With("from", liveStorage).With("served", "false"))
+			steps = append(steps, lifecycle.RestoreUnserved(live.Name, s))
 		}
 	}
 	switch v := lifecycle.FindVersion(live, newStorage); {

@@ -44,7 +44,7 @@ func TestCheck(t *testing.T) {
 			false, []string{"v1"}, "v1"},
 		{"a stored version already missing from spec",
 			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,
-			[]string{"kubectl crdversion add-version crontabs.stable.example.com v1 --from v2 --served=false", "kubectl crdversion migrate crontabs.stable.example.com", apply},
+			[]string{"kubectl crdversion add-version crontabs.stable.example.com v1 --preserve-unknown-fields --served=false", "kubectl crdversion migrate crontabs.stable.example.com", apply},
 			false, nil, "v2"},
 		{"conversion None prunes what objects stored at the removed version have",
 			crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Fields("image", "x")).Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1", "v2").CRD(), crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD(), Rejected,

@@ -299,6 +299,10 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 // LossMeasurement is what MeasureMigrationLoss measured.
 type LossMeasurement = loss.Measurement
 
+// LossRefusal is the measurement's refusal of a migration, with every
+// object behind it (errors.As finds it in Migrate's error).
+type LossRefusal = loss.Refusal
+
 // Outcome is the error a finished migration of crd stands for, nil when it
 // did what it should: a failed StorageVersionMigration, objects that failed
 // (storedVersions then untrimmed), an interrupted run (checkpoint, when

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -104,6 +105,9 @@ type MigrateOptions struct {
 
 	client *cluster.Client
 	print  func(*apiextensionsv1.CustomResourceDefinition, *migrate.Result, string) error
+	// printRefused prints the report of a run the measurement refused
+	// (-o json|yaml only).
+	printRefused func(*migrate.Result) error
 	genericiooptions.IOStreams
 }
 
@@ -185,6 +189,9 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 	if err != nil {
 		return nil, err
 	}
+	if printJSON != nil {
+		o.printRefused = func(res *migrate.Result) error { return printJSON(&report.Migration{Result: *res}, o.Out) }
+	}
 	o.print = func(crd *apiextensionsv1.CustomResourceDefinition, res *migrate.Result, svmVersion string) error {
 		switch {
 		case printJSON != nil:
@@ -262,6 +269,16 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		}
 	}
 	m, err := action.Migrate(ctx, action.Live{Client: o.client}, crd, opts)
+	var refusal *action.LossRefusal
+	if errors.As(err, &refusal) && o.printRefused != nil {
+		// -o json|yaml: the report of the refused run names every
+		// object and path (the error's text names the first ten).
+		res := &migrate.Result{Engine: o.EngineName, CRD: crd.Name, StorageVersion: lifecycle.StorageVersion(crd),
+			DryRun: o.DryRun != lifecycle.DryRunNone, Refused: refusal.Report()}
+		if perr := o.printRefused(res); perr != nil {
+			return perr
+		}
+	}
 	if err != nil {
 		return err
 	}

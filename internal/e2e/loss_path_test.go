@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
 // The measurement follows the path of the run's writes and checks validity
@@ -106,6 +109,22 @@ func TestMigrateAcceptsNamedPaths(t *testing.T) {
 		"migrate", crd.Name, "--allow-pruning=.spec.image", "-o", "json")
 	if out := r.stdout + r.stderr; strings.Contains(out, ".spec.image") || !strings.Contains(out, "default/crontab-0: .spec.cronSpec") {
 		t.Errorf("the refusal names .spec.image, which was accepted, or not .spec.cronSpec:\n%s", out)
+	}
+	// The text names ten objects and "2 more"; -o json names every one
+	// (issue 34: a refusal never hides behind "and N more").
+	var rep report.Migration
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Refused == nil {
+		t.Fatalf("migrate -o json printed no refused report (%v):\n%s", err, r.stdout)
+	}
+	var named []string
+	for _, o := range rep.Refused.Objects {
+		if o.Version != "v1" || !slices.Equal(o.Dropped, []string{".spec.cronSpec"}) {
+			t.Errorf("refused object %+v, want .spec.cronSpec dropped at v1", o)
+		}
+		named = append(named, o.Object)
+	}
+	if len(named) != 12 || rep.Kind != "MigrationReport" || rep.Refused.Reason == "" {
+		t.Errorf("the refused report names %d object(s) %v (kind %q, reason %q), want all 12", len(named), named, rep.Kind, rep.Refused.Reason)
 	}
 	if got := storedAt(t, crd); got[crd.Spec.Group+"/v1"] != 12 {
 		t.Errorf("stored %v after the refusal, want every object at v1", got)

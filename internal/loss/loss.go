@@ -6,6 +6,7 @@
 package loss
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -139,6 +140,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	}
 	hidden := map[string][]string{}
 	unrecorded := map[string]bool{}
+	objects := refusedObjects{}
 	seenAll := true
 	var refused, unmeasured []string
 	measure := func(from string) error {
@@ -185,6 +187,8 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			problems := append(slices.Clone(found.Unreadable), found.Forbidden...)
 			unmeasured = append(unmeasured, fmt.Sprintf("%d object(s) could not be read or dry-run written through %s: %s", len(problems), through, describeProblems(problems, 3)))
 		}
+		objects.problems(from, found.Problems, func(o *result.RefusedObject, m string) { o.Refused = m })
+		objects.problems(from, append(slices.Clone(found.Unreadable), found.Forbidden...), func(o *result.RefusedObject, m string) { o.Unmeasured = m })
 		if len(found.Problems) > 0 {
 			refused = append(refused, fmt.Sprintf("%d object(s) read at %s that the API server refuses to write through %s: %s", len(found.Problems), from, through, describeProblems(found.Problems, 10)))
 		}
@@ -200,6 +204,9 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		for _, l := range found.RecordedMissing {
 			hidden[l.Object] = append(hidden[l.Object], l.Paths...)
 		}
+		objects.paths(from, found.Lost, func(o *result.RefusedObject, p []string) { o.Dropped = append(o.Dropped, p...) })
+		objects.paths(from, found.Changed, func(o *result.RefusedObject, p []string) { o.Changed = append(o.Changed, p...) })
+		objects.paths(from, found.RecordedMissing, func(o *result.RefusedObject, p []string) { o.Hidden = append(o.Hidden, p...) })
 		for _, name := range found.Unrecorded {
 			unrecorded[name] = true
 		}
@@ -249,23 +256,23 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		}
 	}
 	if len(refused) > 0 {
-		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "the API server refuses to rewrite some objects at " + storage,
+		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "the API server refuses to rewrite some objects at " + storage,
 			WayOut:       "fix those objects (or the rule that refuses them) first: the run would write the others and leave a mix",
-			DetailsTitle: "Each object sent migrate's update as a server-side dry run", Details: refused}
+			DetailsTitle: "Each object sent migrate's update as a server-side dry run", Details: refused})
 	}
 	if len(unmeasured) > 0 {
-		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "what the migration loses is unknown for objects that could not be measured",
+		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "what the migration loses is unknown for objects that could not be measured",
 			WayOut:       "make them readable (the conversion webhook, your permissions) and run again (an answer marked not judged needs only a re-run), or pass --allow-pruning to accept what cannot be measured",
-			DetailsTitle: "Not measured", Details: unmeasured}
+			DetailsTitle: "Not measured", Details: unmeasured})
 	}
 	if len(refusals) == 0 && len(hidden) > 0 {
-		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
-			WayOut: "keep the fields as the lines above say, or pass --allow-pruning to accept the loss", Details: []string{hiddenText(storage, predicted, hidden)}}
+		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
+			WayOut: "keep the fields as the lines above say, or pass --allow-pruning to accept the loss", Details: []string{hiddenText(storage, predicted, hidden)}})
 	}
 	if len(refusals) > 0 {
-		return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
+		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
 			WayOut:       "make " + storage + "'s schema keep these fields (or the admission or conversion that changes them spare them), or pass --allow-pruning to accept the loss",
-			DetailsTitle: "Each object read and dry-run written, compared as a whole", Details: refusals}
+			DetailsTitle: "Each object read and dry-run written, compared as a whole", Details: refusals})
 	}
 	// Every pass lists every object, whatever version it is stored at:
 	// with none, nothing is stored at the unserved versions either.
@@ -429,4 +436,52 @@ func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]
 	}
 	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them (a field pruned as it was written stays absent, and nothing is lost)",
 		len(found.Lost), storage, found.Describe(10), strings.Join(why, "; "), strings.Join(stored, " or "))
+}
+
+// Refusal is Measure's refusal with every object behind it (a
+// *lifecycle.RefusalError names the first ten): errors.As finds both.
+type Refusal struct {
+	*lifecycle.RefusalError
+	Objects []result.RefusedObject
+}
+
+// Unwrap returns the refusal.
+func (r *Refusal) Unwrap() error { return r.RefusalError }
+
+// Report is the refusal as a migration report states it.
+func (r *Refusal) Report() *result.Refusal {
+	return &result.Refusal{Reason: r.Reason, WayOut: r.WayOut, Details: slices.Clone(r.Details), Objects: slices.Clone(r.Objects)}
+}
+
+// refusedObjects collects, by version read at and object, what each pass
+// found, for a Refusal.
+type refusedObjects map[[2]string]*result.RefusedObject
+
+func (m refusedObjects) at(version, object string) *result.RefusedObject {
+	k := [2]string{version, object}
+	if m[k] == nil {
+		m[k] = &result.RefusedObject{Object: object, Version: version}
+	}
+	return m[k]
+}
+
+func (m refusedObjects) paths(version string, ls []cluster.ObjectLoss, set func(*result.RefusedObject, []string)) {
+	for _, l := range ls {
+		set(m.at(version, l.Object), l.Paths)
+	}
+}
+
+func (m refusedObjects) problems(version string, ps []cluster.ObjectProblem, set func(*result.RefusedObject, string)) {
+	for _, p := range ps {
+		set(m.at(version, p.Object), p.Message)
+	}
+}
+
+// refusal is e with every object collected, sorted by version and object.
+func (m refusedObjects) refusal(e *lifecycle.RefusalError) error {
+	out := &Refusal{RefusalError: e}
+	for _, k := range slices.SortedFunc(maps.Keys(m), func(a, b [2]string) int { return cmp.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) }) {
+		out.Objects = append(out.Objects, *m[k])
+	}
+	return out
 }

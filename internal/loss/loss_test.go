@@ -3,6 +3,8 @@ package loss
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -279,5 +281,40 @@ func TestMeasureAcceptsNamedPaths(t *testing.T) {
 		if got := Accepts([]string{".spec.hostPort", ".spec.ports"}, path); got != want {
 			t.Errorf("Accepts(%s) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// TestRefusalNamesEveryObject (issue 34): the refusal's text names ten
+// objects and "and N more"; the Refusal behind it names every object with
+// each of its paths, by version and object, for migrate -o json.
+func TestRefusalNamesEveryObject(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	found := &cluster.ObjectsCheck{Listed: 15, Changed: []cluster.ObjectLoss{{Object: "default/o00", Paths: []string{".spec.size"}}},
+		RecordedMissing: []cluster.ObjectLoss{{Object: "default/o01", Paths: []string{".spec.legacy"}}}}
+	for i := 14; i >= 0; i-- {
+		found.Lost = append(found.Lost, cluster.ObjectLoss{Object: fmt.Sprintf("default/o%02d", i), Paths: []string{".spec.color"}})
+	}
+	_, err := Measure(context.Background(), &fakeChecker{answers: map[string]*cluster.ObjectsCheck{"v1": found}}, crd, Options{})
+	var r *Refusal
+	if !errors.As(err, &r) {
+		t.Fatalf("error %v is not a Refusal", err)
+	}
+	if !strings.Contains(strings.Join(r.Details, "\n"), "and 5 more") {
+		t.Errorf("the text does not stop at ten objects: %q", r.Details)
+	}
+	if len(r.Objects) != 15 {
+		t.Fatalf("%d objects, want 15: %+v", len(r.Objects), r.Objects)
+	}
+	for i, o := range r.Objects {
+		if o.Object != fmt.Sprintf("default/o%02d", i) || o.Version != "v1" || !slices.Equal(o.Dropped, []string{".spec.color"}) {
+			t.Errorf("object %d: %+v", i, o)
+		}
+	}
+	if !slices.Equal(r.Objects[0].Changed, []string{".spec.size"}) || !slices.Equal(r.Objects[1].Hidden, []string{".spec.legacy"}) {
+		t.Errorf("changed or hidden paths missing: %+v %+v", r.Objects[0], r.Objects[1])
+	}
+	if rep := r.Report(); len(rep.Objects) != 15 || rep.Reason != r.Reason {
+		t.Errorf("report %+v", rep)
 	}
 }

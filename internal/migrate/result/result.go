@@ -196,6 +196,10 @@ type Result struct {
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
 	Trim             Trim    `json:"trim"`
 	DryRun           bool    `json:"dryRun,omitempty"`
+	// Refused is set when the run was refused before it wrote anything,
+	// because the loss measurement found a loss or could not measure:
+	// every object and path it names (its text names the first ten).
+	Refused *Refusal `json:"refused,omitempty"`
 	// StorageVersionMigration is set by the server engine.
 	StorageVersionMigration *ServerMigration `json:"storageVersionMigration,omitempty"`
 	// PriorityAndFairness says where API Priority and Fairness put the
@@ -328,3 +332,39 @@ const (
 
 // Terminal tells whether p is PhaseSucceeded or PhaseFailed.
 func (p Phase) Terminal() bool { return p == PhaseSucceeded || p == PhaseFailed }
+
+// Refusal is a migration refused before it wrote anything by the loss
+// measurement (issue 34): why, the way out, and each object the refusal
+// names, none left out.
+type Refusal struct {
+	Reason string `json:"reason"`
+	WayOut string `json:"wayOut,omitempty"`
+	// Details are the lines the refusal prints, whose lists of objects
+	// stop at ten.
+	Details []string `json:"details,omitempty"`
+	// Objects are every object behind the refusal, sorted by version read
+	// at, then object.
+	Objects []RefusedObject `json:"objects,omitempty"`
+}
+
+// RefusedObject is one object behind a Refusal: what its rewrite does to
+// it, read at Version, by JSON path (".spec.image", ".metadata.labels.a").
+type RefusedObject struct {
+	// Object is "namespace/name", or "name" for a cluster-scoped object.
+	Object string `json:"object"`
+	// Version is the version the object was read at.
+	Version string `json:"version"`
+	// Dropped are the paths the rewrite drops; Changed those whose value
+	// it changes.
+	Dropped []string `json:"dropped,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	// Hidden are paths the object's managedFields record that neither the
+	// read nor the dry run's answer shows: data no read shows, which the
+	// rewrite erases.
+	Hidden []string `json:"hidden,omitempty"`
+	// Refused is the API server's refusal of the object's dry-run write;
+	// Unmeasured why it could not be measured (read, or written as a dry
+	// run).
+	Refused    string `json:"refused,omitempty"`
+	Unmeasured string `json:"unmeasured,omitempty"`
+}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	migrateresult "github.com/crdversion/kubectl-crdversion/internal/migrate/result"
+	"github.com/crdversion/kubectl-crdversion/internal/report"
 )
 
 // The loss measurement of migrate compares whole objects: the object read
@@ -361,5 +363,77 @@ func TestMigrateWebhookStorageVersionRulesAnswer(t *testing.T) {
 	refuses(t, c, []string{crd.Name}, []string{"the API server refuses to rewrite some objects at v2", "default/sealed: ", "bad images cannot be updated"}, "migrate", crd.Name)
 	if after := wholeObjects(t, c, crd, "v1"); after != before {
 		t.Errorf("the refused migrate wrote objects:\n got %s\nwant %s", after, before)
+	}
+}
+
+// TestMigrateRefusesWhileAnObjectCannotBeConvertedDown (B18): after the
+// storage flip the conversion webhook was upgraded: it drops .spec.image
+// of default/a on v1 -> v2 and refuses every conversion of nodown1, an
+// object created at v2. The list at v1, which the measurement reads, fails
+// on nodown1; the premise that the run's own reads fail too was false (the
+// run lists at v2), so the run wrote both objects and trimmed, and a's
+// image was gone. Unknown refuses: nothing is written, storedVersions stays,
+// and a's image still reads at v1; the refusal names a's loss and
+// nodown1's unknown apart (-o json).
+func TestMigrateRefusesWhileAnObjectCannotBeConvertedDown(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	ctx := context.Background()
+	hook := newConversionWebhook(t)
+	crd := webhookStoragePending(t, c, hook, "nodown.example.com", nil,
+		cronTabObject("a", map[string]any{"image": "nginx:1"}, nil),
+		cronTabObject("b", map[string]any{"image": "redis:7"}, nil))
+	u := cronTabObject("nodown1", map[string]any{"image": "busybox:1"}, nil)
+	u.SetAPIVersion(crd.Spec.Group + "/v2")
+	u.SetKind("CronTab")
+	if _, err := resource(c, crd, "v2", "default").Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lossy := func(version string, obj map[string]any) {
+		if meta, _ := obj["metadata"].(map[string]any); version == "v2" && meta["name"] == "a" {
+			delete(obj["spec"].(map[string]any), "image")
+		}
+	}
+	hook.edit.Store(&lossy)
+	hook.failWith.Store("nodown1")
+	waitFor(t, "nodown1 to be unreadable", func() (bool, error) {
+		_, err := resource(c, crd, "v1", "default").Get(ctx, "nodown1", metav1.GetOptions{})
+		return err != nil && strings.Contains(err.Error(), "the test cannot convert nodown1"), nil
+	})
+
+	// The list at v1 is answered (from the watch cache, converted while
+	// the webhook still converted nodown1), so each object is measured on
+	// its own: nodown1 is unknown, and a's loss is named beside it.
+	waitFor(t, "a paged list at v1 answered from the watch cache", func() (bool, error) {
+		_, err := resource(c, crd, "v1", "default").List(ctx, metav1.ListOptions{Limit: 500})
+		return err == nil, nil
+	})
+	r := refuses(t, c, []string{crd.Name}, []string{"what the migration loses is unknown", "default/nodown1", "the test cannot convert nodown1"}, "migrate", crd.Name, "-o", "json")
+	var rep report.Migration
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Refused == nil {
+		t.Fatalf("no refused report (%v):\n%s", err, r.stdout)
+	}
+	byName := map[string]migrateresult.RefusedObject{}
+	for _, o := range rep.Refused.Objects {
+		byName[o.Object] = o
+	}
+	if a := byName["default/a"]; !slices.Equal(a.Dropped, []string{".spec.image"}) {
+		t.Errorf("default/a in the refusal: %+v, want .spec.image dropped", a)
+	}
+	if n := byName["default/nodown1"]; !strings.Contains(n.Unmeasured, "the test cannot convert nodown1") {
+		t.Errorf("default/nodown1 in the refusal: %+v, want unmeasured", n)
+	}
+	if _, ok := byName["default/b"]; ok {
+		t.Errorf("default/b, which loses nothing, is in the refusal: %+v", byName["default/b"])
+	}
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Errorf("storedVersions %s after the refusal, want v1,v2", got)
+	}
+	got, err := resource(c, crd, "v1", "default").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if image, _, _ := unstructured.NestedString(got.Object, "spec", "image"); image != "nginx:1" {
+		t.Errorf("default/a at v1 after the refusal: image %q, want nginx:1", image)
 	}
 }

@@ -32,7 +32,11 @@ type conversionWebhook struct {
 	downAfter atomic.Int64
 	delay     atomic.Int64
 	failFor   atomic.Value // an object name whose conversion fails
-	drop      atomic.Value // "VERSION:FIELD": spec.FIELD is dropped from objects converted to VERSION
+	// failWith is an object name whose conversion fails wherever it is in
+	// a review: a list's review, which carries every object, fails too
+	// (failFor looks at the first object only).
+	failWith atomic.Value
+	drop     atomic.Value // "VERSION:FIELD": spec.FIELD is dropped from objects converted to VERSION
 	// edit, when set, is called with every object the webhook converts
 	// (apiVersion already set to the desired one) and the desired
 	// version: a renaming or a lossy conversion.
@@ -52,6 +56,7 @@ func newConversionWebhook(t *testing.T) *conversionWebhook {
 		w.down.Store(false)
 		w.failing.Store(false)
 		w.failFor.Store("")
+		w.failWith.Store("")
 		w.drop.Store("")
 		w.delay.Store(0)
 		deleteCRDsUsing(t, c, w.URL)
@@ -113,6 +118,8 @@ func (w *conversionWebhook) handler() http.Handler {
 			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: "conversion disabled by the test"}
 		} else if failFor != "" && strings.Contains(string(review.Request.Objects[0].Raw), `"name":"`+failFor+`"`) {
 			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: "the test cannot convert " + failFor}
+		} else if name, _ := w.failWith.Load().(string); name != "" && reviewHas(review.Request, name) {
+			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: "the test cannot convert " + name}
 		} else {
 			for _, raw := range review.Request.Objects {
 				var obj map[string]any
@@ -195,4 +202,14 @@ func TestWebhookConversion(t *testing.T) {
 	// any write (webhookservice_test.go checks Services in depth).
 	refused(t, c, name, []string{"the conversion webhook's Service default/conversion does not exist"},
 		"add-version", name, "v3", "--conversion", "Webhook", "--webhook-service", "default/conversion:443/convert", "--ca-bundle-file", ca, "--dry-run=server")
+}
+
+// reviewHas reports whether an object of req is named name.
+func reviewHas(req *apiextensionsv1.ConversionRequest, name string) bool {
+	for _, raw := range req.Objects {
+		if strings.Contains(string(raw.Raw), `"name":"`+name+`"`) {
+			return true
+		}
+	}
+	return false
 }

@@ -40,6 +40,10 @@ type Retire struct {
 	// storage version drops; without it the migration is refused, as
 	// migrate refuses it (MeasureMigrationLoss, measuredPredictionRefusal).
 	AllowPruning bool
+	// AllowPruningPaths accept losing or changing these JSON paths and
+	// what is under them (retire --migrate --allow-pruning=PATHS); every
+	// other loss still refuses.
+	AllowPruningPaths []string
 	// Progress, when set, starts a progress display for the migration of
 	// the CRD named crd: the function the engine reports to, and the one
 	// that ends the display. Server-side dry runs of the migration show
@@ -203,11 +207,11 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 			// old too: a status.storedVersions without it is a claim
 			// (B24), and an object still stored there is read at old
 			// and compared with what the rewrite keeps of it.
-			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine, MeasureAt: []string{old}}); err != nil {
+			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine, MeasureAt: []string{old}, AllowPruningPaths: r.AllowPruningPaths}); err != nil {
 				return nil, err
 			}
 		}
-		if err := measuredPredictionRefusal(crd, m, nil); err != nil {
+		if err := measuredPredictionRefusal(crd, m, r.AllowPruningPaths); err != nil {
 			return nil, err
 		}
 	}

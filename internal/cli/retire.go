@@ -71,7 +71,7 @@ type RetireFlags struct {
 	CleanManagedFields bool
 	RepairReferences   bool
 	SkipReferenceCheck bool
-	AllowPruning       bool
+	AllowPruning       pruningFlag
 	// VersionOrder is --version-order, oldest first.
 	VersionOrder []string
 	// Engine are the migrate engine's options set by flags: page size,
@@ -105,7 +105,7 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 	fl.Fleet.addFlags(cmd)
 	f := cmd.Flags()
 	f.BoolVar(&fl.Migrate, "migrate", false, "When objects may still be stored at the version, rewrite them all at the storage version and trim status.storedVersions (as kubectl crdversion migrate does).")
-	f.BoolVar(&fl.AllowPruning, "allow-pruning", false, "With --migrate: rewrite the objects even when the storage version drops fields they have (measured before anything is changed; the loss is then accepted).")
+	addPruningFlag(f, &fl.AllowPruning, "With --migrate, alone: rewrite the objects even when the storage version drops or changes fields they have, or they cannot be measured (the measurement is then skipped). With paths (--allow-pruning=.spec.hostPort,...): accept losing or changing those paths and what is under them; every other loss still refuses.")
 	f.BoolVar(&fl.CleanManagedFields, "clean-managed-fields", false, "Rewrite managedFields entries that name the version so that they name the storage version.")
 	f.BoolVar(&fl.RepairReferences, "repair-references", false, "Rewrite the owner references, scale targets and Helm release records that name the version so that they name the storage version, before unserving it (as kubectl crdversion repair-references does).")
 	addReferenceFlag(cmd, &fl.SkipReferenceCheck)
@@ -127,8 +127,9 @@ type RetireOptions struct {
 	Engine   migrate.Options
 	Progress bool
 	// AllowPruning lets --migrate rewrite objects whose fields the storage
-	// version drops.
-	AllowPruning bool
+	// version drops; AllowPruningPaths accepts losing these paths only.
+	AllowPruning      bool
+	AllowPruningPaths []string
 
 	// fleet and contexts: the clusters of a fleet run (--contexts,
 	// --all-contexts); client the cluster otherwise.
@@ -176,7 +177,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if err := checkVersionNames("--version-order", fl.VersionOrder...); err != nil {
 		return nil, err
 	}
-	if fl.AllowPruning && !fl.Migrate {
+	if (fl.AllowPruning.all || len(fl.AllowPruning.paths) > 0) && !fl.Migrate {
 		return nil, usageErrorf(cmd, "--allow-pruning applies to --migrate only (retire rewrites no object without it)")
 	}
 	dryRun, err := dryRunFlag(cmd)
@@ -184,7 +185,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 		return nil, err
 	}
 	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
-		Progress: fl.Progress, AllowPruning: fl.AllowPruning, log: fl.Out, refresh: refreshCommand(cmd.Flags()), IOStreams: fl.IOStreams}
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning.all, AllowPruningPaths: fl.AllowPruning.paths, log: fl.Out, refresh: refreshCommand(cmd.Flags()), IOStreams: fl.IOStreams}
 	o.Retire = retire.Options{DryRun: dryRun,
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
 		SkipReferenceCheck: fl.SkipReferenceCheck, RepairReferences: fl.RepairReferences,
@@ -249,7 +250,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	if err != nil {
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
-	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning,
+	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths,
 		References: referenceFinder(c, errOut), Patcher: cluster.ReferencePatcher{Client: c, FieldManager: o.Engine.FieldManager}, Admission: c}
 	if progress {
 		u.Waiting = waitProgress(errOut, o.Usage.Window)

@@ -16,7 +16,8 @@ import (
 // --allow-pruning, then retire v1 --migrate lost .spec.color for good).
 // Now retire measures the loss in its plan, before it unserves anything,
 // and refuses, naming the object and the paths; nothing is changed. With
-// --allow-pruning it retires v1.
+// --allow-pruning=PATHS it accepts those paths only (issue 34, item 3), and
+// with every lost path named it retires v1.
 func TestRetireMigrateRefusesToLoseData(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
@@ -44,11 +45,17 @@ func TestRetireMigrateRefusesToLoseData(t *testing.T) {
 		t.Fatalf("the refused retire lost w1's fields: %v", spec)
 	}
 
-	ok := succeeds(t, append(args, "--allow-pruning")...)
+	// Paths accept those paths only, as migrate's do: the rest of the
+	// loss still refuses, naming it.
+	r = refused(t, c, name, []string{"default/w1: .spec.nested"}, append(args, "--allow-pruning=.spec.color")...)
+	if strings.Contains(r.stdout+r.stderr, "w1: .spec.color") {
+		t.Errorf("the refusal names .spec.color, which was accepted:\n%s%s", r.stdout, r.stderr)
+	}
+	ok := succeeds(t, append(args, "--allow-pruning=.spec.color,.spec.nested")...)
 	if lifecycle.FindVersion(getCRD(t, c, name), "v1") != nil {
-		t.Errorf("v1 still in spec.versions after retire --allow-pruning:\n%s", ok.stdout)
+		t.Errorf("v1 still in spec.versions after retire --allow-pruning=PATHS:\n%s", ok.stdout)
 	}
 	if got := strings.Join(storedVersionsOf(t, c, name), ","); got != "v2" {
-		t.Errorf("storedVersions [%s] after retire --allow-pruning", got)
+		t.Errorf("storedVersions [%s] after retire --allow-pruning=PATHS", got)
 	}
 }

@@ -152,6 +152,8 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "invalid version to retire", args: []string{"retire", crd, "V1"}, want: `"V1" is not a valid version name`},
 		{name: "invalid version to diff", args: []string{"diff", crd, "v1", "V2"}, code: 2, want: `"V2" is not a valid version name`},
 		{name: "invalid --from", args: []string{"add-version", crd, "v3", "--from", "v_1"}, want: `--from "v_1" is not a valid version name`},
+		{name: "two schemas for a version to add", args: []string{"add-version", crd, "v3", "--preserve-unknown-fields", "--schema-file", "schema.yaml"}, want: "--preserve-unknown-fields and --schema-file both give the schema: use one"},
+		{name: "retire --allow-pruning=PATHS without --migrate", args: []string{"retire", crd, "v1", "--allow-pruning=.spec.color"}, want: "--allow-pruning applies to --migrate only"},
 		{name: "invalid --version of a fleet status", args: []string{"status", crd, "--all-contexts", "--version", "V1"}, code: 2, want: `--version "V1" is not a valid version name`},
 
 		// Unknown versions and refused targets.

@@ -83,30 +83,27 @@ const CheckNoneConversionPruning = "NoneConversionPruning"
 // noneConversionCheck fails when, under conversion strategy None, the served
 // versions of crd have schemas that prune each other's fields. allowPruning
 // turns the failure into a warning that still lists what will be lost.
-func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, allowPruning bool) {
-	if lifecycle.UsesWebhook(crd) {
-		return
-	}
-	if lifecycle.FindVersion(crd, subject) == nil {
-		return
+func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, allowPruning bool) *Check {
+	if lifecycle.UsesWebhook(crd) || lifecycle.FindVersion(crd, subject) == nil {
+		return nil
 	}
 	lost, already := lifecycle.NoneConversionLosses(crd, subject)
 	if len(lost) == 0 && len(already) > 0 {
 		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %s prunes %d field(s) against other versions, each just as a version with %s's schema does today, so this changes nothing of it (objects moving between those versions lose them already; Webhook conversion or schemas that agree keep them)", subject, len(already), subject)
 		c.Details = already
-		return
+		return c
 	}
 	if len(lost) == 0 {
-		cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
-		return
+		return cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
 	}
 	if allowPruning {
 		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %d field(s) WILL BE LOST when objects move between %s and other versions (--allow-pruning)", len(lost), subject)
 		c.Details = lost
-		return
+		return c
 	}
 	c := cs.add(CheckNoneConversionPruning, Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned (use Webhook conversion, make the schemas agree, or pass --allow-pruning to accept the loss)", len(lost))
 	c.Details = lost
+	return c
 }
 
 // PreserveUnknownSchema is the schema that keeps every field of an object:
@@ -121,11 +118,24 @@ func PreserveUnknownSchema() *apiextensionsv1.CustomResourceValidation {
 	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &keep}}
 }
 
-// restoresStored reports whether spec restores, unserved, a version that
-// crd's spec.versions lacks and objects may be stored at: status.storedVersions
+// restores reports whether spec restores a version that crd's
+// spec.versions lacks and objects may be stored at: status.storedVersions
 // lists it, or the API server said so (spec.StoredAt).
-func restoresStored(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSpec) bool {
-	return !spec.Served && (spec.StoredAt || slices.Contains(crd.Status.StoredVersions, spec.Name)) && lifecycle.FindVersion(crd, spec.Name) == nil
+func restores(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSpec) bool {
+	return (spec.StoredAt || slices.Contains(crd.Status.StoredVersions, spec.Name)) && lifecycle.FindVersion(crd, spec.Name) == nil
+}
+
+// restoreSchemaCheck fails a restore whose schema is copied from another
+// version (from): it is not the one the objects were written with, so
+// what only the removed version declared is pruned on every read through
+// it, and a rewrite that no managedFields entry warns of erases it (B21).
+// --allow-pruning makes it a warning.
+func restoreSchemaCheck(cs *Checks, spec AddVersionSpec, from string) {
+	outcome, how := Fail, "restore it with --preserve-unknown-fields (a schema that keeps every field), or --schema-file with the schema it had; --allow-pruning accepts the copy"
+	if spec.AllowPruning {
+		outcome, how = Warn, "accepted (--allow-pruning)"
+	}
+	cs.add("RestoreSchema", outcome, "%s is restored with the schema of %s, not the one its objects were written with: every read through it prunes what only %s declared, and a rewrite erases it for good; %s", spec.Name, orNone(from), spec.Name, how)
 }
 
 // restoreCheck stands in for noneConversionCheck when add-version restores
@@ -255,9 +265,18 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 		c := cs.add("PreserveUnknownFields", Fail, "spec.preserveUnknownFields is true, and the API server rejects schema defaults then (\"must be false in order to use defaults in the schema\"); set it to false first: %s (keeping unknown fields with x-kubernetes-preserve-unknown-fields: true where they must stay)", lifecycle.PreserveUnknownFieldsOff(crd.Name))
 		c.Details = paths
 	}
-	if restoresStored(crd, spec) {
+	restore := restores(crd, spec)
+	if restore && spec.Schema == nil {
+		restoreSchemaCheck(cs, spec, from)
+	}
+	switch {
+	case restore && !spec.Served:
 		restoreCheck(cs, out, spec.Name)
-	} else {
+	case restore:
+		if c := noneConversionCheck(cs, out, spec.Name, spec.AllowPruning); c != nil && c.Outcome == Fail {
+			c.Message += fmt.Sprintf("; %s is a restore (objects are stored at it): restore it unserved (--served=false), which writes no object and lets migrate measure them", spec.Name)
+		}
+	default:
 		noneConversionCheck(cs, out, spec.Name, spec.AllowPruning)
 	}
 	defaultVersionCheck(cs, crd, out)

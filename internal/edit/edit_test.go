@@ -111,6 +111,10 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=pass CopiedFrom=pass", false},
 		{"restore served", removedV0(false), AddVersionSpec{Name: "v0", Served: true, Schema: PreserveUnknownSchema()},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=pass CopiedFrom=pass", false},
+		{"restore with a copied schema", removedV0(false), AddVersionSpec{Name: "v0"},
+			"VersionName=pass VersionAbsent=pass RestoreSchema=fail NoneConversionPruning=pass DefaultVersion=pass", false},
+		{"restore with a copied schema, --allow-pruning", removedV0(false), AddVersionSpec{Name: "v0", AllowPruning: true},
+			"VersionName=pass VersionAbsent=pass RestoreSchema=warn NoneConversionPruning=pass DefaultVersion=pass", false},
 		{"a new version, unserved, nothing stored at it", removedV0(true), AddVersionSpec{Name: "v0", Schema: PreserveUnknownSchema()},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=pass CopiedFrom=pass", false},
 		// Case 11: the API server rejects defaults while preserveUnknownFields is true.

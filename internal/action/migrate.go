@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -83,7 +84,12 @@ func measuredPredictionRefusal(crd *apiextensionsv1.CustomResourceDefinition, m 
 	if m.PredictionCleared {
 		return nil
 	}
-	return predictedLossRefusal(crd, m.UnrecordedText, accepted)
+	err := predictedLossRefusal(crd, m.UnrecordedText, accepted)
+	var e *lifecycle.RefusalError
+	if errors.As(err, &e) && len(m.Unrecorded) > 0 {
+		return loss.NewRefusal(e, m.Unrecorded)
+	}
+	return err
 }
 
 // orderRefusal is migrationRefusal's "a newer version waits" refusal.
@@ -116,6 +122,15 @@ func predictedLossRefusal(crd *apiextensionsv1.CustomResourceDefinition, why str
 		}
 		if why != "" {
 			parts = append(parts, why)
+		}
+		for _, l := range losses {
+			// A restored version keeps every field, but unserved its
+			// objects cannot be read there: served, each object is
+			// read at it and compared with what the rewrite keeps.
+			if v := lifecycle.FindVersion(crd, l.Version); l.AnyField && v != nil && !v.Served {
+				parts = append(parts, fmt.Sprintf("%s keeps every field but is not served, so the objects cannot be read there: serve it for the measurement (%s), then migrate reads each object at %s and names what the rewrite would lose",
+					l.Version, lifecycle.Crdversion("serve", crd.Name, l.Version), l.Version))
+			}
 		}
 		return &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "conversion strategy None and the schemas differ",
 			WayOut:       "make the schemas describe the same fields or use Webhook conversion, or pass --allow-pruning to accept the loss",

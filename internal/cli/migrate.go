@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -269,12 +270,12 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		}
 	}
 	m, err := action.Migrate(ctx, action.Live{Client: o.client}, crd, opts)
-	var refusal *action.LossRefusal
-	if errors.As(err, &refusal) && o.printRefused != nil {
-		// -o json|yaml: the report of the refused run names every
-		// object and path (the error's text names the first ten).
+	if refused := refusedReport(err); refused != nil && o.printRefused != nil {
+		// -o json|yaml: a refused run still prints its report, which
+		// names every object and path behind a refusal of the loss
+		// measurement (the error's text names the first ten).
 		res := &migrate.Result{Engine: o.EngineName, CRD: crd.Name, StorageVersion: lifecycle.StorageVersion(crd),
-			DryRun: o.DryRun != lifecycle.DryRunNone, Refused: refusal.Report()}
+			DryRun: o.DryRun != lifecycle.DryRunNone, Refused: refused}
 		if perr := o.printRefused(res); perr != nil {
 			return perr
 		}
@@ -286,4 +287,19 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return action.Outcome(crd, m.Result, o.Engine.Checkpoint)
+}
+
+// refusedReport is the refusal in err as a migration report states it,
+// with every object behind it when the loss measurement refused; nil when
+// err is no refusal.
+func refusedReport(err error) *migrate.Refusal {
+	var lr *action.LossRefusal
+	if errors.As(err, &lr) {
+		return lr.Report()
+	}
+	var r *lifecycle.RefusalError
+	if errors.As(err, &r) {
+		return &migrate.Refusal{Reason: r.Reason, WayOut: r.WayOut, Details: slices.Clone(r.Details)}
+	}
+	return nil
 }

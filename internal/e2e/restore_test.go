@@ -10,6 +10,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -31,25 +33,7 @@ func TestRestoreAdviceKeepsWhatOnlyTheRemovedVersionHeld(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
 	ctx := context.Background()
-	wide := crontab("restore-schema.example.com", apiextensionsv1.NamespaceScoped)
-	wide.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["legacy"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-	crd := createCRD(t, c, wide)
-	ensureNamespace(t, c, "default")
-	for _, name := range []string{"a", "b"} {
-		u := cronTabObject(name, map[string]any{"image": "nginx:1", "legacy": "precious-" + name}, nil)
-		u.SetAPIVersion(crd.Spec.Group + "/v1")
-		u.SetKind("CronTab")
-		if _, err := resource(c, crd, "v1", "default").Create(ctx, u, metav1.CreateOptions{FieldManager: "e2e"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
-	})
-	crd = setStorage(t, c, crd.Name, "v2")
-	// What a hand edit of an old API server left: v1 gone from
-	// spec.versions, still in storedVersions, every object stored at it.
-	crd = removeFirstVersionInEtcd(t, c, crd)
+	crd := removedWiderVersion(t, c, "restore-schema.example.com", false)
 	inEtcd := func(when string) {
 		t.Helper()
 		for _, name := range []string{"a", "b"} {
@@ -155,4 +139,81 @@ func statusText(s report.Status) string {
 		b.WriteString("Next: " + s.Next.Reason + " / " + s.Next.Loss + "\n")
 	}
 	return b.String()
+}
+
+// TestRestoredVersionWithoutManagedFields (B21, found by a new user's
+// trial): objects whose managedFields were stripped record nothing, so
+// after the restore (unserved, keeping every field) migrate cannot tell
+// what they hold at v1: it refuses, says to serve v1 for the measurement,
+// and -o json names every object as unmeasured. Served, each object is
+// read at v1 and the refusal names .spec.legacy; the value stays in etcd
+// throughout.
+func TestRestoredVersionWithoutManagedFields(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	ctx := context.Background()
+	crd := removedWiderVersion(t, c, "restore-unrecorded.example.com", true)
+	succeeds(t, "add-version", crd.Name, "v1", "--preserve-unknown-fields", "--served=false")
+
+	r := refuses(t, c, []string{crd.Name}, []string{"2 object(s) have no managedFields", "serve it for the measurement (kubectl crdversion serve " + crd.Name + " v1)"},
+		"migrate", crd.Name, "-o", "json")
+	var rep report.Migration
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Refused == nil {
+		t.Fatalf("no refused report (%v):\n%s", err, r.stdout)
+	}
+	var unmeasured []string
+	for _, o := range rep.Refused.Objects {
+		if strings.Contains(o.Unmeasured, "no managedFields") {
+			unmeasured = append(unmeasured, o.Object)
+		}
+	}
+	if !slices.Equal(unmeasured, []string{"default/a", "default/b"}) {
+		t.Errorf("unmeasured objects %v in the refused report, want default/a and default/b: %+v", unmeasured, rep.Refused)
+	}
+
+	succeeds(t, "serve", crd.Name, "v1")
+	refuses(t, c, []string{crd.Name}, []string{"default/a: .spec.legacy", "default/b: .spec.legacy"}, "migrate", crd.Name)
+	for _, name := range []string{"a", "b"} {
+		got, err := resource(c, crd, "v1", "default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _ := unstructured.NestedString(got.Object, "spec", "legacy"); v != "precious-"+name {
+			t.Errorf("default/%s at v1: legacy %q", name, v)
+		}
+	}
+}
+
+// removedWiderVersion makes crontabs.GROUP with v1 {image, legacy} and v2
+// {image} under conversion None: objects a and b created at v1 with
+// .spec.legacy "precious-NAME" (their managedFields cleared when
+// stripManagedFields, as an old client or one that strips them leaves an
+// object), v2 made the storage version, then v1 removed from spec.versions
+// in etcd while status.storedVersions still lists it.
+func removedWiderVersion(t *testing.T, c clients, group string, stripManagedFields bool) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	ctx := context.Background()
+	wide := crontab(group, apiextensionsv1.NamespaceScoped)
+	wide.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["legacy"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	crd := createCRD(t, c, wide)
+	ensureNamespace(t, c, "default")
+	for _, name := range []string{"a", "b"} {
+		u := cronTabObject(name, map[string]any{"image": "nginx:1", "legacy": "precious-" + name}, nil)
+		u.SetAPIVersion(crd.Spec.Group + "/v1")
+		u.SetKind("CronTab")
+		if _, err := resource(c, crd, "v1", "default").Create(ctx, u, metav1.CreateOptions{FieldManager: "e2e"}); err != nil {
+			t.Fatal(err)
+		}
+		if !stripManagedFields {
+			continue
+		}
+		// An empty entry clears managedFields.
+		if _, err := resource(c, crd, "v1", "default").Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = append(crd.Spec.Versions, crontabVersion("v2", true, false))
+	})
+	return removeFirstVersionInEtcd(t, c, setStorage(t, c, crd.Name, "v2"))
 }

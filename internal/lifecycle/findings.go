@@ -375,22 +375,22 @@ func migrationPruning(crd *apiextensionsv1.CustomResourceDefinition, a Analysis)
 	}
 	var out []Finding
 	for _, f := range MigrationLosses(crd) {
-		fix := fmt.Sprintf("migrate (kubectl crdversion migrate %s) looks for these fields on every object (read, and recorded in its managedFields) and refuses if one holds them: ", crd.Name)
+		finding := Finding{Code: CodeMigrationPrunes, Severity: SeverityWarning, Version: f.Version,
+			Message: "conversion strategy None: " + f.Describe(a.StorageVersion) + "; migrate looks for these fields on every object (read, and recorded in its managedFields) and refuses if one holds them"}
 		switch {
 		case f.AnyField:
-			fix = fmt.Sprintf("migrate (kubectl crdversion migrate %s) measures every object (read, and recorded in its managedFields) and refuses if one holds a field that %s does not declare: to keep such fields, add them to %s's schema, or use Webhook conversion, first", crd.Name, a.StorageVersion, a.StorageVersion)
+			// Only the measurement can tell: migrate is the step, and
+			// it refuses before a loss.
+			finding.Message = "conversion strategy None: " + f.Describe(a.StorageVersion) + fmt.Sprintf("; migrate measures every object (read, and recorded in its managedFields) and refuses if one holds a field that %s does not declare: to keep such fields, add them to %s's schema, or use Webhook conversion, first", a.StorageVersion, a.StorageVersion)
+			finding = finding.WithRun(Crdversion("migrate", crd.Name))
 		case len(f.Fields) > 0 && len(f.Undescribed) > 0:
-			fix += fmt.Sprintf("to keep them, add %s to %s's schema and %s to %s's, or use Webhook conversion, first", strings.Join(f.Fields, ", "), a.StorageVersion, strings.Join(f.Undescribed, ", "), f.Version)
+			finding.Fix = fmt.Sprintf("to keep them, add %s to %s's schema and %s to %s's, or use Webhook conversion, first", strings.Join(f.Fields, ", "), a.StorageVersion, strings.Join(f.Undescribed, ", "), f.Version)
 		case len(f.Fields) > 0:
-			fix += fmt.Sprintf("to keep them, add them to %s's schema, or use Webhook conversion, first", a.StorageVersion)
+			finding.Fix = fmt.Sprintf("to keep them, add them to %s's schema, or use Webhook conversion, first", a.StorageVersion)
 		default:
-			fix += fmt.Sprintf("if one does, %s's schema lost them after the object was written: add them back to %s's schema first, so that the data can be read and kept", f.Version, f.Version)
+			finding.Fix = fmt.Sprintf("if an object holds them, %s's schema lost them after it was written: add them back to %s's schema first, so that the data can be read and kept", f.Version, f.Version)
 		}
-		out = append(out, Finding{
-			Code: CodeMigrationPrunes, Severity: SeverityWarning, Version: f.Version,
-			Message: "conversion strategy None: " + f.Describe(a.StorageVersion),
-			Fix:     fix,
-		})
+		out = append(out, finding)
 	}
 	return out
 }

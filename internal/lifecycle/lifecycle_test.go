@@ -418,7 +418,7 @@ func TestRestoredVersionLeavesTheLossToTheMeasurement(t *testing.T) {
 	var found bool
 	for _, f := range a.Findings {
 		if f.Code == CodeMigrationPrunes {
-			found = strings.Contains(f.Message, "may hold fields of any name") && strings.HasPrefix(f.Fix, "migrate (kubectl crdversion migrate widgets.example.com) measures every object")
+			found = strings.Contains(f.Message, "may hold fields of any name") && strings.Contains(f.Message, "migrate measures every object") && f.Fix == "kubectl crdversion migrate widgets.example.com"
 		}
 	}
 	if !found {

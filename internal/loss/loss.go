@@ -139,7 +139,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		writes = o.WritesThrough
 	}
 	hidden := map[string][]string{}
-	unrecorded := map[string]bool{}
+	unrecorded := map[string]string{} // object -> the version read at
 	objects := refusedObjects{}
 	seenAll := true
 	var refused, unmeasured []string
@@ -208,7 +208,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		objects.paths(from, found.Changed, func(o *result.RefusedObject, p []string) { o.Changed = append(o.Changed, p...) })
 		objects.paths(from, found.RecordedMissing, func(o *result.RefusedObject, p []string) { o.Hidden = append(o.Hidden, p...) })
 		for _, name := range found.Unrecorded {
-			unrecorded[name] = true
+			unrecorded[name] = from
 		}
 		if len(found.InvalidAsNew) > 0 {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%d object(s) read at %s are invalid at %s as new objects (a server-side dry-run create under their own names: the whole schema and its rules, without ratcheting): %s; the rewrite stores them as they are, and typed clients of %s may fail to decode them: fix them",
@@ -288,6 +288,10 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	case len(unrecorded) > 0:
 		names := slices.Sorted(maps.Keys(unrecorded))
 		out.UnrecordedText = fmt.Sprintf("%d object(s) have no managedFields, so what they were written with is not known: %s", len(names), lifecycle.Shorten(names, 10, ", ", ", … %d more"))
+		for _, n := range names {
+			out.Unrecorded = append(out.Unrecorded, result.RefusedObject{Object: n, Version: unrecorded[n],
+				Unmeasured: "no managedFields: what it was written with is not known, so the fields the schemas predict lost may be in etcd unseen"})
+		}
 	}
 	if len(unknown) > 0 {
 		cmds := make([]lifecycle.Command, 0, len(unknown)+1)
@@ -316,8 +320,16 @@ type Measurement struct {
 	// that the object lacks.
 	PredictionCleared bool
 	// UnrecordedText names the objects without managedFields, which keep
-	// the prediction standing.
+	// the prediction standing; Unrecorded are all of them, for a refusal
+	// (NewRefusal).
 	UnrecordedText string
+	Unrecorded     []result.RefusedObject
+}
+
+// NewRefusal is e with the objects behind it, for the report of a refused
+// migration (a Refusal).
+func NewRefusal(e *lifecycle.RefusalError, objects []result.RefusedObject) *Refusal {
+	return &Refusal{RefusalError: e, Objects: objects}
 }
 
 // prunedOnRead is what of missing (fields managedFields record that

@@ -31,6 +31,8 @@ type (
 	PriorityAndFairness = result.PriorityAndFairness
 	// Concurrency is result.Concurrency.
 	Concurrency = result.Concurrency
+	// Refusal is result.Refusal.
+	Refusal = result.Refusal
 )
 
 // ErrStorageNotServed refuses a run whose writes would have to go through a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -299,7 +298,7 @@ func refusedReport(err error) *migrate.Refusal {
 	}
 	var r *lifecycle.RefusalError
 	if errors.As(err, &r) {
-		return &migrate.Refusal{Reason: r.Reason, WayOut: r.WayOut, Details: slices.Clone(r.Details)}
+		return (&action.LossRefusal{RefusalError: r}).Report()
 	}
 	return nil
 }

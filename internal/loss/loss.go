@@ -182,13 +182,12 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			unmeasured = append(unmeasured, fmt.Sprintf("the objects cannot be listed at %s: %s", from, found.ListError))
 			return nil
 		}
-		if len(found.Forbidden)+len(found.Unreadable) > 0 {
+		if problems := append(slices.Clone(found.Unreadable), found.Forbidden...); len(problems) > 0 {
 			seenAll = false
-			problems := append(slices.Clone(found.Unreadable), found.Forbidden...)
 			unmeasured = append(unmeasured, fmt.Sprintf("%d object(s) could not be read or dry-run written through %s: %s", len(problems), through, describeProblems(problems, 3)))
+			objects.problems(from, problems, func(o *result.RefusedObject, m string) { o.Unmeasured = m })
 		}
 		objects.problems(from, found.Problems, func(o *result.RefusedObject, m string) { o.Refused = m })
-		objects.problems(from, append(slices.Clone(found.Unreadable), found.Forbidden...), func(o *result.RefusedObject, m string) { o.Unmeasured = m })
 		if len(found.Problems) > 0 {
 			refused = append(refused, fmt.Sprintf("%d object(s) read at %s that the API server refuses to write through %s: %s", len(found.Problems), from, through, describeProblems(found.Problems, 10)))
 		}

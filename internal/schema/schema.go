@@ -7,9 +7,11 @@ package schema
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -168,18 +170,24 @@ func sortedKeys(m map[string]apiextensionsv1.JSONSchemaProps) []string {
 // the CRD has spec.preserveUnknownFields: true ("must be false in order to
 // use defaults in the schema").
 func DefaultPaths(s *apiextensionsv1.JSONSchemaProps) []string {
-	var out []string
-	defaults(s, "", &out)
-	sort.Strings(out)
+	return slices.Sorted(maps.Keys(Defaults(s)))
+}
+
+// Defaults are the defaults s declares, by the path of the field each
+// defaults (DefaultPaths' notation), each as its JSON. A path that
+// subschemas (allOf, anyOf, oneOf) default again holds the last.
+func Defaults(s *apiextensionsv1.JSONSchemaProps) map[string]string {
+	out := map[string]string{}
+	defaults(s, "", out)
 	return out
 }
 
-func defaults(s *apiextensionsv1.JSONSchemaProps, path string, out *[]string) {
+func defaults(s *apiextensionsv1.JSONSchemaProps, path string, out map[string]string) {
 	if s == nil {
 		return
 	}
 	if s.Default != nil {
-		*out = append(*out, orRoot(path))
+		out[orRoot(path)] = string(s.Default.Raw)
 	}
 	for _, k := range sortedKeys(s.Properties) {
 		p := s.Properties[k]
@@ -206,4 +214,45 @@ func orRoot(path string) string {
 		return "."
 	}
 	return path
+}
+
+// TransitionRules are the x-kubernetes-validations rules of s, at any depth,
+// that name oldSelf: transition rules, which the API server evaluates on an
+// update, a no-op rewrite included, without the ratcheting that lets an
+// update keep an unchanged value that other validation now refuses. A rule
+// whose text holds "oldSelf" anywhere counts.
+func TransitionRules(s *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
+	var walk func(s *apiextensionsv1.JSONSchemaProps)
+	walk = func(s *apiextensionsv1.JSONSchemaProps) {
+		if s == nil {
+			return
+		}
+		for _, r := range s.XValidations {
+			if strings.Contains(r.Rule, "oldSelf") {
+				out = append(out, r.Rule)
+			}
+		}
+		for _, k := range sortedKeys(s.Properties) {
+			p := s.Properties[k]
+			walk(&p)
+		}
+		if s.AdditionalProperties != nil {
+			walk(s.AdditionalProperties.Schema)
+		}
+		if s.Items != nil {
+			walk(s.Items.Schema)
+			for i := range s.Items.JSONSchemas {
+				walk(&s.Items.JSONSchemas[i])
+			}
+		}
+		for _, l := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
+			for i := range l {
+				walk(&l[i])
+			}
+		}
+		walk(s.Not)
+	}
+	walk(s)
+	return out
 }

@@ -673,3 +673,35 @@ func TestKeeps(t *testing.T) {
 		t.Error("no schema prunes nothing")
 	}
 }
+
+func TestDefaultsAndTransitionRules(t *testing.T) {
+	s := parse(t, `type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-validations:
+    - rule: "self.size >= oldSelf.size"
+    - rule: "has(self.size)"
+    properties:
+      size: {type: integer, default: 3}
+      mode: {type: string, default: "fast"}
+      ports:
+        type: array
+        items:
+          type: object
+          x-kubernetes-validations: [{rule: "!has(oldSelf.name) || self.name == oldSelf.name"}]
+          properties: {protocol: {type: string, default: TCP}}
+`)
+	got := Defaults(s)
+	want := map[string]string{".spec.size": "3", ".spec.mode": `"fast"`, ".spec.ports[*].protocol": `"TCP"`}
+	if !maps.Equal(got, want) {
+		t.Errorf("Defaults = %v, want %v", got, want)
+	}
+	rules := TransitionRules(s)
+	if want := []string{"self.size >= oldSelf.size", "!has(oldSelf.name) || self.name == oldSelf.name"}; !slices.Equal(rules, want) {
+		t.Errorf("TransitionRules = %q, want %q", rules, want)
+	}
+	if len(TransitionRules(nil)) != 0 || len(Defaults(nil)) != 0 {
+		t.Error("a nil schema has rules or defaults")
+	}
+}

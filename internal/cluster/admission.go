@@ -33,7 +33,7 @@ func (c *Client) AdmissionRules(ctx context.Context) ([]references.AdmissionRule
 		}
 		for i, r := range rules {
 			out = append(out, references.AdmissionRule{Kind: kind, Name: name, Webhook: webhook, Rule: i, MatchPolicy: mp,
-				APIGroups: r.APIGroups, APIVersions: r.APIVersions, Resources: r.Resources})
+				APIGroups: r.APIGroups, APIVersions: r.APIVersions, Resources: r.Resources, Operations: operations(r.Operations)})
 		}
 	}
 	validating, err := api.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
@@ -110,4 +110,12 @@ func (c *Client) mutatingAdmissionPolicies(ctx context.Context) ([]admissionregi
 		return out, nil
 	}
 	return nil, nil
+}
+
+func operations(ops []admissionregistrationv1.OperationType) []string {
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = string(op)
+	}
+	return out
 }

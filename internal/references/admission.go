@@ -26,6 +26,26 @@ type AdmissionRule struct {
 	APIGroups   []string `json:"apiGroups"`
 	APIVersions []string `json:"apiVersions"`
 	Resources   []string `json:"resources"`
+	// Operations are the rule's operations (CREATE, UPDATE, DELETE,
+	// CONNECT, or "*").
+	Operations []string `json:"operations,omitempty"`
+}
+
+// ActOn returns the rules among rules that see operation (CREATE,
+// UPDATE…) on the resource group/plural through some version: the rule
+// names the group and resource (or a wildcard), and the operation or "*".
+// Its apiVersions and matchPolicy are not looked at, nor the
+// namespaceSelector, objectSelector or matchConditions that may narrow it
+// further: a rule returned may act on the request; one not returned does
+// not.
+func ActOn(rules []AdmissionRule, group, plural, operation string) []AdmissionRule {
+	var out []AdmissionRule
+	for _, r := range rules {
+		if matches(r, group, plural) && (slices.Contains(r.Operations, operation) || slices.Contains(r.Operations, "*")) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // String is "KIND NAME[/WEBHOOK] (matchPolicy P, apiVersions [V…])".

@@ -54,3 +54,31 @@ func TestBlind(t *testing.T) {
 		t.Errorf("String %q", s)
 	}
 }
+
+// TestActOn: a rule acts on UPDATE of a resource when it names its group
+// (or "*"), the resource (or a wildcard) and UPDATE (or "*"), whatever its
+// versions and match policy; a rule of a subresource only, of another
+// group or resource, or of other operations does not.
+func TestActOn(t *testing.T) {
+	rule := func(name string, groups, resources, ops []string) AdmissionRule {
+		return AdmissionRule{Kind: "MutatingWebhookConfiguration", Name: name, MatchPolicy: Exact, APIGroups: groups,
+			APIVersions: []string{"v9"}, Resources: resources, Operations: ops}
+	}
+	g, crontabs := []string{"stable.example.com"}, []string{"crontabs"}
+	rules := []AdmissionRule{
+		rule("update", g, crontabs, []string{"CREATE", "UPDATE"}),
+		rule("everything", []string{"*"}, []string{"*"}, []string{"*"}),
+		rule("all-subresources", g, []string{"*/*"}, []string{"UPDATE"}),
+		rule("create-only", g, crontabs, []string{"CREATE"}),
+		rule("status-only", g, []string{"crontabs/status"}, []string{"UPDATE"}),
+		rule("other-group", []string{"other.example.com"}, crontabs, []string{"UPDATE"}),
+		rule("other-resource", g, []string{"widgets"}, []string{"*"}),
+	}
+	var got []string
+	for _, r := range ActOn(rules, "stable.example.com", "crontabs", "UPDATE") {
+		got = append(got, r.Name)
+	}
+	if want := "update everything all-subresources"; strings.Join(got, " ") != want {
+		t.Errorf("ActOn = %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -103,6 +103,18 @@ type CheckObjectsOptions struct {
 	// RecordedThrough limits Recorded to the managedFields entries written
 	// through this group/version ("" for all; see RecordedMissingThrough).
 	RecordedThrough string
+	// Reads compares each object read at From with the same object read
+	// at To — a second paged list beside the first, joined by key — in
+	// place of the dry-run update: the API server converts, prunes and
+	// defaults an object read through a version as it does the object a
+	// write through that version stores, so without UPDATE admission and
+	// transition rules on the write the two agree (loss.Measure decides
+	// when; its cross-check and the differential e2e test hold it to the
+	// dry run). An object the two lists do not show at the same uid and
+	// resourceVersion (written or created between them, or missing at
+	// To) gets the dry-run update instead. Not with Through (other than
+	// To), RoundTrip or Sample.
+	Reads bool
 	// Progress, when set, is called after every object with the objects
 	// done and the total known (0 while unknown). It must be safe for
 	// concurrent use.
@@ -117,6 +129,9 @@ type ObjectsCheck struct {
 	Listed int `json:"listed"`
 	// Validated is the number of objects sent the dry-run update.
 	Validated int `json:"validated"`
+	// ReadAtTo is the number of objects compared with their read at To
+	// instead (CheckObjectsOptions.Reads).
+	ReadAtTo int `json:"readAtTo,omitempty"`
 	// ListError is the API server's message when the objects could not
 	// be listed at From.
 	ListError string `json:"listError,omitempty"`
@@ -224,20 +239,42 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 	if err == nil {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(limit)
+		var reads *listStream
+		if o.Reads && (o.Through == "" || o.Through == o.To) && !o.RoundTrip && o.Sample <= 0 {
+			lctx, cancel := context.WithCancel(gctx)
+			defer cancel()
+			reads = streamList(lctx, to, o.PageSize)
+		}
 		err = p.EachListItem(gctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 			u := obj.(*unstructured.Unstructured)
-			validate := o.Sample <= 0 || out.Validated < o.Sample
+			var read *unstructured.Unstructured
+			if reads != nil {
+				read = reads.find(u)
+			}
+			validate := read == nil && (o.Sample <= 0 || out.Validated < o.Sample)
 			out.Listed++
 			if validate {
 				out.Validated++
 			}
 			g.Go(func() error {
 				ns := u.GetNamespace()
-				f, err := c.checkObject(gctx, at(from, ns), at(to, ns), at(through, ns), u, validate, o)
+				var f objectFinding
+				var err error
+				if read != nil {
+					f, err = c.judgeRead(gctx, at(from, ns), at(to, ns), at(through, ns), u, read, o)
+				} else {
+					f, err = c.checkObject(gctx, at(from, ns), at(to, ns), at(through, ns), u, validate, o)
+				}
 				if err != nil {
 					return err
 				}
 				mu.Lock()
+				switch {
+				case read != nil && f.dryRun:
+					out.Validated++
+				case read != nil:
+					out.ReadAtTo++
+				}
 				f.into(out, objectName(u))
 				mu.Unlock()
 				n := done.Add(1)
@@ -280,6 +317,9 @@ type objectFinding struct {
 	lost, notBack, recordedMissing                            []string
 	changes                                                   Changes
 	unrecorded                                                bool
+	// dryRun is set by judgeRead when it sent the dry-run update after
+	// all (an object invalid as new).
+	dryRun bool
 }
 
 func (f objectFinding) into(out *ObjectsCheck, name string) {
@@ -411,25 +451,8 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 	}
 	if atTo != nil && !o.UpdateOnly {
 		// Accepted as migrate's update: also as a new object?
-		if _, err := to.Create(ctx, validationCandidate(atTo), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager}); err != nil {
-			if _, answered := err.(apierrors.APIStatus); !answered {
-				return f, err
-			}
-			switch {
-			case apierrors.IsAlreadyExists(err):
-				// The object's own name: the API server looks in
-				// storage only after the schema, its rules and
-				// admission accepted the object as new.
-			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-				// Forbidden, but not for a permission: nothing is
-				// created in a namespace being deleted.
-				f.notCheckedNew = apiMessage(err)
-			case apierrors.IsForbidden(err):
-				f.forbidden = apiMessage(err)
-				return f, nil
-			default:
-				f.invalidNew = apiMessage(err)
-			}
+		if err := createDryRun(ctx, to, atTo, fieldManager, &f); err != nil || f.forbidden != "" {
+			return f, err
 		}
 	}
 	if at != nil && o.RoundTrip {
@@ -469,6 +492,46 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 		}
 		at = got
 	}
+	compareFinding(&f, u, at, answered, o)
+	return f, nil
+}
+
+// createDryRun sends at, an object accepted as an update, as a new object
+// under its own name (a server-side dry-run create through to) and records
+// in f what the API server said: invalid as new, not judged (a namespace
+// being deleted), or forbidden. Errors the API server did not answer are
+// returned.
+func createDryRun(ctx context.Context, to dynamic.ResourceInterface, at *unstructured.Unstructured, fieldManager string, f *objectFinding) error {
+	_, err := to.Create(ctx, validationCandidate(at), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+	if err == nil {
+		return nil
+	}
+	if _, answered := err.(apierrors.APIStatus); !answered {
+		return err
+	}
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// The object's own name: the API server looks in storage only
+		// after the schema, its rules and admission accepted the object
+		// as new.
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// Forbidden, but not for a permission: nothing is created in a
+		// namespace being deleted.
+		f.notCheckedNew = apiMessage(err)
+	case apierrors.IsForbidden(err):
+		f.forbidden = apiMessage(err)
+	default:
+		f.invalidNew = apiMessage(err)
+	}
+	return nil
+}
+
+// compareFinding compares u, read at From, with at, the object at To (the
+// dry-run update's answer when answered, else a read), and records in f
+// what a rewrite loses: with o.Whole the whole objects (values and
+// metadata too), else the keys present; and, with o.Recorded, the fields
+// u's managedFields record that at lacks.
+func compareFinding(f *objectFinding, u, at *unstructured.Unstructured, answered bool, o CheckObjectsOptions) {
 	switch {
 	case o.Whole && answered:
 		f.changes = CompareObjects(u.Object, at.Object)
@@ -484,7 +547,6 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 		f.recordedMissing, recorded = RecordedMissingThrough(u, at.Object, o.Recorded, o.RecordedThrough)
 		f.unrecorded = !recorded
 	}
-	return f, nil
 }
 
 // noOpDryRun sends u's no-op update, the one migrate sends (a JSON merge

@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/svm"
@@ -27,10 +28,9 @@ type Cluster interface {
 }
 
 // LossChecker reads objects at two versions and compares them (see
-// cluster.Client.CheckObjects).
-type LossChecker interface {
-	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
-}
+// cluster.Client.CheckObjects), and lists the admission rules that decide
+// whether a read is enough (loss.Checker).
+type LossChecker = loss.Checker
 
 // Engines run a migration: the client migrate engine (migrate.Engine) and
 // the server engine (svm.Runner), over the same API server.

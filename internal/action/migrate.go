@@ -44,6 +44,9 @@ type MigrateOptions struct {
 	// measurement of the objects read at version from: the function the
 	// measurement reports to, and the one that ends the display.
 	MeasureProgress func(from string) (update func(migrate.Progress), stop func())
+	// CrossCheck measures every pass that reads also by dry runs and
+	// fails on a disagreement (loss.Options.CrossCheck).
+	CrossCheck bool
 }
 
 // Migration is the outcome of Migrate.
@@ -303,7 +306,7 @@ func waitStorageServed(ctx context.Context, c MigrateCluster, crd *apiextensions
 // (loss.Measure, over c, with o's client options and progress).
 func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensionsv1.CustomResourceDefinition, o MigrateOptions) (*LossMeasurement, error) {
 	lo := loss.Options{PageSize: o.Client.ChunkSize, Concurrency: o.Client.Concurrency,
-		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress, Stored: o.MeasureAt, Accepted: o.AllowPruningPaths}
+		FieldManager: o.Client.FieldManager, Progress: o.MeasureProgress, Stored: o.MeasureAt, Accepted: o.AllowPruningPaths, CrossCheck: o.CrossCheck}
 	if o.Engine == migrate.EngineServer {
 		// The controller patches through the preferred version (B23).
 		lo.WritesThrough = lifecycle.DefaultVersion(crd)
@@ -313,6 +316,10 @@ func MeasureMigrationLoss(ctx context.Context, c LossChecker, crd *apiextensions
 
 // LossMeasurement is what MeasureMigrationLoss measured.
 type LossMeasurement = loss.Measurement
+
+// LossDisagreement is a cross-checked measurement whose reads and dry runs
+// disagree (MigrateOptions.CrossCheck).
+type LossDisagreement = loss.Disagreement
 
 // LossRefusal is the measurement's refusal of a migration, with every
 // object behind it (errors.As finds it in Migrate's error).

@@ -44,6 +44,9 @@ type Retire struct {
 	// what is under them (retire --migrate --allow-pruning=PATHS); every
 	// other loss still refuses.
 	AllowPruningPaths []string
+	// CrossCheck is MigrateOptions.CrossCheck for the migration's
+	// measurement.
+	CrossCheck bool
 	// Progress, when set, starts a progress display for the migration of
 	// the CRD named crd: the function the engine reports to, and the one
 	// that ends the display. Server-side dry runs of the migration show
@@ -207,7 +210,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 			// old too: a status.storedVersions without it is a claim
 			// (B24), and an object still stored there is read at old
 			// and compared with what the rewrite keeps of it.
-			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine, MeasureAt: []string{old}, AllowPruningPaths: r.AllowPruningPaths}); err != nil {
+			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine, MeasureAt: []string{old}, AllowPruningPaths: r.AllowPruningPaths, CrossCheck: r.CrossCheck}); err != nil {
 				return nil, err
 			}
 		}

@@ -18,14 +18,26 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
-// Checker reads objects at two versions, sends each a server-side dry-run
-// update through the second and compares the answer with the read (see
-// cluster.Client.CheckObjects): the API server answers, not a prediction.
-type Checker interface {
+// ObjectChecker reads objects at two versions, sends each a server-side
+// dry-run update through the second (or reads it there) and compares the
+// answer with the read (see cluster.Client.CheckObjects): the API server
+// answers, not a prediction.
+type ObjectChecker interface {
 	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
+}
+
+// Checker is an ObjectChecker that also lists the cluster's admission
+// rules, for Measure's choice between reads and dry runs.
+type Checker interface {
+	ObjectChecker
+	// AdmissionRules are the cluster's webhook and policy rules
+	// (cluster.Client.AdmissionRules): whether anything acts on the
+	// rewrite, which only a dry run then measures.
+	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
 }
 
 // Options are Measure's client options.
@@ -52,6 +64,11 @@ type Options struct {
 	// Progress, when set, starts a progress display for the pass reading
 	// the objects at version from.
 	Progress func(from string) (update func(result.Progress), stop func())
+	// CrossCheck makes every pass measured by reads measure again by dry
+	// runs and fail with a *Disagreement where the two verdicts differ:
+	// the proof, object by object, that the reads were enough (the tests
+	// run every migration so).
+	CrossCheck bool
 }
 
 // Measure asks the API server what migrating crd would lose,
@@ -138,6 +155,10 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	if o.WritesThrough != "" {
 		writes = o.WritesThrough
 	}
+	dryRunBecause := ""
+	if !webhook && writes == storage {
+		dryRunBecause = writeActors(ctx, c, crd, sv, stored)
+	}
 	hidden := map[string][]string{}
 	unrecorded := map[string]string{} // object -> the version read at
 	objects := refusedObjects{}
@@ -151,7 +172,9 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		// and the update takes migrate's own path, through the storage
 		// version, with its defaults and admission.
 		through := writes
+		because := dryRunBecause
 		if webhook {
+			because = "Webhook conversion: what the webhook gives back of an object stored through " + storage + " answers only to a write"
 			switch {
 			case writes == storage && from != storage:
 				through = from
@@ -167,7 +190,10 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			// The answer is at from: the entries written through from
 			// name its fields as it does.
 			co.RecordedThrough = lifecycle.GroupVersion(crd, from)
+		} else if writes != storage {
+			because = "the run writes through " + writes + ", not the storage version: what its schema prunes before " + storage + "'s answers only to a write"
 		}
+		co.Reads = because == ""
 		if o.Progress != nil {
 			update, stop := o.Progress(from)
 			defer stop()
@@ -176,6 +202,17 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		found, err := c.CheckObjects(ctx, crd, co)
 		if err != nil {
 			return err
+		}
+		if co.Reads && o.CrossCheck {
+			co.Reads, co.Progress = false, nil
+			dry, err := c.CheckObjects(ctx, crd, co)
+			if err != nil {
+				return err
+			}
+			if d := disagree(found, dry); len(d) > 0 {
+				return &Disagreement{CRD: crd.Name, From: from, To: storage, Objects: d}
+			}
+			co.Reads = true
 		}
 		if found.ListError != "" {
 			seenAll = false
@@ -213,9 +250,13 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%d object(s) read at %s are invalid at %s as new objects (a server-side dry-run create under their own names: the whole schema and its rules, without ratcheting): %s; the rewrite stores them as they are, and typed clients of %s may fail to decode them: fix them",
 				len(found.InvalidAsNew), from, storage, describeProblems(found.InvalidAsNew, 10), storage))
 		}
-		pass := result.Measurement{From: from, Through: through, Objects: found.Listed, Lost: len(found.Lost), Changed: len(found.Changed),
+		pass := result.Measurement{From: from, Through: through, Design: result.DesignDryRun, DryRunBecause: because, DryRuns: found.Validated,
+			Objects: found.Listed, Lost: len(found.Lost), Changed: len(found.Changed),
 			Set: countPaths(found.Set), NullsDropped: countPaths(found.NullsDropped), GenerationChanged: len(found.GenerationChanged),
 			InvalidAtStorage: len(found.InvalidAsNew), Accepted: countPaths(accepted), ElapsedSeconds: found.ElapsedSeconds}
+		if co.Reads {
+			pass.Design = result.DesignReads
+		}
 		out.Passes = append(out.Passes, pass)
 		if len(found.Lost) > 0 {
 			dropper := storage

@@ -14,6 +14,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 )
 
 // fakeChecker answers CheckObjects from a table keyed by the version read
@@ -22,6 +23,17 @@ type fakeChecker struct {
 	answers map[string]*cluster.ObjectsCheck
 	err     error
 	asked   []string
+	// rules and rulesErr answer AdmissionRules; reads records each
+	// check's CheckObjectsOptions.Reads; dryRun, when set, answers the
+	// checks sent without Reads (a cross-check's second pass).
+	rules    []references.AdmissionRule
+	rulesErr error
+	reads    []bool
+	dryRun   map[string]*cluster.ObjectsCheck
+}
+
+func (f *fakeChecker) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
+	return f.rules, f.rulesErr
 }
 
 func (f *fakeChecker) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error) {
@@ -33,8 +45,12 @@ func (f *fakeChecker) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomR
 		asked += "+new"
 	}
 	f.asked = append(f.asked, asked)
+	f.reads = append(f.reads, o.Reads)
 	if f.err != nil {
 		return nil, f.err
+	}
+	if a, ok := f.dryRun[o.From]; ok && !o.Reads {
+		return a, nil
 	}
 	if a, ok := f.answers[o.From]; ok {
 		return a, nil

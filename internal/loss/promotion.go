@@ -44,7 +44,7 @@ type Promotion struct {
 // back to the storage version (a lossy webhook shows there). to must be
 // served: the API server reads and writes only through served versions.
 // The error is the Checker's (a list or a permission that failed).
-func MeasurePromotion(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResourceDefinition, to string, o PromotionOptions) (*Promotion, error) {
+func MeasurePromotion(ctx context.Context, c ObjectChecker, crd *apiextensionsv1.CustomResourceDefinition, to string, o PromotionOptions) (*Promotion, error) {
 	p := &Promotion{From: lifecycle.StorageVersion(crd)}
 	if sv := lifecycle.FindVersion(crd, p.From); sv == nil || !sv.Served {
 		p.From, p.Blind = to, true

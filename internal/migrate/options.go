@@ -59,6 +59,12 @@ const (
 	EngineServer    = result.EngineServer
 )
 
+// The designs of a loss measurement pass (Measurement.Design).
+const (
+	DesignReads  = result.DesignReads
+	DesignDryRun = result.DesignDryRun
+)
+
 // MaxConcurrency is the most writes in flight Options.Concurrency may ask
 // for. An API server serves 600 requests at once by default (its
 // --max-requests-inflight 400 plus --max-mutating-requests-inflight 200,

@@ -56,8 +56,19 @@ func Migration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun) {
 		if through != r.StorageVersion {
 			through += " (a round trip through " + r.StorageVersion + ")"
 		}
-		fmt.Fprintf(w, "  measured first: %d object(s) read at %s and dry-run written through %s in %.1fs, %d losing a field, %d changing a value\n",
-			m.Objects, m.From, through, m.ElapsedSeconds, m.Lost, m.Changed)
+		how := "dry-run written through " + through
+		if m.Design == result.DesignReads {
+			how = "at " + through + " and compared (no dry run: nothing acts on the write"
+			if m.DryRuns > 0 {
+				how += fmt.Sprintf("; %d dry-run written after all: written between the reads, or invalid as new", m.DryRuns)
+			}
+			how += ")"
+		}
+		fmt.Fprintf(w, "  measured first: %d object(s) read at %s and %s in %.1fs, %d losing a field, %d changing a value\n",
+			m.Objects, m.From, how, m.ElapsedSeconds, m.Lost, m.Changed)
+		if m.DryRunBecause != "" {
+			fmt.Fprintf(w, "  dry runs, not reads, because %s\n", m.DryRunBecause)
+		}
 		if line := rewriteSets(m); line != "" {
 			fmt.Fprintf(w, "  the rewrite %s\n", line)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/svm"
 )
@@ -93,6 +94,9 @@ type Fake struct {
 	Stale []retire.ObjectRef
 	// RefuseWrite, when set, answers every CRD update (dry run or not).
 	RefuseWrite error
+	// Admission are the cluster's admission rules (AdmissionRules; none
+	// by default).
+	Admission []references.AdmissionRule
 }
 
 // New is a Fake whose live CRD is a copy of crd.
@@ -212,6 +216,11 @@ func (f *Fake) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResource
 		return c, nil
 	}
 	return &cluster.ObjectsCheck{From: o.From, To: o.To}, nil
+}
+
+// AdmissionRules returns Admission (not logged: a read).
+func (f *Fake) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
+	return f.Admission, nil
 }
 
 // RunClientEngine runs Engine, or completes.

@@ -237,10 +237,23 @@ type Result struct {
 type Measurement struct {
 	// From is the version the objects were read at.
 	From string `json:"from"`
-	// Objects is the number of objects read and dry-run written.
+	// Objects is the number of objects read and measured.
 	Objects int `json:"objects"`
-	// Through is the version the dry-run updates went through.
+	// Through is the version the writes (and their dry runs) go through.
 	Through string `json:"through,omitempty"`
+	// Design is how the pass measured: "reads" (each object read at From
+	// and at Through, two paged lists, compared: nothing on the write can
+	// change or refuse it that a read does not show) or "dryRun" (each
+	// object also sent the run's update as a server-side dry run).
+	Design string `json:"design"`
+	// DryRunBecause says why the pass sent dry runs (a webhook or policy
+	// that acts on the update, transition rules, Webhook conversion…).
+	DryRunBecause string `json:"dryRunBecause,omitempty"`
+	// DryRuns is the number of objects sent the dry-run update: all of
+	// them under "dryRun"; under "reads", those the two lists did not show
+	// alike (written between them) and those the API server refuses as
+	// new objects (whose update it may refuse too).
+	DryRuns int `json:"dryRuns"`
 	// Lost is the number of objects with a field the write would drop.
 	Lost int `json:"lost"`
 	// Changed is the number of objects with a value the write would
@@ -270,6 +283,12 @@ type Measurement struct {
 	// ElapsedSeconds times the pass.
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 }
+
+// The designs of a measurement pass (Measurement.Design).
+const (
+	DesignReads  = "reads"
+	DesignDryRun = "dryRun"
+)
 
 // PathCount is a JSON path and the number of objects it was found in.
 type PathCount struct {

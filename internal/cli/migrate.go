@@ -251,7 +251,8 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths, VersionOrder: o.VersionOrder}
+	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths, VersionOrder: o.VersionOrder,
+		CrossCheck: crossCheckFile() != ""}
 	terminal := o.Progress && term.IsTerminal(o.ErrOut)
 	switch {
 	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == lifecycle.DryRunNone:
@@ -269,6 +270,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		}
 	}
 	m, err := action.Migrate(ctx, action.Live{Client: o.client}, crd, opts)
+	err = recordDisagreement(crossCheckFile(), err)
 	if refused := refusedReport(err); refused != nil && o.printRefused != nil {
 		// -o json|yaml: a refused run still prints its report, which
 		// names every object and path behind a refusal of the loss

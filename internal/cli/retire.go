@@ -251,6 +251,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
 	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths,
+		CrossCheck: crossCheckFile() != "",
 		References: referenceFinder(c, errOut), Patcher: cluster.ReferencePatcher{Client: c, FieldManager: o.Engine.FieldManager}, Admission: c}
 	if progress {
 		u.Waiting = waitProgress(errOut, o.Usage.Window)
@@ -258,6 +259,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 	}
 	l := &view.RetireLog{Log: log, ErrOut: errOut, Sources: u.Describe(), Refresh: o.refresh}
 	res, err := (&retire.Executor{Cluster: rc, Events: l.Event}).Run(ctx, crd, o.Version, opts)
+	err = recordDisagreement(crossCheckFile(), err)
 	return report.NewRetire(crd.Name, o.Version, o.DryRun != lifecycle.DryRunNone, res), err
 }
 

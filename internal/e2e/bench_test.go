@@ -237,19 +237,23 @@ func (s *benchState) loop() float64 {
 }
 
 // metrics reads the API server's /metrics.
-func (s *benchState) metrics() benchMetrics {
-	raw, err := s.c.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+func (s *benchState) metrics() benchMetrics { return apiMetrics(s.b, s.c) }
+
+// apiMetrics reads the test API server's /metrics.
+func apiMetrics(t testing.TB, c clients) benchMetrics {
+	t.Helper()
+	raw, err := c.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
-		s.b.Fatal(err)
+		t.Fatal(err)
 	}
 	m, err := usage.ParseMetrics(bytes.NewReader(raw), time.Now())
 	if err != nil {
-		s.b.Fatal(err)
+		t.Fatal(err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
-		s.b.Fatal(err)
+		t.Fatal(err)
 	}
 	return benchMetrics{Metrics: m, families: families}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,9 +24,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
@@ -44,6 +50,13 @@ import (
 // back at OLD and at NEW, and asserts that every path present at OLD and
 // missing at NEW is named by schema.Prune(OLD, NEW). Paths the prediction
 // names but no object lost are counted and logged ("extra").
+//
+// On the same objects it is also the differential test of the loss
+// measurement's two designs (issue 30): each NEW is made the storage
+// version in turn and the migration there is measured with
+// loss.Options.CrossCheck — every pass by reads (two paged lists) is
+// measured again by dry runs (migrate's update, one per object), and the
+// test fails on any object whose verdicts differ, or when no pass read.
 //
 // The CRDs are reduced to what pruning looks at (the structural skeleton:
 // type, properties, items, additionalProperties, nullable, default and the
@@ -115,6 +128,7 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 		mu      sync.Mutex
 		results []pairResult
 	)
+	lossChecker := &countingChecker{Client: clusterClient(t, "")}
 	ctx := context.Background()
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
@@ -174,9 +188,24 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 				results = append(results, r)
 				mu.Unlock()
 			}
+			// The loss measurement of the migration to each NEW, by
+			// reads and by dry runs, on the same objects (stored at OLD).
+			for _, new := range j.news {
+				if err := measureBothWays(ctx, c, lossChecker, j.crd.Name, new); err != nil {
+					t.Errorf("%s (%s) stored at %s, migrated to %s: %v", j.crd.Name, j.subject.name, j.old, new, err)
+				}
+			}
 		}()
 	}
 	wg.Wait()
+	// Without a pass by reads the two designs were not compared: the
+	// chooser must pick reads for these CRDs (conversion None, no
+	// admission, no rule), so none means it or the lists broke.
+	t.Logf("loss measurement: %d passes by reads over %d objects, each also by dry runs, every verdict alike",
+		lossChecker.readPasses.Load(), lossChecker.readObjects.Load())
+	if lossChecker.readPasses.Load() == 0 || lossChecker.readObjects.Load() == 0 {
+		t.Error("no loss measurement pass compared its reads with its dry runs")
+	}
 
 	sort.Slice(results, func(i, k int) bool {
 		a, b := results[i], results[k]
@@ -218,6 +247,63 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 	if pairs == 0 {
 		t.Fatal("no version pair was checked")
 	}
+}
+
+// countingChecker is the plugin's cluster client counting the passes the
+// loss measurement sent by reads and the objects they compared by reads.
+type countingChecker struct {
+	*cluster.Client
+	readPasses, readObjects atomic.Int64
+}
+
+func (c *countingChecker) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error) {
+	found, err := c.Client.CheckObjects(ctx, crd, o)
+	if err == nil && o.Reads {
+		c.readPasses.Add(1)
+		c.readObjects.Add(int64(found.ReadAtTo))
+	}
+	return found, err
+}
+
+// measureBothWays makes version the storage version of the CRD named name
+// and, once the API server serves it as such, measures what migrating the
+// objects there loses with loss.Options.CrossCheck: a pass by reads is
+// measured again by dry runs and a verdict that differs on any object is a
+// *loss.Disagreement, returned. A refusal (the objects lose fields) is the
+// measurement's answer, not an error here.
+func measureBothWays(ctx context.Context, c clients, lc *countingChecker, name, version string) error {
+	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == version
+		}
+		_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := lc.WaitStorageVersion(ctx, name, time.Minute); err != nil {
+		return err
+	}
+	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = loss.Measure(ctx, lc, crd, loss.Options{CrossCheck: true, FieldManager: "crdversion-e2e"})
+	var refused *lifecycle.RefusalError
+	var differ *loss.Disagreement
+	switch {
+	case errors.As(err, &refused):
+		return nil
+	case errors.As(err, &differ):
+		return errors.New(differ.Detail())
+	}
+	return err
 }
 
 func pathsOf(ps []schema.Pruned) string {

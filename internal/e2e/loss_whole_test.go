@@ -404,9 +404,25 @@ func TestMigrateRefusesWhileAnObjectCannotBeConvertedDown(t *testing.T) {
 	// The list at v1 is answered (from the watch cache, converted while
 	// the webhook still converted nodown1), so each object is measured on
 	// its own: nodown1 is unknown, and a's loss is named beside it.
-	waitFor(t, "a paged list at v1 answered from the watch cache", func() (bool, error) {
-		_, err := resource(c, crd, "v1", "default").List(ctx, metav1.ListOptions{Limit: 500})
-		return err == nil, nil
+	// Should the watch cache of v1 be rebuilt meanwhile (it converts every
+	// object again, and nodown1 then fails the whole list), the webhook
+	// converts nodown1 again until the cache has loaded, and fails it
+	// after: the state is built again, not assumed.
+	failing := true
+	waitFor(t, "nodown1 unreadable while a paged list at v1 is answered from the watch cache", func() (bool, error) {
+		_, lerr := resource(c, crd, "v1", "default").List(ctx, metav1.ListOptions{Limit: 500})
+		_, gerr := resource(c, crd, "v1", "default").Get(ctx, "nodown1", metav1.GetOptions{})
+		switch {
+		case failing && lerr == nil && gerr != nil && strings.Contains(gerr.Error(), "the test cannot convert nodown1"):
+			return true, nil
+		case failing && lerr != nil:
+			hook.failWith.Store("")
+			failing = false
+		case !failing && lerr == nil:
+			hook.failWith.Store("nodown1")
+			failing = true
+		}
+		return false, nil
 	})
 	r := refuses(t, c, []string{crd.Name}, []string{"what the migration loses is unknown", "default/nodown1", "the test cannot convert nodown1"}, "migrate", crd.Name, "-o", "json")
 	var rep report.Migration

@@ -19,6 +19,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -56,6 +57,10 @@ func (f *fake) Describe() string { return "the fake's sources" }
 
 func (f *fake) Writers(_ context.Context, gvr schema.GroupVersionResource) usage.SourceReport {
 	return usage.SourceReport{Source: usage.SourceManagedFields, Name: "managedFields of " + gvr.Resource}
+}
+
+func (f *fake) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
+	return nil, nil
 }
 
 func (f *fake) Missing(context.Context, []access.Need) ([]access.Need, bool) {

@@ -13,7 +13,9 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 )
 
 // PromoteCluster is what promote-storage reads from the cluster.
@@ -25,6 +27,9 @@ type PromoteCluster interface {
 	CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error)
 	// Missing asks the API server which of needs the user lacks.
 	Missing(ctx context.Context, needs []access.Need) (missing []access.Need, checked bool)
+	// AdmissionRules are the cluster's webhook and policy rules, which
+	// decide whether reads measure the promotion (loss.Checker).
+	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
 }
 
 // PromoteOptions are the inputs of promote-storage.
@@ -53,6 +58,10 @@ type PromoteOptions struct {
 	Concurrency int
 	// Progress, when set, is told where the object check stands.
 	Progress func(migrate.Progress)
+	// CrossCheck measures the objects by dry runs as well wherever reads
+	// measured them, and fails with a *loss.Disagreement when the two
+	// verdicts differ (loss.Options.CrossCheck; for tests).
+	CrossCheck bool
 }
 
 // PromoteStorage is the preflight of making o.Version the storage version
@@ -87,7 +96,7 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 			return nil, &access.MissingError{Operation: "promote-storage", CRD: t.Live.Name, Missing: missing}
 		}
 		lo := loss.PromotionOptions{Sample: o.Sample, Options: loss.Options{PageSize: o.ChunkSize,
-			Concurrency: o.Concurrency, FieldManager: o.FieldManager}}
+			Concurrency: o.Concurrency, FieldManager: o.FieldManager, CrossCheck: o.CrossCheck}}
 		if o.Progress != nil {
 			lo.Progress = func(string) (func(migrate.Progress), func()) { return o.Progress, func() {} }
 		}
@@ -107,8 +116,26 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 				Message: fmt.Sprintf("not measured whether %s drops fields the objects have: the storage version %s is not served, so they cannot be read there; %s", o.Version, from, how)})
 		}
 		r.Checks = append(r.Checks, preflight.Objects(p.Found, o.AllowPruning)...)
+		if p.Found.ListError == "" {
+			r.Checks = append(r.Checks, measuredCheck(p))
+		}
 	}
 	return r, nil
+}
+
+// measuredCheck is the check LossMeasurement, which says how the update
+// through the new version was measured: by reads (how many objects the
+// second list answered; the others, written between the lists, got the
+// dry run) or by dry runs, and why.
+func measuredCheck(p *loss.Promotion) edit.Check {
+	f := p.Found
+	if p.Design == result.DesignReads {
+		return edit.Check{Name: "LossMeasurement", Outcome: edit.Pass,
+			Message: fmt.Sprintf("measured by reads: %d of %d object(s) listed at %s and at %s and compared, %d sent the dry-run update (written between the lists, or refused as new objects); nothing acts on the update that a read does not show (conversion None, no webhook or admission policy on UPDATE, no transition rule, no default of %s that a stored version lacks)",
+				f.ReadAtTo, f.Listed, f.From, f.To, f.Validated, f.To)}
+	}
+	return edit.Check{Name: "LossMeasurement", Outcome: edit.Pass,
+		Message: fmt.Sprintf("measured by dry runs: %d object(s) sent the dry-run update through %s, because %s", f.Validated, f.To, p.DryRunBecause)}
 }
 
 // onlyPredictedLoss reports whether every failed check is the schemas'

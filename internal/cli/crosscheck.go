@@ -8,8 +8,8 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 )
 
-// CrossCheckEnv names the environment variable that makes migrate and
-// retire --migrate measure each loss pass that reads (two paged lists)
+// CrossCheckEnv names the environment variable that makes migrate,
+// retire --migrate and promote-storage measure each loss pass that reads (two paged lists)
 // also by dry runs, and fail where the two verdicts differ. Its value is a
 // file: a disagreement is appended to it as one line, so that a test suite
 // that sets it for every run can fail at its end on any (the e2e tests do).

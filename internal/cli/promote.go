@@ -111,14 +111,15 @@ func (o *PromoteOptions) Run(ctx context.Context) error {
 		return err
 	}
 	po := action.PromoteOptions{Version: o.Version, AllowPruning: o.AllowPruning, VersionOrder: o.EditOptions.VersionOrder, Sample: o.Sample, ChunkSize: o.ChunkSize,
-		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != lifecycle.DryRunClient, FieldManager: o.FieldManager}
+		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != lifecycle.DryRunClient, FieldManager: o.FieldManager,
+		CrossCheck: crossCheckFile() != ""}
 	if term.IsTerminal(o.ErrOut) {
 		var stop func()
 		po.Progress, stop = view.LabelledProgressBar(o.ErrOut, "checking the objects of "+o.CRD+" at "+o.Version)
 		defer stop()
 	}
 	res, err := action.PromoteStorage(ctx, clusterAs[action.PromoteCluster](o.client), r.target, po)
-	if err != nil {
+	if err = recordDisagreement(crossCheckFile(), err); err != nil {
 		return err
 	}
 	return r.finish(ctx, res)

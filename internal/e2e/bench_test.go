@@ -272,6 +272,12 @@ type benchMetrics struct {
 // runs (apiserver_request_total{dry_run="All"}): the loss measurement that
 // migrate runs before its writes.
 func (m benchMetrics) dryRunPatches(gvr schema.GroupVersionResource) int64 {
+	return m.dryRuns(gvr, "PATCH")
+}
+
+// dryRuns counts the requests of verb (apiserver_request_total's label:
+// PATCH, POST…) to gvr sent as server-side dry runs.
+func (m benchMetrics) dryRuns(gvr schema.GroupVersionResource, verb string) int64 {
 	var n int64
 	for _, metric := range m.families["apiserver_request_total"].GetMetric() {
 		labels := map[string]string{}
@@ -279,7 +285,7 @@ func (m benchMetrics) dryRunPatches(gvr schema.GroupVersionResource) int64 {
 			labels[l.GetName()] = l.GetValue()
 		}
 		if labels["group"] == gvr.Group && labels["version"] == gvr.Version && labels["resource"] == gvr.Resource &&
-			labels["verb"] == "PATCH" && labels["dry_run"] != "" {
+			labels["verb"] == verb && labels["dry_run"] != "" {
 			n += int64(metric.GetCounter().GetValue())
 		}
 	}

@@ -172,6 +172,9 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 				if tc.role == "crdversion-migrate" && !strings.Contains(r.stdout, "(no dry run: nothing acts on the write)") {
 					t.Errorf("migrate as the role's user did not measure by reads:\n%s", r.stdout)
 				}
+				if tc.role == "crdversion-promote-storage" && !strings.Contains(r.stdout, "measured by reads") {
+					t.Errorf("promote-storage as the role's user did not measure by reads:\n%s", r.stdout)
+				}
 			}
 			if got := lifecycle.Analyze(getCRD(t, c, crd.Name)).State; got != tc.want {
 				t.Errorf("state %s after %v, want %s", got, tc.runs, tc.want)
@@ -256,7 +259,8 @@ func TestEachPermissionIsNeeded(t *testing.T) {
 		"crdversion-migrate list flowschemas,prioritylevelconfigurations": "not allowed to list flowschemas.flowcontrol.apiserver.k8s.io",
 		// Without it the loss measurement cannot tell that nothing acts
 		// on the writes, and dry-runs every object instead of reading.
-		"crdversion-migrate list validatingwebhookconfigurations,mutatingwebhookconfigurations,validatingadmissionpolicies,mutatingadmissionpolicies": "dry runs, not reads, because the webhooks and admission policies that may act on the update could not be listed",
+		"crdversion-migrate list validatingwebhookconfigurations,mutatingwebhookconfigurations,validatingadmissionpolicies,mutatingadmissionpolicies":         "dry runs, not reads, because the webhooks and admission policies that may act on the update could not be listed",
+		"crdversion-promote-storage list validatingwebhookconfigurations,mutatingwebhookconfigurations,validatingadmissionpolicies,mutatingadmissionpolicies": "measured by dry runs: 3 object(s) sent the dry-run update through v2, because the webhooks and admission policies that may act on the update could not be listed",
 	}
 	hook := newConversionWebhook(t)
 	ca := hook.caFile(t)

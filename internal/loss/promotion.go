@@ -30,21 +30,36 @@ type Promotion struct {
 	// measured (only what its own read, validation and round trip show).
 	Blind bool
 	// Found is the API server's answer for every object: the read at From,
-	// the read at the new version, the dry-run update through it, and
-	// under Webhook conversion the round trip back (cluster.ObjectsCheck).
+	// the read at the new version, the dry-run update through it (or, by
+	// reads, the second list in its place), and under Webhook conversion
+	// the round trip back (cluster.ObjectsCheck).
 	Found *cluster.ObjectsCheck
+	// Design is how the update through the new version was measured:
+	// result.DesignReads (a second paged list at it, compared object by
+	// object, no dry-run update) or result.DesignDryRun.
+	Design string
+	// DryRunBecause says why the objects were sent dry-run updates ("" by
+	// reads): what can act on the write that a read does not show.
+	DryRunBecause string
 }
 
 // MeasurePromotion asks the API server what making to the storage version
 // of crd would lose, before the flip: every object is read at the current
 // storage version and at to, compared field by field, and sent migrate's
 // no-op update through to as a server-side dry run, so that conversion,
-// pruning, defaulting, validation and UPDATE admission at to all answer.
+// pruning, defaulting, validation and UPDATE admission at to all answer —
+// unless nothing can act on that update that a read at to does not show
+// (conversion None, no webhook or admission policy on UPDATE of the
+// resource, no transition rule at to, no default of to that a stored
+// version lacks: the rules migrate's Measure reads by). Then a second
+// paged list at to takes the update's place, object by object, with one
+// request per object fewer; each object is still sent as a new object at
+// to (a server-side dry-run create), which is stricter than the update.
 // Under Webhook conversion each object also makes the round trip from to
 // back to the storage version (a lossy webhook shows there). to must be
 // served: the API server reads and writes only through served versions.
 // The error is the Checker's (a list or a permission that failed).
-func MeasurePromotion(ctx context.Context, c ObjectChecker, crd *apiextensionsv1.CustomResourceDefinition, to string, o PromotionOptions) (*Promotion, error) {
+func MeasurePromotion(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResourceDefinition, to string, o PromotionOptions) (*Promotion, error) {
 	p := &Promotion{From: lifecycle.StorageVersion(crd)}
 	if sv := lifecycle.FindVersion(crd, p.From); sv == nil || !sv.Served {
 		p.From, p.Blind = to, true
@@ -52,6 +67,10 @@ func MeasurePromotion(ctx context.Context, c ObjectChecker, crd *apiextensionsv1
 	co := cluster.CheckObjectsOptions{From: p.From, To: to, Sample: o.Sample,
 		PageSize: o.PageSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager,
 		RoundTrip: p.From != to && crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter}
+	p.Design, p.DryRunBecause = result.DesignDryRun, promotionActors(ctx, c, crd, to, p.From, p.Blind)
+	if p.DryRunBecause == "" {
+		p.Design, co.Reads = result.DesignReads, true
+	}
 	if o.Progress != nil {
 		update, stop := o.Progress(p.From)
 		defer stop()
@@ -61,6 +80,37 @@ func MeasurePromotion(ctx context.Context, c ObjectChecker, crd *apiextensionsv1
 	if err != nil {
 		return nil, err
 	}
+	if co.Reads && o.CrossCheck {
+		co.Reads, co.Progress = false, nil
+		dry, err := c.CheckObjects(ctx, crd, co)
+		if err != nil {
+			return nil, err
+		}
+		if d := disagree(found, dry); len(d) > 0 {
+			return nil, &Disagreement{CRD: crd.Name, From: p.From, To: to, Objects: d}
+		}
+	}
 	p.Found = found
 	return p, nil
+}
+
+// promotionActors is writeActors for the promotion of to: what can act on
+// migrate's update through to once it is the storage version, for objects
+// stored at from (the current storage version) or at any version of
+// status.storedVersions. A conversion webhook and a storage
+// version that cannot be read (blind: nothing to compare a read with)
+// take the dry run as well.
+func promotionActors(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResourceDefinition, to, from string, blind bool) string {
+	switch {
+	case blind:
+		return "the storage version " + from + " is not served: the objects are read at " + to + " alone, and only the write shows what " + to + " refuses"
+	case crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter:
+		return "Webhook conversion: what the webhook gives back of an object stored through " + to + " answers only to a write"
+	}
+	v := lifecycle.FindVersion(crd, to)
+	if v == nil {
+		return to + " is not a version of " + crd.Name
+	}
+	stored := append([]string{from}, crd.Status.StoredVersions...)
+	return writeActors(ctx, c, crd, v, stored)
 }

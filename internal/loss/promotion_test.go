@@ -3,6 +3,8 @@ package loss
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -10,6 +12,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
+	"github.com/crdversion/kubectl-crdversion/internal/references"
 )
 
 // optionsChecker records the options of the one check it is asked for.
@@ -17,6 +20,10 @@ type optionsChecker struct {
 	got   *cluster.CheckObjectsOptions
 	err   error
 	found *cluster.ObjectsCheck
+}
+
+func (f *optionsChecker) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
+	return nil, nil
 }
 
 func (f *optionsChecker) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error) {
@@ -48,12 +55,13 @@ func TestMeasurePromotion(t *testing.T) {
 		from      string
 		blind     bool
 		roundTrip bool
+		reads     bool
 	}{
-		{"read at the storage version, written through the new one", served, nil, "v1", false, false},
-		{"webhook conversion: the round trip back is read too", webhook, nil, "v1", false, true},
-		{"storage version not served: blind, read at the new one", storageUnserved, nil, "v2", true, false},
-		{"blind under webhook conversion: no round trip to a version that cannot be read", storageUnservedWebhook, nil, "v2", true, false},
-		{"error from the API server", served, broken, "v1", false, false},
+		{"read at the storage version, written through the new one: by reads", served, nil, "v1", false, false, true},
+		{"webhook conversion: the round trip back is read too", webhook, nil, "v1", false, true, false},
+		{"storage version not served: blind, read at the new one", storageUnserved, nil, "v2", true, false, false},
+		{"blind under webhook conversion: no round trip to a version that cannot be read", storageUnservedWebhook, nil, "v2", true, false, false},
+		{"error from the API server", served, broken, "v1", false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,7 +88,7 @@ func TestMeasurePromotion(t *testing.T) {
 			}
 			got.Progress = nil
 			if got.From != want.From || got.To != want.To || got.Sample != want.Sample || got.PageSize != want.PageSize ||
-				got.Concurrency != want.Concurrency || got.FieldManager != want.FieldManager || got.RoundTrip != want.RoundTrip ||
+				got.Concurrency != want.Concurrency || got.FieldManager != want.FieldManager || got.RoundTrip != want.RoundTrip || got.Reads != tt.reads ||
 				got.UpdateOnly || len(got.Recorded) > 0 {
 				t.Errorf("checked with %+v, want %+v", got, want)
 			}
@@ -99,6 +107,75 @@ func TestMeasurePromotion(t *testing.T) {
 			if p.From != tt.from || p.Blind != tt.blind || p.Found != found {
 				t.Errorf("got From %q Blind %v Found %p, want %q %v %p", p.From, p.Blind, p.Found, tt.from, tt.blind, found)
 			}
+			if tt.reads != (p.Design == result.DesignReads) || tt.reads != (p.DryRunBecause == "") {
+				t.Errorf("design %q because %q, want by reads %v", p.Design, p.DryRunBecause, tt.reads)
+			}
 		})
+	}
+}
+
+// TestMeasurePromotionReadsOnlyWhereNothingActsOnTheWrite: the promotion
+// of v2 reads (a second list at v2) unless something a read does not show
+// can act on migrate's update through v2 once it is the storage version —
+// the rules of Measure with v2 as the storage version and the current
+// storage version v1 among the stored ones — and says why it dry-ran.
+// Under CrossCheck, a pass by reads is measured again by dry runs and a
+// differing verdict fails as a *Disagreement.
+func TestMeasurePromotionReadsOnlyWhereNothingActsOnTheWrite(t *testing.T) {
+	plain := func() *apiextensionsv1.CustomResourceDefinition {
+		return crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).
+			Version("v2", crdtest.Served).Stored("v1").CRD()
+	}
+	spec := func(crd *apiextensionsv1.CustomResourceDefinition, i int, size apiextensionsv1.JSONSchemaProps) *apiextensionsv1.CustomResourceDefinition {
+		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{Type: "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"size": size}}
+		return crd
+	}
+	transition := spec(plain(), 1, apiextensionsv1.JSONSchemaProps{Type: "string",
+		XValidations: apiextensionsv1.ValidationRules{{Rule: "self == oldSelf", Message: "immutable"}}})
+	defaultM := apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"M"`)}}
+	webhook := plain()
+	webhook.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	onUpdate := references.AdmissionRule{Kind: "ValidatingAdmissionPolicy", Name: "p", MatchPolicy: "Equivalent",
+		APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}, Operations: []string{"UPDATE"}}
+	tests := []struct {
+		name     string
+		crd      *apiextensionsv1.CustomResourceDefinition
+		rules    []references.AdmissionRule
+		rulesErr error
+		because  string // "" for reads
+	}{
+		{"nothing acts: reads", plain(), nil, nil, ""},
+		{"a policy on UPDATE of the resource, at another version", plain(), []references.AdmissionRule{onUpdate}, nil, "admission acts on UPDATE of widgets.example.com: ValidatingAdmissionPolicy p"},
+		{"rules that could not be listed", plain(), nil, errors.New("forbidden"), "could not be listed (forbidden)"},
+		{"a transition rule at the new version", transition, nil, nil, "v2's schema has transition rules"},
+		{"a default of the new version the storage version lacks", spec(plain(), 1, defaultM), nil, nil, "v2's schema defaults .spec.size and v1's does not alike"},
+		{"the same default at both versions: reads", spec(spec(plain(), 0, defaultM), 1, defaultM), nil, nil, ""},
+		{"Webhook conversion", webhook, nil, nil, "Webhook conversion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeChecker{rules: tt.rules, rulesErr: tt.rulesErr}
+			p, err := MeasurePromotion(context.Background(), f, tt.crd, "v2", PromotionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads := tt.because == ""
+			want := result.DesignDryRun
+			if reads {
+				want = result.DesignReads
+			}
+			if !slices.Equal(f.reads, []bool{reads}) || p.Design != want || !strings.Contains(p.DryRunBecause, tt.because) || reads != (p.DryRunBecause == "") {
+				t.Errorf("checks with Reads %v, design %q because %q; want Reads %v, %q because %q", f.reads, p.Design, p.DryRunBecause, reads, want, tt.because)
+			}
+		})
+	}
+
+	f := &fakeChecker{answers: map[string]*cluster.ObjectsCheck{"v1": {Listed: 2}},
+		dryRun: map[string]*cluster.ObjectsCheck{"v1": {Listed: 2, Problems: []cluster.ObjectProblem{{Object: "default/a", Message: "refused"}}}}}
+	_, err := MeasurePromotion(context.Background(), f, plain(), "v2", PromotionOptions{Options: Options{CrossCheck: true}})
+	var d *Disagreement
+	if !errors.As(err, &d) || !strings.Contains(d.Detail(), "default/a: reads [], dry run [refused]") || !slices.Equal(f.reads, []bool{true, false}) {
+		t.Fatalf("cross-check: %v after checks with Reads %v; want a disagreement naming default/a after a read and a dry run", err, f.reads)
 	}
 }

@@ -48,27 +48,35 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 			Message: fmt.Sprintf("all %d object(s) read at %s in %.1fs (%.0f objects/s)", found.Listed, at, found.ElapsedSeconds, found.ObjectsPerSecond),
 		})
 	}
+	// The objects judged by reads (CheckObjectsOptions.Reads) were sent
+	// the dry-run create and compared with their read at To in place of
+	// the dry-run update: checked all the same.
+	checked := found.Validated + found.ReadAtTo
+	update := "the no-op update that migrate sends through " + to + " is accepted"
+	if found.ReadAtTo > 0 {
+		update = "the no-op update that migrate sends through " + to + " is accepted (" + fmt.Sprint(found.Validated) + " sent it as a dry run; for the other " + fmt.Sprint(found.ReadAtTo) + ", read instead, nothing acts on it that the create does not judge)"
+	}
 	switch {
 	case len(found.Problems) > 0:
 		cs = append(cs, edit.Check{
 			Name: "ObjectsValid", Outcome: edit.Fail,
-			Message: fmt.Sprintf("%d of %d checked object(s) are refused at %s: the no-op update that migrate sends through %s fails (server-side dry run)", len(found.Problems), found.Validated, to, to),
+			Message: fmt.Sprintf("%d of %d checked object(s) are refused at %s: the no-op update that migrate sends through %s fails (server-side dry run)", len(found.Problems), checked, to, to),
 			Details: problemLines(found.Problems),
 		})
 	case len(found.InvalidAsNew) > 0:
 		cs = append(cs, edit.Check{
 			Name: "ObjectsValid", Outcome: edit.Fail,
-			Message: fmt.Sprintf("%d of %d checked object(s) are invalid at %s: migrate's no-op update is accepted (ratcheting keeps unchanged invalid fields), but not the objects as new (server-side dry-run create: the whole schema and its rules); fix the objects or the schema", len(found.InvalidAsNew), found.Validated, to),
+			Message: fmt.Sprintf("%d of %d checked object(s) are invalid at %s: migrate's no-op update is accepted (ratcheting keeps unchanged invalid fields), but not the objects as new (server-side dry-run create: the whole schema and its rules); fix the objects or the schema", len(found.InvalidAsNew), checked, to),
 			Details: problemLines(found.InvalidAsNew),
 		})
 	case len(found.Forbidden) == 0:
 		cs = append(cs, edit.Check{
 			Name: "ObjectsValid", Outcome: edit.Pass,
-			Message: fmt.Sprintf("%d of %d object(s) checked: the no-op update that migrate sends through %s is accepted, and each is valid at %s as a new object (server-side dry runs: schema, transition rules, admission)", found.Validated, found.Listed, to, to),
+			Message: fmt.Sprintf("%d of %d object(s) checked: %s, and each is valid at %s as a new object (server-side dry runs: schema, transition rules, admission)", checked, found.Listed, update, to),
 		})
 		if n := len(found.NotCheckedAsNew); n > 0 {
-			cs[len(cs)-1].Message = fmt.Sprintf("%d of %d object(s) checked: the no-op update that migrate sends through %s is accepted, and %d are valid at %s as new objects (server-side dry runs: schema, transition rules, admission)",
-				found.Validated, found.Listed, to, found.Validated-n, to)
+			cs[len(cs)-1].Message = fmt.Sprintf("%d of %d object(s) checked: %s, and %d are valid at %s as new objects (server-side dry runs: schema, transition rules, admission)",
+				checked, found.Listed, update, checked-n, to)
 			cs = append(cs, edit.Check{
 				Name: "ObjectsValidAsNew", Outcome: edit.Warn,
 				Message: fmt.Sprintf("%d object(s) were not checked as new objects at %s: their namespace is being deleted, and the API server creates nothing there (they go with it); the update migrate sends was accepted for them", n, to),
@@ -115,7 +123,7 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 	}
 	return append(cs, edit.Check{
 		Name: "FieldsKept", Outcome: edit.Fail,
-		Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops (each read at %s and sent migrate's no-op update through %s as a server-side dry run, then compared): rewriting them at %s loses that data; make %s's schema keep the fields (or the admission that removes them on UPDATE, a mutating webhook or policy, spare them), or pass --allow-pruning to accept the loss", len(found.Lost), from, to, from, to, to, to),
+		Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops (each read at %s and at %s, or sent migrate's no-op update through it as a server-side dry run, then compared): rewriting them at %s loses that data; make %s's schema keep the fields (or the admission that removes them on UPDATE, a mutating webhook or policy, spare them), or pass --allow-pruning to accept the loss", len(found.Lost), from, to, from, to, to, to),
 		Details: details,
 	})
 }

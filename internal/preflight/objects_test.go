@@ -20,6 +20,7 @@ func TestObjectsChecks(t *testing.T) {
 	lost := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 2, Validated: 2, Lost: []cluster.ObjectLoss{{Object: "default/w1", Paths: []string{".spec.image"}}}}
 	forbidden := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 2, Validated: 2, Forbidden: []cluster.ObjectProblem{{Object: "default/w1", Message: "forbidden"}, {Object: "default/w2", Message: "forbidden"}}}
 	oneVersion := &cluster.ObjectsCheck{From: "v2", To: "v2", Listed: 2, Validated: 2}
+	byReads := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 5, Validated: 1, ReadAtTo: 4}
 	for _, tc := range []struct {
 		name  string
 		found *cluster.ObjectsCheck
@@ -30,11 +31,15 @@ func TestObjectsChecks(t *testing.T) {
 		{"--allow-pruning warns", lost, true, "ObjectsReadable=pass ObjectsValid=pass FieldsKept=warn"},
 		{"a 403 is a permission failure, not invalid objects", forbidden, false, "ObjectsPermitted=fail ObjectsReadable=pass"},
 		{"read at one version: nothing compared", oneVersion, false, "ObjectsReadable=pass ObjectsValid=pass"},
+		{"by reads: every object checked", byReads, false, "ObjectsReadable=pass ObjectsValid=pass FieldsKept=pass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := Objects(tc.found, tc.allow)
 			if got := outcomes(cs); got != tc.want {
 				t.Errorf("checks %s, want %s", got, tc.want)
+			}
+			if tc.found == byReads && !strings.Contains(cs[1].Message, "5 of 5 object(s) checked") {
+				t.Errorf("objects judged by reads are not counted as checked: %s", cs[1].Message)
 			}
 			if tc.found == lost && !strings.Contains(strings.Join(cs[len(cs)-1].Details, "\n"), "default/w1: .spec.image") {
 				t.Errorf("FieldsKept does not name the object and path: %+v", cs[len(cs)-1])

@@ -69,6 +69,15 @@ func Migrate(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {
 	return out
 }
 
+// MigrateValidity is what migrate's loss measurement needs besides
+// migrate's own when it also checks each object as new at the storage
+// version (loss.ChecksValidity): create on crd's resource, for
+// server-side dry runs only.
+func MigrateValidity(crd *apiextensionsv1.CustomResourceDefinition) []Need {
+	return []Need{{Verb: "create", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural,
+		Why: "to dry-run each object as new at the storage version (the schemas differ or a webhook converts): nothing is created"}}
+}
+
 // MigrateServer is what migrate --engine=server needs on crd: list its
 // objects (to count them), with measure patch them (the loss measurement's
 // server-side dry runs, loss.Measure), create a StorageVersionMigration and

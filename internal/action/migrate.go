@@ -231,6 +231,9 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 		if server {
 			needs = access.MigrateServer(crd, trim, measure)
 		}
+		if measure && loss.ChecksValidity(crd, o.MeasureAt) {
+			needs = append(needs, access.MigrateValidity(crd)...)
+		}
 		if missing, _ := c.Missing(ctx, needs); len(missing) > 0 {
 			return nil, &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}
 		}

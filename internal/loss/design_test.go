@@ -120,3 +120,34 @@ func TestCrossCheckFailsOnADisagreement(t *testing.T) {
 		t.Fatalf("agreeing designs: %v, %+v; want one pass by reads", err, m)
 	}
 }
+
+// TestChecksValidity: each object is also sent as new at the storage
+// version (a dry-run create, which needs create on the resource) when a
+// version objects may be stored at has another schema or a webhook
+// converts, and only then.
+func TestChecksValidity(t *testing.T) {
+	same := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	differ := same.DeepCopy()
+	differ.Spec.Versions[1].Schema.OpenAPIV3Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{Type: "object"}
+	webhook := same.DeepCopy()
+	webhook.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	onlyStorage := differ.DeepCopy()
+	onlyStorage.Status.StoredVersions = []string{"v2"}
+	for _, tc := range []struct {
+		name  string
+		crd   *apiextensionsv1.CustomResourceDefinition
+		extra []string
+		want  bool
+	}{
+		{"the same schemas", same, nil, false},
+		{"another schema at a stored version", differ, nil, true},
+		{"a webhook converts", webhook, nil, true},
+		{"only the storage version is stored", onlyStorage, nil, false},
+		{"a version measured as if stored", onlyStorage, []string{"v1"}, true},
+	} {
+		if got := ChecksValidity(tc.crd, tc.extra); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -71,6 +71,40 @@ type Options struct {
 	CrossCheck bool
 }
 
+// storedVersions are the versions objects of crd may be stored at:
+// status.storedVersions, and of extra the served ones (an unserved one
+// cannot be read; the claim that nothing is stored there stands until the
+// run's pass).
+func storedVersions(crd *apiextensionsv1.CustomResourceDefinition, extra []string) []string {
+	stored := slices.Clone(crd.Status.StoredVersions)
+	for _, name := range extra {
+		if v := lifecycle.FindVersion(crd, name); v != nil && v.Served && !slices.Contains(stored, name) {
+			stored = append(stored, name)
+		}
+	}
+	return stored
+}
+
+// ChecksValidity reports whether Measure also sends each object as a new
+// object at the storage version (a server-side dry-run create, which
+// needs create on the resource): when a version objects may be stored at
+// (status.storedVersions, and extra as Options.Stored) has another
+// schema than the storage version, or conversion is a webhook — an
+// object valid where it is stored may be invalid there.
+func ChecksValidity(crd *apiextensionsv1.CustomResourceDefinition, extra []string) bool {
+	storage := lifecycle.StorageVersion(crd)
+	sv := lifecycle.FindVersion(crd, storage)
+	if sv == nil {
+		return false
+	}
+	for _, old := range storedVersions(crd, extra) {
+		if v := lifecycle.FindVersion(crd, old); old != storage && (lifecycle.UsesWebhook(crd) || v == nil || !schema.Equal(schema.Of(v), schema.Of(sv))) {
+			return true
+		}
+	}
+	return false
+}
+
 // Measure asks the API server what migrating crd would lose,
 // on the path migrate's writes take: every object is read at a version it
 // may be stored at and sent migrate's own no-op update through the storage
@@ -133,18 +167,8 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	// The versions objects may be stored at: status.storedVersions, and
 	// o.Stored where served (an unserved one cannot be read; the claim
 	// that nothing is stored there stands until the run's pass).
-	stored := slices.Clone(crd.Status.StoredVersions)
-	for _, name := range o.Stored {
-		if v := lifecycle.FindVersion(crd, name); v != nil && v.Served && !slices.Contains(stored, name) {
-			stored = append(stored, name)
-		}
-	}
-	validity := false
-	for _, old := range stored {
-		if v := lifecycle.FindVersion(crd, old); old != storage && (webhook || v == nil || !schema.Equal(schema.Of(v), schema.Of(sv))) {
-			validity = true
-		}
-	}
+	stored := storedVersions(crd, o.Stored)
+	validity := ChecksValidity(crd, o.Stored)
 	// The path of the run's writes, when it is not the storage version's
 	// (the server engine's controller): under None it prunes with the
 	// schema of the version it goes through, and the dry run takes it;

@@ -43,6 +43,7 @@ var pure = []string{
 	"access",
 	"completion",
 	"edit",
+	"fairness",
 	"fleet",
 	"lifecycle",
 	"managedfields",

@@ -69,6 +69,22 @@ func Migrate(crd *apiextensionsv1.CustomResourceDefinition, trim bool) []Need {
 	return out
 }
 
+// OwnPriorityLevel is what migrate --own-priority-level needs besides
+// migrate's own: create and delete a FlowSchema and a
+// PriorityLevelConfiguration (flowcontrol.apiserver.k8s.io), the run's own
+// priority level. The SelfSubjectReview that names the identity needs
+// nothing: every authenticated user may create one.
+func OwnPriorityLevel() []Need {
+	const group = "flowcontrol.apiserver.k8s.io"
+	var out []Need
+	for _, r := range []string{"flowschemas", "prioritylevelconfigurations"} {
+		for _, v := range []string{"create", "delete"} {
+			out = append(out, Need{Verb: v, Group: group, Resource: r, Why: "to " + v + " the run's own priority level (--own-priority-level)"})
+		}
+	}
+	return out
+}
+
 // MigrateValidity is what migrate's loss measurement needs besides
 // migrate's own when it also checks each object as new at the storage
 // version (loss.ChecksValidity): create on crd's resource, for

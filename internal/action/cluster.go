@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/fairness"
 	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
@@ -56,6 +57,8 @@ type MigrateCluster interface {
 	PermissionChecker
 	LossChecker
 	Engines
+	// The run's own priority level (MigrateOptions.OwnPriorityLevel).
+	fairness.Cluster
 	// WaitStorageVersion waits until the API server serves the CRD's
 	// storage version as read (cluster.Client.WaitStorageVersion).
 	WaitStorageVersion(ctx context.Context, name string, timeout time.Duration) error

@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crdversion/kubectl-crdversion/internal/access"
+	"github.com/crdversion/kubectl-crdversion/internal/fairness"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
@@ -47,6 +49,11 @@ type MigrateOptions struct {
 	// CrossCheck measures every pass that reads also by dry runs and
 	// fails on a disagreement (loss.Options.CrossCheck).
 	CrossCheck bool
+	// OwnPriorityLevel, when above 0, runs the client engine (the loss
+	// measurement included) in a priority level of API Priority and
+	// Fairness of its own, of this many nominal concurrency shares,
+	// created for the run and removed after it (fairness.Acquire).
+	OwnPriorityLevel int32
 }
 
 // Migration is the outcome of Migrate.
@@ -234,9 +241,32 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 		if measure && loss.ChecksValidity(crd, o.MeasureAt) {
 			needs = append(needs, access.MigrateValidity(crd)...)
 		}
+		if o.OwnPriorityLevel > 0 && !server {
+			needs = append(needs, access.OwnPriorityLevel()...)
+		}
 		if missing, _ := c.Missing(ctx, needs); len(missing) > 0 {
 			return nil, &access.MissingError{Operation: "migrate", CRD: crd.Name, Missing: missing}
 		}
+	}
+	// The priority level holds the measurement's requests too. It is
+	// removed when Migrate returns, whatever the outcome (an interrupted
+	// run included: Release does not use the cancelled ctx).
+	var own *fairness.Level
+	if o.OwnPriorityLevel > 0 && !server && o.Client.DryRun != lifecycle.DryRunClient {
+		var err error
+		own, err = fairness.Acquire(ctx, c, fairness.Options{CRD: crd.Name, Shares: o.OwnPriorityLevel,
+			Resource: schema.GroupVersionResource{Group: crd.Spec.Group, Version: lifecycle.StorageVersion(crd), Resource: crd.Spec.Names.Plural},
+			DryRun:   o.Client.DryRun == lifecycle.DryRunServer})
+		var nl *fairness.NotLandingError
+		if errors.As(err, &nl) {
+			return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Err: err,
+				Reason: nl.Error(), Details: []string{"a priority level of its own (--own-priority-level) cannot hold this run", nl.Why()},
+				WayOut: "run as another identity, or without --own-priority-level"}
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = own.Release(ctx, c) }()
 	}
 	// The run's 429 answers count from here: the measurement's requests
 	// are the run's too.
@@ -277,6 +307,12 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 		out.Result.Measured = measured.Passes
 	case o.Client.DryRun == lifecycle.DryRunClient && !o.AllowPruning:
 		warnings = []string{NotMeasuredWarning}
+	}
+	if own != nil {
+		if err := own.Release(ctx, c); err != nil {
+			warnings = append(warnings, err.Error())
+		}
+		out.Result.OwnPriorityLevel = &own.OwnPriorityLevel
 	}
 	out.Result.Warnings = append(warnings, out.Result.Warnings...)
 	if tooMany, _ := c.TooManyRequests(); observed && !server {

@@ -219,10 +219,15 @@ func clean(from string) *cluster.ObjectsCheck {
 
 func TestMigrate(t *testing.T) {
 	const (
-		objects = actiontest.Objects + "@v1->v2"
-		engine  = actiontest.ClientEngine
-		wait    = actiontest.WaitStorage
-		acc     = actiontest.Access
+		objects  = actiontest.Objects + "@v1->v2"
+		engine   = actiontest.ClientEngine
+		wait     = actiontest.WaitStorage
+		acc      = actiontest.Access
+		whoami   = actiontest.WhoAmI
+		createPL = actiontest.CreateLevel
+		createFS = actiontest.CreateFlowSchema
+		delFS    = actiontest.DeleteFlowSchema
+		delPL    = actiontest.DeleteLevel
 	)
 	for _, tc := range []struct {
 		name string
@@ -279,6 +284,21 @@ func TestMigrate(t *testing.T) {
 		{name: "server dry run: measured, the engine dry-runs", in: settled(), o: MigrateOptions{Client: migrate.Options{DryRun: lifecycle.DryRunServer}},
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },
 			calls: []string{wait, acc, objects, engine + actiontest.DryRunSuffix}},
+		// The run's own priority level holds the measurement and the
+		// engine, and is removed after them, whatever the outcome.
+		{name: "own priority level: created before the measurement, removed after the run", in: settled(), o: MigrateOptions{OwnPriorityLevel: 2},
+			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },
+			calls: []string{wait, acc, whoami, delFS, delPL, createPL, createFS, objects, engine, delFS, delPL}},
+		{name: "own priority level: removed after a refused measurement too", in: pruning(), o: MigrateOptions{OwnPriorityLevel: 2},
+			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": lost("v1")} },
+			calls: []string{wait, acc, whoami, delFS, delPL, createPL, createFS, objects, delFS, delPL},
+			err:   []string{"rewriting the objects at v2 loses data"}},
+		{name: "own priority level for system:masters: refused before anything is created", in: settled(), o: MigrateOptions{OwnPriorityLevel: 2},
+			set:   func(f *actiontest.Fake) { f.Groups = []string{"system:masters"} },
+			calls: []string{wait, acc, whoami}, err: []string{"alice is in system:masters, which API Priority and Fairness exempts", "without --own-priority-level"}},
+		{name: "own priority level in a server dry run: dry-run created, nothing removed", in: settled(), o: MigrateOptions{OwnPriorityLevel: 2, Client: migrate.Options{DryRun: lifecycle.DryRunServer}},
+			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },
+			calls: []string{wait, acc, whoami, createPL + actiontest.DryRunSuffix, createFS + actiontest.DryRunSuffix, objects, engine + actiontest.DryRunSuffix}},
 		{name: "server engine", in: settled(), o: MigrateOptions{Engine: migrate.EngineServer},
 			calls: []string{wait, actiontest.ServerVersion, acc, objects, actiontest.ServerEngine}},
 		{name: "server engine, the preferred version prunes: nothing written", in: preferredPrunes(), o: MigrateOptions{Engine: migrate.EngineServer},
@@ -305,6 +325,13 @@ func TestMigrate(t *testing.T) {
 			}
 			if got := m.Result.Warnings; strings.Join(got, "\n") != strings.Join(tc.warnings, "\n") {
 				t.Errorf("warnings %q, want %q", got, tc.warnings)
+			}
+			if own := m.Result.OwnPriorityLevel; (tc.o.OwnPriorityLevel > 0) != (own != nil) ||
+				own != nil && (own.Shares != tc.o.OwnPriorityLevel || own.User != "alice" || own.Removed == own.DryRun) {
+				t.Errorf("own priority level %+v", own)
+			}
+			if len(f.FlowSchemas)+len(f.PriorityLevels) > 0 {
+				t.Errorf("left behind: %v %v", f.FlowSchemas, f.PriorityLevels)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/fairness"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -77,6 +78,9 @@ type MigrateFlags struct {
 	MaxSpeed bool
 	// VersionOrder is --version-order, oldest first.
 	VersionOrder []string
+	// OwnPriorityLevel is --own-priority-level: nominal concurrency
+	// shares, 0 for none.
+	OwnPriorityLevel int32
 }
 
 // MigrateOptions are the inputs of migrate, resolved once.
@@ -98,6 +102,9 @@ type MigrateOptions struct {
 	Timeout time.Duration
 	// VersionOrder is the order of versions the user gave, oldest first.
 	VersionOrder []string
+	// OwnPriorityLevel is the shares of the run's own priority level (0:
+	// none; action.MigrateOptions.OwnPriorityLevel).
+	OwnPriorityLevel int32
 	// changed are the client-engine flags given, refused with --engine=server.
 	changed []string
 	// maxSpeedAndLatency is a --max-speed given with a non-zero --max-latency.
@@ -154,6 +161,8 @@ func NewCmdMigrate(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	c.StringVar(&fl.EngineName, "engine", fl.EngineName, "Who rewrites the objects: client (this process) or server (a StorageVersionMigration carried out by the kube-controller-manager).")
 	addVersionOrderFlag(c, &fl.VersionOrder)
 	c.DurationVar(&fl.Timeout, "timeout", 0, "The longest the run may take (0: no limit). When it runs out nothing is trimmed; with --engine=server the StorageVersionMigration goes on in the cluster.")
+	c.Int32Var(&fl.OwnPriorityLevel, "own-priority-level", 0, fmt.Sprintf("Run in a priority level of API Priority and Fairness of its own, of this many nominal concurrency shares (alone: %d): a FlowSchema and a PriorityLevelConfiguration for this identity's requests to the CRD's resource, created for the run and removed after it (also on Ctrl-C; a re-run removes what a killed run left). The writes then go at the fixed --concurrency unless --max-latency is given: the cluster's fairness, not a latency budget, spares the other clients. Needs create and delete on flowschemas and prioritylevelconfigurations; not for system:masters, which APF exempts.", fairness.DefaultShares))
+	c.Lookup("own-priority-level").NoOptDefVal = fmt.Sprint(fairness.DefaultShares)
 	return cmd
 }
 
@@ -173,7 +182,12 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 		return nil, err
 	}
 	o.Engine.DryRun = o.DryRun
-	for _, name := range []string{"chunk-size", "concurrency", "retries", "checkpoint", "max-latency", "max-speed"} {
+	o.OwnPriorityLevel = fl.OwnPriorityLevel
+	if fl.OwnPriorityLevel > 0 && !cmd.Flags().Changed("max-latency") {
+		// The priority level, not a latency budget, spares the others.
+		o.Engine.MaxLatency = 0
+	}
+	for _, name := range []string{"chunk-size", "concurrency", "retries", "checkpoint", "max-latency", "max-speed", "own-priority-level"} {
 		if cmd.Flags().Changed(name) {
 			o.changed = append(o.changed, name)
 		}
@@ -225,6 +239,8 @@ func (o *MigrateOptions) Validate() error {
 		return fmt.Errorf("--concurrency %d is more than %d writes in flight, more than an API server serves at once (600 by default)", o.Engine.Concurrency, migrate.MaxConcurrency)
 	case o.Engine.Retries < 0:
 		return fmt.Errorf("--retries must not be negative, got %d", o.Engine.Retries)
+	case o.OwnPriorityLevel < 0:
+		return fmt.Errorf("--own-priority-level must be positive (nominal concurrency shares), got %d", o.OwnPriorityLevel)
 	case o.maxSpeedAndLatency != 0:
 		return fmt.Errorf("--max-speed and --max-latency=%s contradict each other (--max-speed is --max-latency=0)", o.maxSpeedAndLatency)
 	case o.Engine.MaxLatency < 0:
@@ -252,7 +268,7 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	opts := action.MigrateOptions{Engine: o.EngineName, Client: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths, VersionOrder: o.VersionOrder,
-		CrossCheck: crossCheckFile() != ""}
+		CrossCheck: crossCheckFile() != "", OwnPriorityLevel: o.OwnPriorityLevel}
 	terminal := o.Progress && term.IsTerminal(o.ErrOut)
 	switch {
 	case terminal && o.EngineName == migrate.EngineServer && o.DryRun == lifecycle.DryRunNone:

@@ -241,7 +241,9 @@ func TestEachPermissionIsNeeded(t *testing.T) {
 		// With a conversion webhook, add-version lists a sample object.
 		{"crdversion-edit", lifecycle.StateS0, []string{"add-version", "CRD", "v2", "--conversion", "Webhook", "--webhook-url", "HOOK", "--ca-bundle-file", "CA"}},
 		{"crdversion-promote-storage", lifecycle.StateS1, []string{"promote-storage", "CRD", "v2"}},
-		{"crdversion-migrate", lifecycle.StateS2, []string{"migrate", "CRD"}},
+		// With its own priority level: the role's create and delete of
+		// flowschemas and prioritylevelconfigurations are for it.
+		{"crdversion-migrate", lifecycle.StateS2, []string{"migrate", "CRD", "--own-priority-level"}},
 		{"crdversion-migrate-server", lifecycle.StateS2, []string{"migrate", "CRD", "--engine=server"}},
 		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}},
 		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}},
@@ -263,7 +265,8 @@ func TestEachPermissionIsNeeded(t *testing.T) {
 		// The dry-run creates of each object as new at the storage
 		// version are sent only when the stored versions' schemas differ
 		// or a webhook converts, as none do here (the permission check
-		// asks for create then).
+		// asks for create then: TestMigrateInItsOwnPriorityLevel runs the
+		// role on a webhook-converted CRD).
 		"crdversion-migrate create *": "",
 		"crdversion-promote-storage list validatingwebhookconfigurations,mutatingwebhookconfigurations,validatingadmissionpolicies,mutatingadmissionpolicies": "measured by dry runs: 3 object(s) sent the dry-run update through v2, because the webhooks and admission policies that may act on the update could not be listed",
 	}

@@ -42,6 +42,22 @@ type conversionWebhook struct {
 	// version: a renaming or a lossy conversion.
 	edit  atomic.Pointer[func(version string, obj map[string]any)]
 	calls atomic.Int64
+	// held, while set, holds every answer until it is closed (hold,
+	// unhold) or the call's request ends.
+	held atomic.Pointer[chan struct{}]
+}
+
+// hold makes every answer wait until unhold.
+func (w *conversionWebhook) hold() {
+	ch := make(chan struct{})
+	w.held.Store(&ch)
+}
+
+// unhold lets every held answer go, and the next ones through.
+func (w *conversionWebhook) unhold() {
+	if ch := w.held.Swap(nil); ch != nil {
+		close(*ch)
+	}
 }
 
 func newConversionWebhook(t *testing.T) *conversionWebhook {
@@ -59,6 +75,7 @@ func newConversionWebhook(t *testing.T) *conversionWebhook {
 		w.failWith.Store("")
 		w.drop.Store("")
 		w.delay.Store(0)
+		w.unhold()
 		deleteCRDsUsing(t, c, w.URL)
 		w.Close()
 	})
@@ -99,6 +116,13 @@ func (w *conversionWebhook) handler() http.Handler {
 				_ = conn.Close()
 			}
 			return
+		}
+		if ch := w.held.Load(); ch != nil {
+			select {
+			case <-*ch:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		if d := time.Duration(w.delay.Load()); d > 0 {
 			select {

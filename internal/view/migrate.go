@@ -81,6 +81,20 @@ func Migration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun) {
 		fmt.Fprintf(w, "  %s, write latency p50 %.0f ms, p99 %.0f ms; %d answered 429 Too Many Requests, %d retries\n",
 			limit, 1000*c.WriteLatencyP50Seconds, 1000*c.WriteLatencyP99Seconds, r.TooManyRequests, r.Retries)
 	}
+	if own := r.OwnPriorityLevel; own != nil {
+		state := "removed after the run"
+		switch {
+		case own.DryRun:
+			state = "created as a server-side dry run only: the requests landed where they always do"
+		case !own.Removed:
+			state = "NOT removed (see the warning)"
+		}
+		fmt.Fprintf(w, "  its own priority level %s (%d nominal concurrency share(s), requests of %s to this resource): %s", own.Name, own.Shares, own.User, state)
+		if own.LeftoverRemoved {
+			fmt.Fprint(w, "; one a killed run left was removed first")
+		}
+		fmt.Fprintln(w)
+	}
 	if p := r.PriorityAndFairness; p != nil {
 		fmt.Fprintf(w, "  API Priority and Fairness: priority level %s, flow schema %s", cmp.Or(p.PriorityLevel, p.PriorityLevelUID), cmp.Or(p.FlowSchema, p.FlowSchemaUID))
 		if p.Unresolved != "" {

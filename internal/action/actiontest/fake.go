@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,6 +56,11 @@ const (
 	Count             = "count"
 	ListManagedFields = "list managedFields"
 	CleanManaged      = "clean managedFields"
+	WhoAmI            = "whoami"
+	CreateFlowSchema  = "create flowschema"
+	CreateLevel       = "create prioritylevelconfiguration"
+	DeleteFlowSchema  = "delete flowschema"
+	DeleteLevel       = "delete prioritylevelconfiguration"
 
 	DryRunSuffix    = "(dry run)"
 	CountOnlySuffix = "(count only)"
@@ -97,6 +103,72 @@ type Fake struct {
 	// Admission are the cluster's admission rules (AdmissionRules; none
 	// by default).
 	Admission []references.AdmissionRule
+	// FlowSchemas and PriorityLevels are the names of the APF objects
+	// that exist (created and deleted through the fairness.Cluster
+	// methods); a request lands in the FlowSchema created last.
+	FlowSchemas, PriorityLevels map[string]bool
+	// Groups are WhoAmI's groups (its user is "alice").
+	Groups []string
+}
+
+// WhoAmI is alice in Groups.
+func (f *Fake) WhoAmI(context.Context) (string, []string, error) {
+	f.log(WhoAmI)
+	return "alice", f.Groups, nil
+}
+
+// CreatePriorityLevel records pl (not in a dry run).
+func (f *Fake) CreatePriorityLevel(_ context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) error {
+	if dryRun {
+		f.log(CreateLevel + DryRunSuffix)
+		return nil
+	}
+	f.log(CreateLevel)
+	if f.PriorityLevels == nil {
+		f.PriorityLevels = map[string]bool{}
+	}
+	f.PriorityLevels[pl.Name] = true
+	return nil
+}
+
+// CreateFlowSchema records fs (not in a dry run); its uid is "uid-" and
+// its name.
+func (f *Fake) CreateFlowSchema(_ context.Context, fs *flowcontrolv1.FlowSchema, dryRun bool) (string, error) {
+	if dryRun {
+		f.log(CreateFlowSchema + DryRunSuffix)
+		return "", nil
+	}
+	f.log(CreateFlowSchema)
+	if f.FlowSchemas == nil {
+		f.FlowSchemas = map[string]bool{}
+	}
+	f.FlowSchemas[fs.Name] = true
+	return "uid-" + fs.Name, nil
+}
+
+// DeleteFlowSchema forgets the FlowSchema name.
+func (f *Fake) DeleteFlowSchema(_ context.Context, name string) (bool, error) {
+	f.log(DeleteFlowSchema)
+	found := f.FlowSchemas[name]
+	delete(f.FlowSchemas, name)
+	return found, nil
+}
+
+// DeletePriorityLevel forgets the PriorityLevelConfiguration name.
+func (f *Fake) DeletePriorityLevel(_ context.Context, name string) (bool, error) {
+	f.log(DeleteLevel)
+	found := f.PriorityLevels[name]
+	delete(f.PriorityLevels, name)
+	return found, nil
+}
+
+// FlowSchemaOf is the uid of a FlowSchema that exists ("uid-exempt" when
+// none does).
+func (f *Fake) FlowSchemaOf(context.Context, schema.GroupVersionResource) (string, error) {
+	for name := range f.FlowSchemas {
+		return "uid-" + name, nil
+	}
+	return "uid-exempt", nil
 }
 
 // New is a Fake whose live CRD is a copy of crd.

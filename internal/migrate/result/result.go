@@ -205,6 +205,9 @@ type Result struct {
 	// PriorityAndFairness says where API Priority and Fairness put the
 	// run's requests; nil when no answer carried its headers (APF off).
 	PriorityAndFairness *PriorityAndFairness `json:"priorityAndFairness,omitempty"`
+	// OwnPriorityLevel is the priority level the run created for itself
+	// and removed after (migrate --own-priority-level); nil without it.
+	OwnPriorityLevel *OwnPriorityLevel `json:"ownPriorityLevel,omitempty"`
 	// TooManyRequests counts the 429 Too Many Requests answers to the
 	// run's requests (each one retried, by client-go after its
 	// Retry-After, then within migrate.Options.Retries).
@@ -310,6 +313,27 @@ type PriorityAndFairness struct {
 	Exempt bool `json:"exempt"`
 	// Unresolved says which names could not be read and why.
 	Unresolved string `json:"unresolved,omitempty"`
+}
+
+// OwnPriorityLevel is a priority level of API Priority and Fairness that a
+// run created for its own requests (a FlowSchema and a
+// PriorityLevelConfiguration of the same name; see internal/fairness).
+type OwnPriorityLevel struct {
+	// Name is the name of both objects.
+	Name string `json:"name"`
+	// User is the identity whose requests it held.
+	User string `json:"user"`
+	// Shares is its nominal concurrency shares.
+	Shares int32 `json:"shares"`
+	// LeftoverRemoved is true when objects of that name were found and
+	// removed before the run created its own: left by a run that was
+	// killed before it could remove them.
+	LeftoverRemoved bool `json:"leftoverRemoved,omitempty"`
+	// DryRun is true when both were only created as server-side dry runs
+	// (--dry-run=server): the run's requests landed where they always do.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Removed is true once both were removed after the run.
+	Removed bool `json:"removed"`
 }
 
 // Concurrency reports the writes in flight of a run.

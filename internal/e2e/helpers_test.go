@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cli"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
@@ -89,7 +90,23 @@ func plugin(t testing.TB, args ...string) result {
 	err := cmd.ExecuteContext(context.Background())
 	r := result{stdout: out.String(), stderr: errOut.String(), err: err}
 	checkErrorLines(t, r)
+	var d *action.LossDisagreement
+	if errors.As(err, &d) {
+		t.Errorf("%s: the loss measurement's reads disagree with its dry runs (cli.CrossCheckEnv): %s", strings.Join(args, " "), d.Detail())
+	}
 	return r
+}
+
+// noDisagreementIn fails t when the cross-check file of a run of the
+// plugin binary (cli.CrossCheckEnv) records a disagreement of the loss
+// measurement's reads with its dry runs: the differential test of the two
+// designs, failing the test whose run disagreed even where its own
+// assertions passed.
+func noDisagreementIn(t testing.TB, file string) {
+	t.Helper()
+	if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+		t.Errorf("the loss measurement's reads disagree with its dry runs (cli.CrossCheckEnv):\n%s", b)
+	}
 }
 
 // binary runs the built plugin binary with args (no kubeconfig added) and
@@ -146,6 +163,14 @@ func executeWithin(t testing.TB, limit time.Duration, path string, env []string,
 	t.Helper()
 	if b := filepath.Base(path); b == "kubectl-crdversion" || b == "kubectl" {
 		args = referenceCheck(t, args)
+	}
+	crossCheck := ""
+	if b := filepath.Base(path); crossCheckFile != "" && (b == "kubectl-crdversion" || b == "kubectl") {
+		// A file of its own for this run's cross-check, before env, so
+		// that the caller may still turn it off.
+		crossCheck = filepath.Join(t.TempDir(), "crosscheck")
+		env = append([]string{cli.CrossCheckEnv + "=" + crossCheck}, env...)
+		defer noDisagreementIn(t, crossCheck)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()

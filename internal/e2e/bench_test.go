@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -373,63 +372,10 @@ type phase struct {
 	key   byte   // c, b, a, m, p or a variant's digit
 	label string // what it is, for the output
 	flags []string
-	// shares, for the priority-level design: the run's requests go to a
-	// FlowSchema and PriorityLevelConfiguration of this many shares that
-	// the benchmark creates for the phase.
+	// shares, for the priority-level design: migrate
+	// --own-priority-level=shares, which system:masters cannot use (APF
+	// exempts it before any flow schema a run can create).
 	shares int32
-}
-
-// benchPriorityLevel creates, for the identity id, a
-// PriorityLevelConfiguration with shares nominal concurrency shares that
-// neither lends nor borrows seats, and a FlowSchema of matching precedence
-// 500 (before global-default's 9900 and service-accounts' 9000) that sends
-// every request of id there; it returns the function that deletes both.
-// It waits until a request of id lands there. It cannot catch
-// system:masters: the schema exempt matches it at precedence 1, which the
-// API server allows no other schema ("only the schema named 'exempt' may
-// have matchingPrecedence 1").
-func benchPriorityLevel(b *testing.B, c clients, id apiserver.Identity, shares int32) func() {
-	ctx := context.Background()
-	name := "crdversion-bench-" + id.Key
-	zero := int32(0)
-	pl := &flowcontrolv1.PriorityLevelConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
-			Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
-				NominalConcurrencyShares: &shares, LendablePercent: &zero, BorrowingLimitPercent: &zero,
-				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 16, HandSize: 4, QueueLengthLimit: 128}},
-			},
-		},
-	}
-	subject := flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: id.User}}
-	fs := &flowcontrolv1.FlowSchema{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: flowcontrolv1.FlowSchemaSpec{
-			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
-			MatchingPrecedence:         500,
-			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects:         []flowcontrolv1.Subject{subject},
-				ResourceRules:    []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, ClusterScope: true, Namespaces: []string{"*"}}},
-				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
-			}},
-		},
-	}
-	if _, err := c.kube.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.kube.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	remove := func() {
-		_ = c.kube.FlowcontrolV1().FlowSchemas().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = c.kube.FlowcontrolV1().PriorityLevelConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
-	}
-	waitFor(b, "requests of "+id.Key+" to land in "+name, func() (bool, error) {
-		return whereLands(b, c, id).priorityLevel == name, nil
-	})
-	return remove
 }
 
 // phaseResult is one phase of one round.
@@ -497,7 +443,8 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 		{key: 'm', label: "(m) migrate --max-speed", flags: []string{"--max-speed"}},
 	}
 	if shares := envInt0(b, "CRDVERSION_BENCH_PL_SHARES", 1); shares > 0 {
-		phases = append(phases, phase{key: 'p', label: fmt.Sprintf("(p) migrate --max-speed in a priority level of %d shares", shares), flags: []string{"--max-speed"}, shares: int32(shares)})
+		flag := fmt.Sprintf("--own-priority-level=%d", shares)
+		phases = append(phases, phase{key: 'p', label: "(p) migrate " + flag, flags: []string{flag}, shares: int32(shares)})
 	}
 	// CRDVERSION_BENCH_VARIANTS adds migrate phases for the trade-off
 	// table: "flags;flags;…", each a migrate command line's flags, or
@@ -510,8 +457,8 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 				if err != nil || sh < 1 {
 					b.Fatalf("CRDVERSION_BENCH_VARIANTS: %q: want shares=N, N positive", f)
 				}
-				ph.flags, ph.shares = []string{"--max-speed"}, int32(sh)
-				ph.label = fmt.Sprintf("(%d) migrate --max-speed in a priority level of %d shares", i+1, sh)
+				ph.flags, ph.shares = []string{fmt.Sprintf("--own-priority-level=%d", sh)}, int32(sh)
+				ph.label = fmt.Sprintf("(%d) migrate --own-priority-level=%d", i+1, sh)
 			}
 			phases = append(phases, ph)
 		}
@@ -568,7 +515,7 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 			fmt.Printf("round %d: idle probe %s\n", round+1, w)
 			for _, ph := range order {
 				if ph.shares > 0 && id.Key == apiserver.Admin.Key {
-					continue // see benchPriorityLevel: system:masters stays exempt
+					continue // see phase.shares: system:masters stays exempt
 				}
 				from := time.Now()
 				var res phaseResult
@@ -578,13 +525,8 @@ func benchMigrate(b *testing.B, n, rounds int, sweep []int) {
 				case 'b':
 					res.rate = s.loop()
 				default:
-					remove := func() {}
-					if ph.shares > 0 {
-						remove = benchPriorityLevel(b, c, id, ph.shares)
-					}
 					var m report.Migration
 					res.rate, res.r, m = s.migrate(ph.flags...)
-					remove()
 					res.m = &m
 					if ph.key == 'a' {
 						ir.wrote = append(ir.wrote, s.storage)

@@ -453,3 +453,49 @@ func TestMigrateRefusesWhileAnObjectCannotBeConvertedDown(t *testing.T) {
 		t.Errorf("default/a at v1 after the refusal: image %q, want nginx:1", image)
 	}
 }
+
+// TestMeasurementSeesANullTheWriteDrops (found by a trial of issue 30's
+// reads): v1 makes .spec.opt nullable with a default, v2 the same default
+// without nullable. An object stored at v1 with opt: null reads as null
+// at v2 too (a read defaults with the schema it is stored at), while a
+// write through v2 drops the null and sets the default — so reads said
+// the rewrite changes nothing. Now a path nullable at a stored version and
+// not at the storage version takes the dry runs: promote-storage says so,
+// and migrate reports that the rewrite sets .spec.opt on that object.
+func TestMeasurementSeesANullTheWriteDrops(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	ctx := context.Background()
+	schema := func(nullable bool) *apiextensionsv1.JSONSchemaProps {
+		return &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"opt": {Type: "string", Nullable: nullable, Default: &apiextensionsv1.JSON{Raw: []byte(`"a"`)}}}}}}
+	}
+	def := crontab("null-dropped.example.com", apiextensionsv1.NamespaceScoped)
+	def.Spec.Versions[0].Schema.OpenAPIV3Schema = schema(true)
+	crd := createCRD(t, c, def)
+	ensureNamespace(t, c, "default")
+	for _, o := range []*unstructured.Unstructured{cronTabObject("o1", map[string]any{"opt": "b"}, nil), cronTabObject("o2", map[string]any{"opt": nil}, nil)} {
+		o.SetAPIVersion(crd.Spec.Group + "/v1")
+		o.SetKind("CronTab")
+		if _, err := resource(c, crd, "v1", "default").Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveVersion(t, c, crd, "v2", schema(false))
+
+	r := succeeds(t, "promote-storage", crd.Name, "v2", "--dry-run=server")
+	if !strings.Contains(r.stdout, "measured by dry runs") || !strings.Contains(r.stdout, "v1's schema makes .spec.opt nullable and v2's does not") {
+		t.Errorf("promote-storage --dry-run=server does not dry-run the nullable path:\n%s", r.stdout)
+	}
+	crd = setStorage(t, c, crd.Name, "v2")
+	m, mr := migrationJSON(t, crd.Name, "--dry-run=server")
+	if mr.err != nil || len(m.Measured) != 1 {
+		t.Fatalf("migrate --dry-run=server -o json: %v, %+v\n%s", mr.err, m.Measured, mr.stderr)
+	}
+	p := m.Measured[0]
+	set, _ := json.Marshal(p.Set)
+	if p.Design != migrateresult.DesignDryRun || !strings.Contains(p.DryRunBecause, "nullable") || string(set) != `[{"path":".spec.opt","objects":1}]` || p.Lost != 0 {
+		t.Errorf("measured by %q because %q, set %s, %+v; want dry runs naming the nullable path, and .spec.opt set on one object", p.Design, p.DryRunBecause, set, p)
+	}
+}

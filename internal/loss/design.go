@@ -22,7 +22,9 @@ import (
 // match policy, whatever selectors narrow it), or a transition rule of
 // storage's schema (oldSelf: evaluated on every update, not ratcheted), or
 // a default of storage's schema that a version of stored (where objects
-// may be stored) does not declare alike: the write sets it. ""
+// may be stored) does not declare alike: the write sets it, or a path
+// nullable at a version of stored and not at storage: the write drops an
+// explicit null. ""
 // when nothing can: the read at storage is what the write stores (the API
 // server converts, prunes and defaults a read through a version as it
 // does the write), and the measurement reads instead of dry-running. Rules
@@ -36,7 +38,11 @@ func writeActors(ctx context.Context, c Checker, crd *apiextensionsv1.CustomReso
 	// version it is stored at, a write with the schema of the version it
 	// goes through: a default of the storage version that a stored
 	// version lacks is set by the write and shown by no read.
+	// Likewise an explicit null: a read keeps it where the version the
+	// object is stored at says nullable, a write through a version that
+	// does not drops it (and defaults the field, if it has a default).
 	defaults := schema.Defaults(schema.Of(storage))
+	nulls := schema.Nullable(schema.Of(storage))
 	for _, name := range stored {
 		v := lifecycle.FindVersion(crd, name)
 		if v == nil || name == storage.Name {
@@ -46,6 +52,12 @@ func writeActors(ctx context.Context, c Checker, crd *apiextensionsv1.CustomReso
 		for _, p := range slices.Sorted(maps.Keys(defaults)) {
 			if old[p] != defaults[p] {
 				return fmt.Sprintf("%s's schema defaults %s and %s's does not alike: a write sets it, a read of an object stored at %s does not", storage.Name, p, name, name)
+			}
+		}
+		oldNulls := schema.Nullable(schema.Of(v))
+		for _, p := range slices.Sorted(maps.Keys(oldNulls)) {
+			if declared, ok := nulls[p]; ok && oldNulls[p] && !declared {
+				return fmt.Sprintf("%s's schema makes %s nullable and %s's does not: a write drops an explicit null there (or defaults it), a read of an object stored at %s keeps it", name, p, storage.Name, name)
 			}
 		}
 	}

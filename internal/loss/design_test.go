@@ -40,6 +40,14 @@ func TestMeasureReadsOnlyWhereNothingActsOnTheWrite(t *testing.T) {
 		}
 		return crd
 	}
+	nullable := func(v1, v2 bool) *apiextensionsv1.CustomResourceDefinition {
+		crd := plain()
+		for i, n := range []bool{v1, v2} {
+			crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"opt": {Type: "string", Nullable: n, Default: &apiextensionsv1.JSON{Raw: []byte(`"a"`)}}}}
+		}
+		return crd
+	}
 	rule := func(groups, resources, ops []string) references.AdmissionRule {
 		return references.AdmissionRule{Kind: "MutatingWebhookConfiguration", Name: "m", Webhook: "w.example.com", MatchPolicy: "Equivalent",
 			APIGroups: groups, APIVersions: []string{"*"}, Resources: resources, Operations: ops}
@@ -68,6 +76,9 @@ func TestMeasureReadsOnlyWhereNothingActsOnTheWrite(t *testing.T) {
 		{"Webhook conversion", webhook, Options{}, nil, nil, "Webhook conversion"},
 		{"a default of the storage version the stored version lacks", defaulted(1), Options{}, nil, nil, "v2's schema defaults .spec.size and v1's does not alike"},
 		{"the same default at both versions: reads", defaulted(0, 1), Options{}, nil, nil, ""},
+		{"nullable at the stored version, not at the storage version", nullable(true, false), Options{}, nil, nil, "v1's schema makes .spec.opt nullable and v2's does not"},
+		{"nullable at both: reads", nullable(true, true), Options{}, nil, nil, ""},
+		{"nullable at the storage version only: reads", nullable(false, true), Options{}, nil, nil, ""},
 		{"writes through another version", plain(), Options{WritesThrough: "v1"}, nil, nil, "the run writes through v1"},
 	}
 	for _, tt := range tests {

@@ -209,6 +209,40 @@ func defaults(s *apiextensionsv1.JSONSchemaProps, path string, out map[string]st
 	}
 }
 
+// Nullable is every field path s declares (DefaultPaths' notation), each
+// with whether the field is nullable there. A path that subschemas
+// (allOf, anyOf, oneOf) declare again is nullable when any says so.
+func Nullable(s *apiextensionsv1.JSONSchemaProps) map[string]bool {
+	out := map[string]bool{}
+	nullable(s, "", out)
+	return out
+}
+
+func nullable(s *apiextensionsv1.JSONSchemaProps, path string, out map[string]bool) {
+	if s == nil {
+		return
+	}
+	out[orRoot(path)] = out[orRoot(path)] || s.Nullable
+	for _, k := range sortedKeys(s.Properties) {
+		p := s.Properties[k]
+		nullable(&p, path+"."+k, out)
+	}
+	if s.Items != nil {
+		nullable(s.Items.Schema, path+"[*]", out)
+		for i := range s.Items.JSONSchemas {
+			nullable(&s.Items.JSONSchemas[i], path+"[*]", out)
+		}
+	}
+	if s.AdditionalProperties != nil {
+		nullable(s.AdditionalProperties.Schema, path+".*", out)
+	}
+	for _, group := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
+		for i := range group {
+			nullable(&group[i], path, out)
+		}
+	}
+}
+
 func orRoot(path string) string {
 	if path == "" {
 		return "."

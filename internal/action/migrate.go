@@ -313,6 +313,9 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 			warnings = append(warnings, err.Error())
 		}
 		out.Result.OwnPriorityLevel = &own.OwnPriorityLevel
+	} else if p := out.Result.PriorityAndFairness; p != nil && fairness.IsName(p.FlowSchema) {
+		warnings = append(warnings, fmt.Sprintf("the run's requests landed in %s, the priority level of a run with --own-priority-level that did not remove it (killed?): it holds every request of this identity to %s; re-run with --own-priority-level to remove it first, or: kubectl delete flowschema %s; kubectl delete prioritylevelconfiguration %s",
+			p.FlowSchema, crd.Spec.Names.Plural, p.FlowSchema, p.FlowSchema))
 	}
 	out.Result.Warnings = append(warnings, out.Result.Warnings...)
 	if tooMany, _ := c.TooManyRequests(); observed && !server {

@@ -299,6 +299,16 @@ func TestMigrate(t *testing.T) {
 		{name: "own priority level in a server dry run: dry-run created, nothing removed", in: settled(), o: MigrateOptions{OwnPriorityLevel: 2, Client: migrate.Options{DryRun: lifecycle.DryRunServer}},
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },
 			calls: []string{wait, acc, whoami, createPL + actiontest.DryRunSuffix, createFS + actiontest.DryRunSuffix, objects, engine + actiontest.DryRunSuffix}},
+		{name: "a run without its own level lands in one a killed run left: a warning", in: settled(),
+			set: func(f *actiontest.Fake) {
+				f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")}
+				f.Engine = func(bool, migrate.Options) (*migrate.Result, error) {
+					return &migrate.Result{Engine: migrate.EngineClient, Complete: true,
+						PriorityAndFairness: &migrate.PriorityAndFairness{FlowSchema: "crdversion-0123456789abcdef"}}, nil
+				}
+			},
+			calls:    []string{wait, acc, objects, engine},
+			warnings: []string{"the run's requests landed in crdversion-0123456789abcdef, the priority level of a run with --own-priority-level that did not remove it (killed?): it holds every request of this identity to widgets; re-run with --own-priority-level to remove it first, or: kubectl delete flowschema crdversion-0123456789abcdef; kubectl delete prioritylevelconfiguration crdversion-0123456789abcdef"}},
 		{name: "server engine", in: settled(), o: MigrateOptions{Engine: migrate.EngineServer},
 			calls: []string{wait, actiontest.ServerVersion, acc, objects, actiontest.ServerEngine}},
 		{name: "server engine, the preferred version prunes: nothing written", in: preferredPrunes(), o: MigrateOptions{Engine: migrate.EngineServer},

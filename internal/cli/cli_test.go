@@ -256,6 +256,8 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"migrate", "x.example.com", "--allow-pruning=.spec.x,.spec.*"}, `".spec.*" is not a JSON path from the object's root`},
 		{[]string{"migrate", "x.example.com", "--concurrency", "10000000"}, "--concurrency 10000000 is more than 1000 writes in flight"},
 		{[]string{"migrate", "x.example.com", "--retries", "-1"}, "--retries must not be negative"},
+		{[]string{"migrate", "x.example.com", "--own-priority-level=-1"}, "--own-priority-level must be positive"},
+		{[]string{"migrate", "x.example.com", "--own-priority-level=0"}, "--own-priority-level must be positive"},
 		{[]string{"migrate", "x.example.com", "--unreachable-timeout", "-1s"}, "--unreachable-timeout must not be negative"},
 		{[]string{"migrate", "x.example.com", "--qps", "-1"}, "--qps must not be negative"},
 		{[]string{"migrate", "x.example.com", "--burst", "-1"}, "--burst must not be negative"},

@@ -183,6 +183,9 @@ func (fl *MigrateFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []
 	}
 	o.Engine.DryRun = o.DryRun
 	o.OwnPriorityLevel = fl.OwnPriorityLevel
+	if cmd.Flags().Changed("own-priority-level") && fl.OwnPriorityLevel <= 0 {
+		return nil, fmt.Errorf("--own-priority-level must be positive (nominal concurrency shares), got %d", fl.OwnPriorityLevel)
+	}
 	if fl.OwnPriorityLevel > 0 && !cmd.Flags().Changed("max-latency") {
 		// The priority level, not a latency budget, spares the others.
 		o.Engine.MaxLatency = 0

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -33,14 +34,18 @@ func (c *Client) WhoAmI(ctx context.Context) (string, []string, error) {
 	return r.Status.UserInfo.Username, r.Status.UserInfo.Groups, nil
 }
 
-// CreatePriorityLevel creates pl (a server-side dry run when dryRun).
-func (c *Client) CreatePriorityLevel(ctx context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) error {
+// CreatePriorityLevel creates pl (a server-side dry run when dryRun) and
+// returns its uid.
+func (c *Client) CreatePriorityLevel(ctx context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) (string, error) {
 	cs, err := kubernetes.NewForConfig(c.config)
 	if err != nil {
-		return err
+		return "", err
 	}
-	_, err = cs.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, createOptions(dryRun))
-	return err
+	got, err := cs.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, createOptions(dryRun))
+	if err != nil {
+		return "", err
+	}
+	return string(got.UID), nil
 }
 
 // CreateFlowSchema creates fs (a server-side dry run when dryRun) and
@@ -57,24 +62,34 @@ func (c *Client) CreateFlowSchema(ctx context.Context, fs *flowcontrolv1.FlowSch
 	return string(got.UID), nil
 }
 
-// DeleteFlowSchema deletes the FlowSchema name; found is false when there
-// was none.
-func (c *Client) DeleteFlowSchema(ctx context.Context, name string) (bool, error) {
+// DeleteFlowSchema deletes the FlowSchema name, only if its uid is uid
+// when uid is set (a delete precondition); found is false when there was
+// none, or one of another uid.
+func (c *Client) DeleteFlowSchema(ctx context.Context, name, uid string) (bool, error) {
 	cs, err := kubernetes.NewForConfig(c.config)
 	if err != nil {
 		return false, err
 	}
-	return deleted(cs.FlowcontrolV1().FlowSchemas().Delete(ctx, name, metav1.DeleteOptions{}))
+	return deleted(cs.FlowcontrolV1().FlowSchemas().Delete(ctx, name, deleteOptions(uid)))
 }
 
-// DeletePriorityLevel deletes the PriorityLevelConfiguration name; found
-// is false when there was none.
-func (c *Client) DeletePriorityLevel(ctx context.Context, name string) (bool, error) {
+// DeletePriorityLevel deletes the PriorityLevelConfiguration name, only if
+// its uid is uid when uid is set; found is false when there was none, or
+// one of another uid.
+func (c *Client) DeletePriorityLevel(ctx context.Context, name, uid string) (bool, error) {
 	cs, err := kubernetes.NewForConfig(c.config)
 	if err != nil {
 		return false, err
 	}
-	return deleted(cs.FlowcontrolV1().PriorityLevelConfigurations().Delete(ctx, name, metav1.DeleteOptions{}))
+	return deleted(cs.FlowcontrolV1().PriorityLevelConfigurations().Delete(ctx, name, deleteOptions(uid)))
+}
+
+func deleteOptions(uid string) metav1.DeleteOptions {
+	if uid == "" {
+		return metav1.DeleteOptions{}
+	}
+	u := types.UID(uid)
+	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &u}}
 }
 
 // FlowSchemaOf sends one request to gvr — a read of an object that does
@@ -130,7 +145,9 @@ func createOptions(dryRun bool) metav1.CreateOptions {
 
 func deleted(err error) (bool, error) {
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Conflict: the uid precondition failed, another object has
+		// the name.
 		return false, nil
 	case err != nil:
 		return false, err

@@ -86,8 +86,15 @@ func TestMigrateInItsOwnPriorityLevel(t *testing.T) {
 		t.Fatalf("a killed run left FlowSchema %v, PriorityLevelConfiguration %v; the test needs both", fs, pl)
 	}
 
+	// A run without the flag lands in the leftover, and says so (a
+	// server dry run: nothing written).
+	r := binary(t, []string{"KUBECONFIG=" + srv.Kubeconfig}, "migrate", crd.Name, "--as", user, "--dry-run=server", "--cache-dir", t.TempDir())
+	if r.code != 0 || !strings.Contains(r.stdout, "the run's requests landed in "+name+", the priority level of a run with --own-priority-level that did not remove it") {
+		t.Errorf("a run without the flag in the leftover level: exit %d, want a warning naming %s\n%s%s", r.code, name, r.stdout, r.stderr)
+	}
+
 	// The re-run removes them first, runs in its own, and removes it.
-	r := binary(t, []string{"KUBECONFIG=" + srv.Kubeconfig}, args...)
+	r = binary(t, []string{"KUBECONFIG=" + srv.Kubeconfig}, args...)
 	var m report.Migration
 	if jerr := json.Unmarshal([]byte(r.stdout), &m); r.code != 0 || jerr != nil {
 		t.Fatalf("re-run: exit %d (%v)\n%s\n%s", r.code, jerr, r.stdout, r.stderr)

@@ -24,9 +24,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -73,13 +75,14 @@ type Cluster interface {
 	// client as (a SelfSubjectReview: impersonation included).
 	WhoAmI(ctx context.Context) (user string, groups []string, err error)
 	// CreatePriorityLevel and CreateFlowSchema create the objects (a
-	// server-side dry run when dryRun); the FlowSchema's uid is returned.
-	CreatePriorityLevel(ctx context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) error
+	// server-side dry run when dryRun) and return their uids.
+	CreatePriorityLevel(ctx context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) (uid string, err error)
 	CreateFlowSchema(ctx context.Context, fs *flowcontrolv1.FlowSchema, dryRun bool) (uid string, err error)
-	// DeleteFlowSchema and DeletePriorityLevel delete an object by name;
-	// found is false when there was none.
-	DeleteFlowSchema(ctx context.Context, name string) (found bool, err error)
-	DeletePriorityLevel(ctx context.Context, name string) (found bool, err error)
+	// DeleteFlowSchema and DeletePriorityLevel delete an object by name,
+	// and only if its uid is uid when uid is not empty (a precondition);
+	// found is false when there was none, or another object of that name.
+	DeleteFlowSchema(ctx context.Context, name, uid string) (found bool, err error)
+	DeletePriorityLevel(ctx context.Context, name, uid string) (found bool, err error)
 	// FlowSchemaOf sends one request of the run (a list of at most one
 	// object of gvr) and returns the uid of the FlowSchema the API server
 	// classified it into (the X-Kubernetes-PF-FlowSchema-UID header; ""
@@ -112,8 +115,10 @@ type Options struct {
 // says of it, and the FlowSchema's uid.
 type Level struct {
 	result.OwnPriorityLevel
-	// FlowSchemaUID is the created FlowSchema's uid ("" in a dry run).
-	FlowSchemaUID string
+	// FlowSchemaUID and PriorityLevelUID are the created objects' uids
+	// ("" in a dry run): Release removes these objects and no other of
+	// their name (one that another run of the migration created).
+	FlowSchemaUID, PriorityLevelUID string
 }
 
 // NotLandingError is Acquire's refusal when the run's requests do not land
@@ -130,6 +135,9 @@ type NotLandingError struct {
 	// ("" when the API server named none).
 	LandedIn string
 	Wait     time.Duration
+	// LastError is the last request of the wait that got no answer, if
+	// any.
+	LastError error
 }
 
 func (e *NotLandingError) Error() string {
@@ -148,7 +156,11 @@ func (e *NotLandingError) Why() string {
 	if e.LandedIn != "" {
 		where = "the flow schema of uid " + e.LandedIn
 	}
-	return "they landed in " + where + ", not in " + e.Name + ": a flow schema of lower matchingPrecedence matches them first, or the API server did not take the new one in; both objects were removed again"
+	why := "they landed in " + where + ", not in " + e.Name + ": a flow schema of lower matchingPrecedence matches them first, or the API server did not take the new one in; both objects were removed again"
+	if e.LastError != nil {
+		why += " (the last request that got no answer: " + e.LastError.Error() + ")"
+	}
+	return why
 }
 
 // Name is the name of the objects of the run of user on crd: "crdversion-"
@@ -157,6 +169,17 @@ func (e *NotLandingError) Why() string {
 func Name(user, crd string) string {
 	sum := sha256.Sum256([]byte(user + "\x00" + crd))
 	return "crdversion-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// IsName reports whether name has the shape of Name's names: a run's own
+// priority level, left behind when its name shows up in a run without one.
+func IsName(name string) bool {
+	h, ok := strings.CutPrefix(name, "crdversion-")
+	if !ok || len(h) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }
 
 // Objects are the PriorityLevelConfiguration and FlowSchema of the run of
@@ -220,21 +243,21 @@ func Acquire(ctx context.Context, c Cluster, o Options) (*Level, error) {
 	pl, fs := Objects(user, o.CRD, o.Resource, shares)
 	l := &Level{OwnPriorityLevel: result.OwnPriorityLevel{Name: pl.Name, User: user, Shares: shares, DryRun: o.DryRun}}
 	if !o.DryRun {
-		fsFound, err := c.DeleteFlowSchema(ctx, l.Name)
+		fsFound, err := c.DeleteFlowSchema(ctx, l.Name, "")
 		if err != nil {
 			return nil, fmt.Errorf("removing the FlowSchema %s a killed run left: %w", l.Name, err)
 		}
-		plFound, err := c.DeletePriorityLevel(ctx, l.Name)
+		plFound, err := c.DeletePriorityLevel(ctx, l.Name, "")
 		if err != nil {
 			return nil, fmt.Errorf("removing the PriorityLevelConfiguration %s a killed run left: %w", l.Name, err)
 		}
 		l.LeftoverRemoved = fsFound || plFound
 	}
-	if err := c.CreatePriorityLevel(ctx, pl, o.DryRun); err != nil {
-		return nil, fmt.Errorf("creating the PriorityLevelConfiguration %s: %w", l.Name, err)
+	if l.PriorityLevelUID, err = c.CreatePriorityLevel(ctx, pl, o.DryRun); err != nil {
+		return nil, createError("PriorityLevelConfiguration", l.Name, o.DryRun, err)
 	}
 	if l.FlowSchemaUID, err = c.CreateFlowSchema(ctx, fs, o.DryRun); err != nil {
-		return nil, errors.Join(fmt.Errorf("creating the FlowSchema %s: %w", l.Name, err), l.Release(ctx, c))
+		return nil, errors.Join(createError("FlowSchema", l.Name, o.DryRun, err), l.Release(ctx, c))
 	}
 	if o.DryRun {
 		return l, nil
@@ -247,23 +270,41 @@ func Acquire(ctx context.Context, c Cluster, o Options) (*Level, error) {
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
+	// A request that fails (a timeout, a rate limiter out of time) is
+	// not yet an answer: only the wait running out is.
 	var landed string
+	var lastErr error
 	err = wait.PollUntilContextTimeout(ctx, poll, waitFor, true, func(ctx context.Context) (bool, error) {
 		uid, err := c.FlowSchemaOf(ctx, o.Resource)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
 		landed = uid
-		return err == nil && uid == l.FlowSchemaUID, err
+		return uid == l.FlowSchemaUID, nil
 	})
 	if err == nil {
 		return l, nil
 	}
 	if ctx.Err() == nil && wait.Interrupted(err) {
-		err = &NotLandingError{Name: l.Name, User: user, LandedIn: landed, Wait: waitFor}
+		err = &NotLandingError{Name: l.Name, User: user, LandedIn: landed, Wait: waitFor, LastError: lastErr}
 	}
 	return nil, errors.Join(err, l.Release(ctx, c))
 }
 
+// createError is the error of a create of the run's kind/name: one that
+// already exists in a dry run (a run without --dry-run removes it first)
+// says so, with the commands that remove it.
+func createError(kind, name string, dryRun bool, err error) error {
+	if dryRun && apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("the %s %s exists: a killed run of this migration left it, or one is going on; a run without --dry-run removes it first (or: kubectl delete flowschema %s; kubectl delete prioritylevelconfiguration %s)", kind, name, name, name)
+	}
+	return fmt.Errorf("creating the %s %s: %w", kind, name, err)
+}
+
 // Release removes the FlowSchema, then the PriorityLevelConfiguration, of
-// l — also when ctx was cancelled (an interrupted run): it then uses a
+// l — those it created, by uid, not others of their names that another run
+// of the migration created since — also when ctx was cancelled (an interrupted run): it then uses a
 // context of its own, bounded to 30 seconds. Objects already gone are no
 // error. A dry run's objects were never kept: nothing to remove.
 func (l *Level) Release(ctx context.Context, c Cluster) error {
@@ -272,10 +313,10 @@ func (l *Level) Release(ctx context.Context, c Cluster) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, err := c.DeleteFlowSchema(ctx, l.Name); err != nil {
+	if _, err := c.DeleteFlowSchema(ctx, l.Name, l.FlowSchemaUID); err != nil {
 		return fmt.Errorf("removing the FlowSchema %s (the next run of this migration removes it, or: kubectl delete flowschema %s): %w", l.Name, l.Name, err)
 	}
-	if _, err := c.DeletePriorityLevel(ctx, l.Name); err != nil {
+	if _, err := c.DeletePriorityLevel(ctx, l.Name, l.PriorityLevelUID); err != nil {
 		return fmt.Errorf("removing the PriorityLevelConfiguration %s (the next run of this migration removes it, or: kubectl delete prioritylevelconfiguration %s): %w", l.Name, l.Name, err)
 	}
 	l.Removed = true

@@ -3,35 +3,48 @@ package fairness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// recorder is a Cluster that keeps the objects in maps and, with
-// landsInOwn, lands requests in the created FlowSchema once it exists
-// (elsewhere without).
+// recorder is a Cluster that keeps the objects (name -> uid) in maps and,
+// with landsInOwn, lands requests in the created FlowSchema once it
+// exists (elsewhere without); its requests fail with lookErr.
 type recorder struct {
 	calls      []string
-	fs, pl     map[string]bool
+	fs, pl     map[string]string
 	landsInOwn bool
 	createErr  error
+	lookErr    error
 	groups     []string
+	n          int
+}
+
+func (r *recorder) uid() string {
+	r.n++
+	return fmt.Sprintf("uid-%d", r.n)
 }
 
 func (r *recorder) WhoAmI(context.Context) (string, []string, error) {
 	return "alice", r.groups, nil
 }
 
-func (r *recorder) CreatePriorityLevel(_ context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) error {
+func (r *recorder) CreatePriorityLevel(_ context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) (string, error) {
 	r.calls = append(r.calls, map[bool]string{true: "create pl (dry run)", false: "create pl"}[dryRun])
-	if !dryRun {
-		r.pl[pl.Name] = true
+	if _, ok := r.pl[pl.Name]; ok {
+		return "", apierrors.NewAlreadyExists(flowcontrolv1.Resource("prioritylevelconfigurations"), pl.Name)
 	}
-	return nil
+	if dryRun {
+		return "", nil
+	}
+	r.pl[pl.Name] = r.uid()
+	return r.pl[pl.Name], nil
 }
 
 func (r *recorder) CreateFlowSchema(_ context.Context, fs *flowcontrolv1.FlowSchema, dryRun bool) (string, error) {
@@ -42,27 +55,37 @@ func (r *recorder) CreateFlowSchema(_ context.Context, fs *flowcontrolv1.FlowSch
 	if dryRun {
 		return "", nil
 	}
-	r.fs[fs.Name] = true
-	return "uid-own", nil
+	r.fs[fs.Name] = r.uid()
+	return r.fs[fs.Name], nil
 }
 
-func (r *recorder) DeleteFlowSchema(_ context.Context, name string) (bool, error) {
+func deleteOf(m map[string]string, name, uid string) bool {
+	got, ok := m[name]
+	if !ok || uid != "" && got != uid {
+		return false
+	}
+	delete(m, name)
+	return true
+}
+
+func (r *recorder) DeleteFlowSchema(_ context.Context, name, uid string) (bool, error) {
 	r.calls = append(r.calls, "delete fs")
-	found := r.fs[name]
-	delete(r.fs, name)
-	return found, nil
+	return deleteOf(r.fs, name, uid), nil
 }
 
-func (r *recorder) DeletePriorityLevel(_ context.Context, name string) (bool, error) {
+func (r *recorder) DeletePriorityLevel(_ context.Context, name, uid string) (bool, error) {
 	r.calls = append(r.calls, "delete pl")
-	found := r.pl[name]
-	delete(r.pl, name)
-	return found, nil
+	return deleteOf(r.pl, name, uid), nil
 }
 
 func (r *recorder) FlowSchemaOf(context.Context, schema.GroupVersionResource) (string, error) {
-	if r.landsInOwn && len(r.fs) > 0 {
-		return "uid-own", nil
+	if r.lookErr != nil {
+		return "", r.lookErr
+	}
+	for _, uid := range r.fs {
+		if r.landsInOwn {
+			return uid, nil
+		}
 	}
 	return "uid-exempt", nil
 }
@@ -77,16 +100,16 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 func TestAcquireAndRelease(t *testing.T) {
 	ctx := context.Background()
 	name := Name("alice", "widgets.example.com")
-	fresh := func() *recorder { return &recorder{fs: map[string]bool{}, pl: map[string]bool{}, landsInOwn: true} }
+	fresh := func() *recorder { return &recorder{fs: map[string]string{}, pl: map[string]string{}, landsInOwn: true} }
 	o := Options{CRD: "widgets.example.com", Resource: widgets, Poll: time.Millisecond, LandingWait: 50 * time.Millisecond}
 
 	r := fresh()
-	r.fs[name], r.pl[name] = true, true // left by a killed run
+	r.fs[name], r.pl[name] = "uid-killed", "uid-killed" // left by a killed run
 	l, err := Acquire(ctx, r, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !l.LeftoverRemoved || l.Shares != DefaultShares || l.User != "alice" || l.FlowSchemaUID != "uid-own" || !r.fs[name] || !r.pl[name] {
+	if !l.LeftoverRemoved || l.Shares != DefaultShares || l.User != "alice" || l.FlowSchemaUID != r.fs[name] || l.PriorityLevelUID != r.pl[name] {
 		t.Fatalf("acquired %+v with objects %v %v", l, r.fs, r.pl)
 	}
 	if err := l.Release(ctx, r); err != nil || !l.Removed || len(r.fs)+len(r.pl) != 0 {
@@ -102,6 +125,34 @@ func TestAcquireAndRelease(t *testing.T) {
 	var nl *NotLandingError
 	if !errors.As(err, &nl) || nl.LandedIn != "uid-exempt" || len(r.fs)+len(r.pl) != 0 {
 		t.Fatalf("requests landing elsewhere: %v, left %v %v; want a NotLandingError and nothing left", err, r.fs, r.pl)
+	}
+
+	// Another run of the migration removed this one's objects and
+	// created its own: Release leaves them (uid preconditions).
+	r = fresh()
+	l, err = Acquire(ctx, r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.fs[name], r.pl[name] = "uid-other", "uid-other"
+	if err := l.Release(ctx, r); err != nil || r.fs[name] != "uid-other" || r.pl[name] != "uid-other" {
+		t.Fatalf("release after another run took the name: %v, left %v %v; want the other run's objects kept", err, r.fs, r.pl)
+	}
+
+	// Requests that get no answer until the wait runs out: the refusal,
+	// not their error, with the last one in its reason.
+	r = fresh()
+	r.lookErr = errors.New("rate: Wait(n=1) would exceed context deadline")
+	_, err = Acquire(ctx, r, o)
+	if !errors.As(err, &nl) || !strings.Contains(nl.Why(), "would exceed context deadline") || len(r.fs)+len(r.pl) != 0 {
+		t.Fatalf("failing requests: %v, left %v %v; want a NotLandingError naming the last error and nothing left", err, r.fs, r.pl)
+	}
+
+	// A dry run where a killed run left the objects: says so.
+	r = fresh()
+	r.pl[name] = "uid-killed"
+	if _, err := Acquire(ctx, r, Options{CRD: "widgets.example.com", Resource: widgets, DryRun: true}); err == nil || !strings.Contains(err.Error(), "a killed run of this migration left it") {
+		t.Fatalf("dry run over a leftover: %v", err)
 	}
 
 	r = fresh()
@@ -154,5 +205,8 @@ func TestObjects(t *testing.T) {
 	}
 	if first := Name("a", "b.c"); first == Name("a", "d.c") || first == Name("x", "b.c") || first != Name("a", "b.c") {
 		t.Error("names do not follow the identity and the CRD")
+	}
+	if !IsName(pl.Name) || IsName("crdversion-bench-user") || IsName("global-default") {
+		t.Error("IsName does not tell a run's names from others")
 	}
 }

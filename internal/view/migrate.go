@@ -75,6 +75,9 @@ func Migration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun) {
 	}
 	if c := r.Concurrency; c != nil {
 		limit := fmt.Sprintf("%d writes in flight (--max-speed)", c.Max)
+		if r.OwnPriorityLevel != nil {
+			limit = fmt.Sprintf("%d writes in flight (fixed: its own priority level spares the other clients)", c.Max)
+		}
 		if c.Mode == "adaptive" {
 			limit = fmt.Sprintf("%.1f writes in flight on average (1 to %d, --max-latency %s)", c.MeanLimit, c.Max, time.Duration(c.MaxLatencySeconds*float64(time.Second)))
 		}

@@ -118,17 +118,17 @@ func (f *Fake) WhoAmI(context.Context) (string, []string, error) {
 }
 
 // CreatePriorityLevel records pl (not in a dry run).
-func (f *Fake) CreatePriorityLevel(_ context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) error {
+func (f *Fake) CreatePriorityLevel(_ context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) (string, error) {
 	if dryRun {
 		f.log(CreateLevel + DryRunSuffix)
-		return nil
+		return "", nil
 	}
 	f.log(CreateLevel)
 	if f.PriorityLevels == nil {
 		f.PriorityLevels = map[string]bool{}
 	}
 	f.PriorityLevels[pl.Name] = true
-	return nil
+	return "uid-" + pl.Name, nil
 }
 
 // CreateFlowSchema records fs (not in a dry run); its uid is "uid-" and
@@ -146,16 +146,17 @@ func (f *Fake) CreateFlowSchema(_ context.Context, fs *flowcontrolv1.FlowSchema,
 	return "uid-" + fs.Name, nil
 }
 
-// DeleteFlowSchema forgets the FlowSchema name.
-func (f *Fake) DeleteFlowSchema(_ context.Context, name string) (bool, error) {
+// DeleteFlowSchema forgets the FlowSchema name (its uid is not looked at).
+func (f *Fake) DeleteFlowSchema(_ context.Context, name, _ string) (bool, error) {
 	f.log(DeleteFlowSchema)
 	found := f.FlowSchemas[name]
 	delete(f.FlowSchemas, name)
 	return found, nil
 }
 
-// DeletePriorityLevel forgets the PriorityLevelConfiguration name.
-func (f *Fake) DeletePriorityLevel(_ context.Context, name string) (bool, error) {
+// DeletePriorityLevel forgets the PriorityLevelConfiguration name (its uid
+// is not looked at).
+func (f *Fake) DeletePriorityLevel(_ context.Context, name, _ string) (bool, error) {
 	f.log(DeleteLevel)
 	found := f.PriorityLevels[name]
 	delete(f.PriorityLevels, name)

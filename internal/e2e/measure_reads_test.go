@@ -154,3 +154,31 @@ func TestPromoteStorageMeasuresByReadsUnlessAdmissionActs(t *testing.T) {
 		t.Errorf("a policy sees UPDATE: the API server counted %d dry-run PATCH, want %d, and the output naming the policy:\n%s", patches, n, out)
 	}
 }
+
+// TestPromoteStorageRefusesAValueTheUpdateChanges (found by a trial of
+// issue 30's reads): a MutatingAdmissionPolicy sets .spec.image on every
+// update through v2. promote-storage compared the objects by the keys
+// present only, passed, and left the CRD for a migrate that then refused
+// on the changed values. Under conversion None it now compares whole
+// objects, as migrate does: it refuses naming the objects and the path,
+// nothing changed; --allow-pruning makes it a warning.
+func TestPromoteStorageRefusesAValueTheUpdateChanges(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	crd := createCRD(t, c, crontab("value-promote.example.com", apiextensionsv1.NamespaceScoped))
+	createCronTabs(t, c, crd, "v1", 3)
+	v2 := crontabVersion("v2", true, false)
+	serveVersion(t, c, crd, "v2", v2.Schema.OpenAPIV3Schema)
+	mutateOnUpdate(t, c, crd, "v2", "image", "crontab-0", `[JSONPatch{op: "replace", path: "/spec/image", value: "replaced"}]`,
+		func(v any, _ bool) bool { return v == "replaced" })
+
+	refuses(t, c, []string{crd.Name}, []string{"3 object(s) have values at v1 that the update through v2 changes", "default/crontab-0: .spec.image"},
+		"promote-storage", crd.Name, "v2")
+	if got := lifecycle.StorageVersion(getCRD(t, c, crd.Name)); got != "v1" {
+		t.Fatalf("storage version %s after a refusal, want v1", got)
+	}
+	r := succeeds(t, "promote-storage", crd.Name, "v2", "--allow-pruning", "--dry-run=server")
+	if !strings.Contains(r.stdout, "WILL BE CHANGED") {
+		t.Errorf("promote-storage --allow-pruning does not warn of the changed values:\n%s", r.stdout)
+	}
+}

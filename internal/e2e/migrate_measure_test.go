@@ -31,8 +31,17 @@ import (
 // namespace default that has the field). It is removed when the test ends.
 func stripOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, field, probe string) {
 	t.Helper()
+	mutateOnUpdate(t, c, crd, version, field, probe, `[JSONPatch{op: "remove", path: "/spec/`+field+`"}]`,
+		func(_ any, kept bool) bool { return !kept })
+}
+
+// mutateOnUpdate is stripOnUpdate with the policy's JSON patch expression
+// given, and enforced once done says so of .spec.<field> in the answer
+// to a dry-run update of probe (its value, and whether it is there).
+func mutateOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, field, probe, patch string, done func(v any, kept bool) bool) {
+	t.Helper()
 	ctx := context.Background()
-	name := "strip-" + field + "-" + strings.ReplaceAll(crd.Spec.Group, ".", "-")
+	name := "mutate-" + field + "-" + strings.ReplaceAll(crd.Spec.Group, ".", "-")
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
@@ -47,7 +56,7 @@ func stripOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceD
 			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "has-field", Expression: "has(object.spec) && has(object.spec." + field + ")"}},
 			Mutations: []admissionregistrationv1.Mutation{{
 				PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "remove", path: "/spec/` + field + `"}]`},
+				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: patch},
 			}},
 		},
 	}
@@ -78,8 +87,8 @@ func stripOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceD
 			return false, nil
 		}
 		spec, _ := got.Object["spec"].(map[string]any)
-		_, kept := spec[field]
-		return !kept, nil
+		v, kept := spec[field]
+		return done(v, kept), nil
 	})
 }
 

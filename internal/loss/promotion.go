@@ -67,6 +67,11 @@ func MeasurePromotion(ctx context.Context, c Checker, crd *apiextensionsv1.Custo
 	co := cluster.CheckObjectsOptions{From: p.From, To: to, Sample: o.Sample,
 		PageSize: o.PageSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager,
 		RoundTrip: p.From != to && crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter}
+	// Under None the object at the new version has the read's shape
+	// (conversion changes apiVersion alone): compared whole, values and
+	// metadata too, as migrate compares; under a webhook by the keys
+	// present, with the round trip back.
+	co.Whole = !p.Blind && !co.RoundTrip && (crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter)
 	p.Design, p.DryRunBecause = result.DesignDryRun, promotionActors(ctx, c, crd, to, p.From, p.Blind)
 	if p.DryRunBecause == "" {
 		p.Design, co.Reads = result.DesignReads, true

@@ -89,7 +89,7 @@ func TestMeasurePromotion(t *testing.T) {
 			got.Progress = nil
 			if got.From != want.From || got.To != want.To || got.Sample != want.Sample || got.PageSize != want.PageSize ||
 				got.Concurrency != want.Concurrency || got.FieldManager != want.FieldManager || got.RoundTrip != want.RoundTrip || got.Reads != tt.reads ||
-				got.UpdateOnly || len(got.Recorded) > 0 {
+				got.UpdateOnly || len(got.Recorded) > 0 || got.Whole != (!tt.blind && !tt.roundTrip && tt.crd.Spec.Conversion == nil) {
 				t.Errorf("checked with %+v, want %+v", got, want)
 			}
 			if progressFrom != tt.from || len(updates) != 1 || updates[0] != (result.Progress{Done: 1, Total: 4}) {

@@ -101,6 +101,19 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 		}
 		cs = append(cs, c)
 	}
+	if n := len(found.Changed); n > 0 {
+		var details []string
+		for _, l := range found.Changed {
+			details = append(details, l.String())
+		}
+		c := edit.Check{Name: "ValuesKept", Outcome: edit.Fail, Details: details,
+			Message: fmt.Sprintf("%d object(s) have values at %s that the update through %s changes (admission on UPDATE, a mutating webhook or policy): rewriting them at %s changes that data; make the admission spare them, or pass --allow-pruning to accept it", n, from, to, to)}
+		if allowPruning {
+			c.Outcome = edit.Warn
+			c.Message = fmt.Sprintf("%d object(s) have values at %s that the update through %s changes: they WILL BE CHANGED when the objects are rewritten at %s (--allow-pruning)", n, from, to, to)
+		}
+		cs = append(cs, c)
+	}
 	if len(found.Lost) == 0 {
 		if len(found.Forbidden) == 0 {
 			cs = append(cs, edit.Check{

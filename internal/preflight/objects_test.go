@@ -21,6 +21,7 @@ func TestObjectsChecks(t *testing.T) {
 	forbidden := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 2, Validated: 2, Forbidden: []cluster.ObjectProblem{{Object: "default/w1", Message: "forbidden"}, {Object: "default/w2", Message: "forbidden"}}}
 	oneVersion := &cluster.ObjectsCheck{From: "v2", To: "v2", Listed: 2, Validated: 2}
 	byReads := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 5, Validated: 1, ReadAtTo: 4}
+	changed := &cluster.ObjectsCheck{From: "v1", To: "v2", Listed: 2, Validated: 2, Changed: []cluster.ObjectLoss{{Object: "default/w1", Paths: []string{".spec.size"}}}}
 	for _, tc := range []struct {
 		name  string
 		found *cluster.ObjectsCheck
@@ -32,6 +33,8 @@ func TestObjectsChecks(t *testing.T) {
 		{"a 403 is a permission failure, not invalid objects", forbidden, false, "ObjectsPermitted=fail ObjectsReadable=pass"},
 		{"read at one version: nothing compared", oneVersion, false, "ObjectsReadable=pass ObjectsValid=pass"},
 		{"by reads: every object checked", byReads, false, "ObjectsReadable=pass ObjectsValid=pass FieldsKept=pass"},
+		{"a changed value refuses", changed, false, "ObjectsReadable=pass ObjectsValid=pass ValuesKept=fail FieldsKept=pass"},
+		{"a changed value with --allow-pruning warns", changed, true, "ObjectsReadable=pass ObjectsValid=pass ValuesKept=warn FieldsKept=pass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := Objects(tc.found, tc.allow)

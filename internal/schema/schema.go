@@ -178,33 +178,39 @@ func DefaultPaths(s *apiextensionsv1.JSONSchemaProps) []string {
 // subschemas (allOf, anyOf, oneOf) default again holds the last.
 func Defaults(s *apiextensionsv1.JSONSchemaProps) map[string]string {
 	out := map[string]string{}
-	defaults(s, "", out)
+	eachPath(s, "", func(s *apiextensionsv1.JSONSchemaProps, path string) {
+		if s.Default != nil {
+			out[orRoot(path)] = string(s.Default.Raw)
+		}
+	})
 	return out
 }
 
-func defaults(s *apiextensionsv1.JSONSchemaProps, path string, out map[string]string) {
+// eachPath calls visit with s and every subschema under it, each with its
+// field path (DefaultPaths' notation, "" for the root): properties,
+// items, additionalProperties, and allOf/anyOf/oneOf at their parent's
+// path.
+func eachPath(s *apiextensionsv1.JSONSchemaProps, path string, visit func(s *apiextensionsv1.JSONSchemaProps, path string)) {
 	if s == nil {
 		return
 	}
-	if s.Default != nil {
-		out[orRoot(path)] = string(s.Default.Raw)
-	}
+	visit(s, path)
 	for _, k := range sortedKeys(s.Properties) {
 		p := s.Properties[k]
-		defaults(&p, path+"."+k, out)
+		eachPath(&p, path+"."+k, visit)
 	}
 	if s.Items != nil {
-		defaults(s.Items.Schema, path+"[*]", out)
+		eachPath(s.Items.Schema, path+"[*]", visit)
 		for i := range s.Items.JSONSchemas {
-			defaults(&s.Items.JSONSchemas[i], path+"[*]", out)
+			eachPath(&s.Items.JSONSchemas[i], path+"[*]", visit)
 		}
 	}
 	if s.AdditionalProperties != nil {
-		defaults(s.AdditionalProperties.Schema, path+".*", out)
+		eachPath(s.AdditionalProperties.Schema, path+".*", visit)
 	}
 	for _, group := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
 		for i := range group {
-			defaults(&group[i], path, out)
+			eachPath(&group[i], path, visit)
 		}
 	}
 }
@@ -214,33 +220,10 @@ func defaults(s *apiextensionsv1.JSONSchemaProps, path string, out map[string]st
 // (allOf, anyOf, oneOf) declare again is nullable when any says so.
 func Nullable(s *apiextensionsv1.JSONSchemaProps) map[string]bool {
 	out := map[string]bool{}
-	nullable(s, "", out)
+	eachPath(s, "", func(s *apiextensionsv1.JSONSchemaProps, path string) {
+		out[orRoot(path)] = out[orRoot(path)] || s.Nullable
+	})
 	return out
-}
-
-func nullable(s *apiextensionsv1.JSONSchemaProps, path string, out map[string]bool) {
-	if s == nil {
-		return
-	}
-	out[orRoot(path)] = out[orRoot(path)] || s.Nullable
-	for _, k := range sortedKeys(s.Properties) {
-		p := s.Properties[k]
-		nullable(&p, path+"."+k, out)
-	}
-	if s.Items != nil {
-		nullable(s.Items.Schema, path+"[*]", out)
-		for i := range s.Items.JSONSchemas {
-			nullable(&s.Items.JSONSchemas[i], path+"[*]", out)
-		}
-	}
-	if s.AdditionalProperties != nil {
-		nullable(s.AdditionalProperties.Schema, path+".*", out)
-	}
-	for _, group := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
-		for i := range group {
-			nullable(&group[i], path, out)
-		}
-	}
 }
 
 func orRoot(path string) string {

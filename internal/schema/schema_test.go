@@ -705,3 +705,23 @@ properties:
 		t.Error("a nil schema has rules or defaults")
 	}
 }
+
+// TestNullable: every declared path, nullable where the field says so —
+// nested properties, list items, map values, and a path that a subschema
+// (allOf) makes nullable again.
+func TestNullable(t *testing.T) {
+	s := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"opt":   {Type: "string", Nullable: true},
+			"plain": {Type: "string"},
+			"list":  {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", Nullable: true}}},
+			"map":   {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+			"both":  {Type: "string", AllOf: []apiextensionsv1.JSONSchemaProps{{Nullable: true}}},
+		}},
+	}}
+	want := map[string]bool{".": false, ".spec": false, ".spec.opt": true, ".spec.plain": false, ".spec.list": false,
+		".spec.list[*]": true, ".spec.map": false, ".spec.map.*": false, ".spec.both": true}
+	if got := Nullable(s); !maps.Equal(got, want) {
+		t.Errorf("Nullable = %v, want %v", got, want)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	crdschema "github.com/crdversion/kubectl-crdversion/internal/schema"
 	"github.com/crdversion/kubectl-crdversion/internal/svm"
 )
 
@@ -156,7 +157,7 @@ func acceptPredicted(losses []lifecycle.Loss, accepted []string) []lifecycle.Los
 	if len(accepted) == 0 {
 		return losses
 	}
-	isAccepted := func(p string) bool { return loss.Accepts(accepted, p) }
+	isAccepted := func(p string) bool { return crdschema.Under(accepted, p) }
 	var out []lifecycle.Loss
 	for _, l := range losses {
 		l.Fields = slices.DeleteFunc(slices.Clone(l.Fields), isAccepted)

@@ -259,7 +259,7 @@ func TestMigrate(t *testing.T) {
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": lost("v1")} },
 			calls: []string{wait, acc, objects},
 			err: []string{"refusing to migrate widgets.example.com, nothing was changed: rewriting the objects at v2 loses data; the lines above say how to proceed", "Each object read and dry-run written, compared as a whole:\n  - 1 object(s) have fields at v1 that v2 drops: default/w1: .spec.colour",
-				"or pass --allow-pruning"}},
+				"or accept exactly these losses with --allow-pruning=.spec.colour (every other loss still refuses)"}},
 		{name: "the measurement clears the prediction", in: pruning(),
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },
 			calls: []string{wait, acc, objects, engine}},

@@ -38,8 +38,8 @@ func (p *pruningFlag) Set(value string) error {
 		return nil
 	}
 	for _, path := range strings.Split(value, ",") {
-		if !strings.HasPrefix(path, ".") || len(path) < 2 || strings.ContainsAny(path, " \t*") {
-			return fmt.Errorf("%q is not a JSON path from the object's root, such as .spec.hostPort (the paths migrate's refusal names)", path)
+		if !strings.HasPrefix(path, ".") || len(path) < 2 || strings.ContainsAny(strings.ReplaceAll(path, "[*]", ""), " \t*") {
+			return fmt.Errorf("%q is not a JSON path from the object's root, such as .spec.hostPort or .spec.ports[*].name (the paths a refusal names)", path)
 		}
 		p.paths = append(p.paths, path)
 	}

@@ -254,9 +254,9 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		}
 		found.RecordedMissing = prunedOnRead(found.RecordedMissing, lifecycle.FindVersion(crd, from))
 		var accepted []cluster.ObjectLoss
-		found.Lost, accepted = acceptLosses(found.Lost, o.Accepted, accepted)
-		found.Changed, accepted = acceptLosses(found.Changed, o.Accepted, accepted)
-		found.RecordedMissing, accepted = acceptLosses(found.RecordedMissing, o.Accepted, accepted)
+		found.Lost, accepted = Accept(found.Lost, o.Accepted, accepted)
+		found.Changed, accepted = Accept(found.Changed, o.Accepted, accepted)
+		found.RecordedMissing, accepted = Accept(found.RecordedMissing, o.Accepted, accepted)
 		if len(accepted) > 0 {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("accepted (--allow-pruning=%s): the rewrite loses or changes, for good, %s",
 				strings.Join(o.Accepted, ","), describeLosses(accepted, 10)))
@@ -331,11 +331,11 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	}
 	if len(refusals) == 0 && len(hidden) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
-			WayOut: "keep the fields as the lines above say, or pass --allow-pruning to accept the loss", Details: []string{hiddenText(storage, predicted, hidden)}})
+			WayOut: "keep the fields as the lines above say, or accept losing exactly these with " + objects.acceptFlag(o.Accepted), Details: []string{hiddenText(storage, predicted, hidden)}})
 	}
 	if len(refusals) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
-			WayOut:       "make " + storage + "'s schema keep these fields (or the admission or conversion that changes them spare them), or pass --allow-pruning to accept the loss",
+			WayOut:       "make " + storage + "'s schema keep these fields (or the admission or conversion that changes them spare them), or accept exactly these losses with " + objects.acceptFlag(o.Accepted) + " (every other loss still refuses)",
 			DetailsTitle: "Each object read and dry-run written, compared as a whole", Details: refusals})
 	}
 	// Every pass lists every object, whatever version it is stored at:
@@ -415,27 +415,17 @@ func prunedOnRead(missing []cluster.ObjectLoss, v *apiextensionsv1.CustomResourc
 	return out
 }
 
-// Accepts reports whether path (".spec.ports[2].x", or a schema path such
-// as ".spec.ports[*].x") is one of accepted or lies under one of them.
-func Accepts(accepted []string, path string) bool {
-	for _, a := range accepted {
-		if path == a || strings.HasPrefix(path, a+".") || strings.HasPrefix(path, a+"[") {
-			return true
-		}
-	}
-	return false
-}
-
-// acceptLosses splits ls into the paths not accepted (kept, objects with
-// none left dropped) and the accepted ones, appended to into.
-func acceptLosses(ls []cluster.ObjectLoss, accepted []string, into []cluster.ObjectLoss) (rest, _ []cluster.ObjectLoss) {
+// Accept splits ls into the paths accepted does not hold (schema.Under;
+// objects with none left are dropped) and those it holds, appended to
+// into.
+func Accept(ls []cluster.ObjectLoss, accepted []string, into []cluster.ObjectLoss) (rest, _ []cluster.ObjectLoss) {
 	if len(accepted) == 0 {
 		return ls, into
 	}
 	for _, l := range ls {
 		var keep, took []string
 		for _, p := range l.Paths {
-			if Accepts(accepted, p) {
+			if schema.Under(accepted, p) {
 				took = append(took, p)
 			} else {
 				keep = append(keep, p)
@@ -449,6 +439,25 @@ func acceptLosses(ls []cluster.ObjectLoss, accepted []string, into []cluster.Obj
 		}
 	}
 	return rest, into
+}
+
+// AcceptFlag is the --allow-pruning that accepts exactly the paths of ls
+// and nothing else: "--allow-pruning=" and every path once, sorted, joined
+// by commas ("" when ls has none). A refusal names it as its way out, so
+// that accepting a loss never turns the measurement off.
+func AcceptFlag(ls ...[]cluster.ObjectLoss) string {
+	seen := map[string]bool{}
+	for _, l := range ls {
+		for _, o := range l {
+			for _, p := range o.Paths {
+				seen[p] = true
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	return "--allow-pruning=" + strings.Join(slices.Sorted(maps.Keys(seen)), ",")
 }
 
 // describeProblems names the first limit objects with their messages.
@@ -551,6 +560,16 @@ func (m refusedObjects) problems(version string, ps []cluster.ObjectProblem, set
 	for _, p := range ps {
 		set(m.at(version, p.Object), p.Message)
 	}
+}
+
+// acceptFlag is the --allow-pruning that accepts every path collected
+// (dropped, changed or hidden) and those already accepted, nothing else.
+func (m refusedObjects) acceptFlag(accepted []string) string {
+	ls := []cluster.ObjectLoss{{Paths: accepted}}
+	for _, o := range m {
+		ls = append(ls, cluster.ObjectLoss{Object: o.Object, Paths: slices.Concat(o.Dropped, o.Changed, o.Hidden)})
+	}
+	return AcceptFlag(ls)
 }
 
 // refusal is e with every object collected, sorted by version and object.

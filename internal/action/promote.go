@@ -36,9 +36,11 @@ type PromoteCluster interface {
 type PromoteOptions struct {
 	// Version becomes the storage version.
 	Version string
-	// AllowPruning accepts conversion strategy None between schemas that
-	// prune fields.
-	AllowPruning bool
+	// Pruning accepts losses: every one (All: fields the schemas prune
+	// under conversion None, fields and values the objects lose, objects
+	// not measured because the storage version is not served), or those at
+	// and under Paths, the rest still refused (--allow-pruning=PATHS).
+	Pruning edit.Pruning
 	// VersionOrder is the order of the CRD's versions the user gave,
 	// oldest first (--version-order; see lifecycle.Order).
 	VersionOrder []string
@@ -76,7 +78,7 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 	if err := lifecycle.CheckVersionOrder(t.CRD, o.VersionOrder); err != nil {
 		return nil, err
 	}
-	r := edit.PromoteStorage(t.CRD, o.Version, o.AllowPruning, o.VersionOrder)
+	r := edit.PromoteStorage(t.CRD, o.Version, o.Pruning, o.VersionOrder)
 	if r.NoOp || !onlyPredictedLoss(r.Checks.Failed()) || c == nil || !t.live() {
 		return r, nil
 	}
@@ -109,13 +111,13 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 			// new version drops is unknown.
 			from := lifecycle.StorageVersion(t.Live)
 			outcome, how := edit.Fail, "serve it (kubectl crdversion serve "+t.Live.Name+" "+from+") and re-run to measure, or pass --allow-pruning to promote without measuring"
-			if o.AllowPruning {
+			if o.Pruning.All {
 				outcome, how = edit.Warn, "--allow-pruning"
 			}
 			r.Checks = append(r.Checks, edit.Check{Name: "FieldsKept", Outcome: outcome,
 				Message: fmt.Sprintf("not measured whether %s drops fields the objects have: the storage version %s is not served, so they cannot be read there; %s", o.Version, from, how)})
 		}
-		r.Checks = append(r.Checks, preflight.Objects(p.Found, o.AllowPruning)...)
+		r.Checks = append(r.Checks, preflight.Objects(p.Found, o.Pruning)...)
 		if p.Found.ListError == "" {
 			r.Checks = append(r.Checks, measuredCheck(p))
 		}

@@ -71,7 +71,7 @@ type AddVersionFlags struct {
 	WebhookService     string
 	CABundleFile       string
 	ReviewVersions     []string
-	AllowPruning       bool
+	AllowPruning       pruningFlag
 	WebhookTimeout     time.Duration
 }
 
@@ -109,7 +109,7 @@ func NewCmdAddVersion(f cmdutil.Factory, streams genericiooptions.IOStreams) *co
 	c.StringVar(&fl.WebhookService, "webhook-service", "", "Service of the conversion webhook: NAMESPACE/NAME[:PORT][/PATH].")
 	c.StringVar(&fl.CABundleFile, "ca-bundle-file", "", "PEM file with the CA that signed the webhook's serving certificate.")
 	c.StringSliceVar(&fl.ReviewVersions, "conversion-review-versions", fl.ReviewVersions, "ConversionReview versions the webhook accepts, in order of preference.")
-	c.BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept conversion strategy None between schemas that prune fields; the fields are listed and lost.")
+	addPruningFlag(c, &fl.AllowPruning, "Accept conversion strategy None between schemas that prune fields: alone, every such field; with schema paths (--allow-pruning=.spec.color,.spec.ports[*].name), those and what is under them, while the others still refuse. The fields are listed and lost.")
 	c.DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight.")
 	completeVersionFlag(f, cmd, "from")
 	cmdutil.CheckErr(cmd.RegisterFlagCompletionFunc("conversion", cobra.FixedCompletions([]string{"None", "Webhook"}, cobra.ShellCompDirectiveNoFileComp)))
@@ -129,7 +129,7 @@ func (fl *AddVersionFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args
 		}
 	}
 	o := &AddVersionOptions{EditOptions: eo, WebhookTimeout: fl.WebhookTimeout,
-		Spec: edit.AddVersionSpec{Name: eo.Version, From: fl.From, Served: fl.Served, Deprecated: fl.Deprecated, AllowPruning: fl.AllowPruning}}
+		Spec: edit.AddVersionSpec{Name: eo.Version, From: fl.From, Served: fl.Served, Deprecated: fl.Deprecated, Pruning: fl.AllowPruning.pruning()}}
 	if cmd.Flags().Changed("deprecation-warning") {
 		o.Spec.Deprecated = true
 		o.Spec.DeprecationWarning = &fl.DeprecationWarning

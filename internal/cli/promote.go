@@ -13,6 +13,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
@@ -50,7 +51,7 @@ type PromoteFlags struct {
 	*EditFlags
 	Sample         int
 	ChunkSize      int64
-	AllowPruning   bool
+	AllowPruning   pruningFlag
 	WebhookTimeout time.Duration
 }
 
@@ -60,7 +61,7 @@ type PromoteOptions struct {
 	// Sample limits the objects validated at the new version; 0 is all.
 	Sample         int
 	ChunkSize      int64
-	AllowPruning   bool
+	Pruning        edit.Pruning
 	WebhookTimeout time.Duration
 }
 
@@ -79,13 +80,13 @@ func NewCmdPromoteStorage(f cmdutil.Factory, streams genericiooptions.IOStreams)
 			if err != nil {
 				return nil, err
 			}
-			return &PromoteOptions{EditOptions: eo, Sample: fl.Sample, ChunkSize: fl.ChunkSize, AllowPruning: fl.AllowPruning, WebhookTimeout: fl.WebhookTimeout}, nil
+			return &PromoteOptions{EditOptions: eo, Sample: fl.Sample, ChunkSize: fl.ChunkSize, Pruning: fl.AllowPruning.pruning(), WebhookTimeout: fl.WebhookTimeout}, nil
 		}),
 	}
 	fl.EditFlags.AddFlags(cmd)
 	cmd.Flags().IntVar(&fl.Sample, "sample", fl.Sample, "Validate at most this many objects at the new version (0: all). Every object is still read at it.")
 	cmd.Flags().Int64Var(&fl.ChunkSize, "chunk-size", fl.ChunkSize, "Objects per page when reading them.")
-	cmd.Flags().BoolVar(&fl.AllowPruning, "allow-pruning", false, "Accept losing fields: those objects have at the current storage version and lack at the new one (read at both), and, with conversion strategy None, those the schemas prune; the objects and fields are listed and lost.")
+	addPruningFlag(cmd.Flags(), &fl.AllowPruning, "Alone: accept losing fields and values the objects have at the current storage version and lack or change at the new one (read at both), those conversion strategy None prunes between the schemas, and objects not measured because the storage version is not served. With paths (--allow-pruning=.spec.hostPort,.spec.ports[*].name): accept those and what is under them; every other loss still refuses. The objects and fields are listed and lost.")
 	cmd.Flags().DurationVar(&fl.WebhookTimeout, "webhook-timeout", fl.WebhookTimeout, "How long to wait for the conversion webhook's answer in the preflight, when it is behind a Service whose endpoints this client reaches.")
 	return cmd
 }
@@ -110,7 +111,7 @@ func (o *PromoteOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	po := action.PromoteOptions{Version: o.Version, AllowPruning: o.AllowPruning, VersionOrder: o.EditOptions.VersionOrder, Sample: o.Sample, ChunkSize: o.ChunkSize,
+	po := action.PromoteOptions{Version: o.Version, Pruning: o.Pruning, VersionOrder: o.EditOptions.VersionOrder, Sample: o.Sample, ChunkSize: o.ChunkSize,
 		WebhookTimeout: o.WebhookTimeout, Write: o.DryRun != lifecycle.DryRunClient, FieldManager: o.FieldManager,
 		CrossCheck: crossCheckFile() != ""}
 	if term.IsTerminal(o.ErrOut) {

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/crdversion/kubectl-crdversion/internal/edit"
 )
 
 // pruningFlag is --allow-pruning of migrate: given alone (or =true) it
@@ -47,6 +50,11 @@ func (p *pruningFlag) Set(value string) error {
 }
 
 func (p *pruningFlag) Type() string { return "paths" }
+
+// pruning is what the flag accepts.
+func (p *pruningFlag) pruning() edit.Pruning {
+	return edit.Pruning{All: p.all, Paths: slices.Clone(p.paths)}
+}
 
 // addPruningFlag adds --allow-pruning to flags, usable alone.
 func addPruningFlag(flags *pflag.FlagSet, p *pruningFlag, usage string) {

@@ -93,6 +93,9 @@ func TestServerEngineMeasuresTheControllersPath(t *testing.T) {
 // too. With paths it accepts those only: v2 drops .spec.image and
 // .spec.cronSpec; accepting .spec.image still refuses, naming cronSpec on
 // every object; accepting both runs, and the report says what was lost.
+// promote-storage takes the same paths first (issue 34): accepting
+// .spec.image refuses on .spec.cronSpec, both in the schemas' prediction
+// and in the objects, and its way out, followed as printed, promotes.
 func TestMigrateAcceptsNamedPaths(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
@@ -101,12 +104,27 @@ func TestMigrateAcceptsNamedPaths(t *testing.T) {
 	v2 := crontabVersion("v2", true, false)
 	delete(v2.Schema.OpenAPIV3Schema.Properties["spec"].Properties, "image")
 	delete(v2.Schema.OpenAPIV3Schema.Properties["spec"].Properties, "cronSpec")
-	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+	crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Versions = append(crd.Spec.Versions, v2)
 	})
-	crd = setStorage(t, c, crd.Name, "v2")
 
-	r := refuses(t, c, []string{crd.Name}, []string{"rewriting the objects at v2 loses data", "12 object(s) have fields at v1 that v2 drops"},
+	r := refuses(t, c, []string{crd.Name}, []string{"1 field(s) would be pruned (1 more accepted by --allow-pruning=.spec.image)",
+		"12 object(s) have fields at v1 that v2 drops", "default/crontab-0: .spec.cronSpec", "12 object(s) have fields or values at v1 that --allow-pruning=.spec.image accepts"},
+		"promote-storage", crd.Name, "v2", "--allow-pruning=.spec.image")
+	ways := regexp.MustCompile(`(?:accept exactly these losses with|or pass) (--allow-pruning=[^\s)]+)`).FindAllStringSubmatch(r.stdout+r.stderr, -1)
+	if len(ways) != 2 || ways[0][1] != "--allow-pruning=.spec.cronSpec,.spec.image" || ways[1][1] != ways[0][1] {
+		t.Fatalf("promote-storage's ways out %q, want --allow-pruning=.spec.cronSpec,.spec.image twice:\n%s", ways, r.stdout+r.stderr)
+	}
+	r = succeeds(t, "promote-storage", crd.Name, "v2", ways[0][1])
+	if !strings.Contains(r.stdout, "12 object(s) have fields or values at v1 that --allow-pruning=.spec.cronSpec,.spec.image accepts: they WILL BE LOST") ||
+		!strings.Contains(r.stdout, "- default/crontab-0: .spec.cronSpec, .spec.image") {
+		t.Errorf("promote-storage %s does not name what it accepted:\n%s", ways[0][1], r.stdout)
+	}
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Fatalf("storedVersions %s after the promotion, want v1,v2", got)
+	}
+
+	r = refuses(t, c, []string{crd.Name}, []string{"rewriting the objects at v2 loses data", "12 object(s) have fields at v1 that v2 drops"},
 		"migrate", crd.Name, "--allow-pruning=.spec.image", "-o", "json")
 	// (-o json below: no object is named with .spec.image, accepted.)
 	if out := r.stdout + r.stderr; !strings.Contains(out, "default/crontab-0: .spec.cronSpec") {

@@ -80,28 +80,74 @@ func orNone(s string) string {
 // field between a version and the others (a prediction from the schemas).
 const CheckNoneConversionPruning = "NoneConversionPruning"
 
+// Pruning is what --allow-pruning accepts: every loss (All), or the
+// losses at Paths and under them (schema.Under: ".spec.ports" holds
+// ".spec.ports[2].x", and "[*]" stands for every index).
+type Pruning struct {
+	All   bool
+	Paths []string
+}
+
+// Accepts reports whether p accepts losing path.
+func (p Pruning) Accepts(path string) bool { return p.All || schema.Under(p.Paths, path) }
+
+// Flag is p as typed: "--allow-pruning", "--allow-pruning=PATH,…", or ""
+// when p accepts nothing.
+func (p Pruning) Flag() string {
+	switch {
+	case p.All:
+		return "--allow-pruning"
+	case len(p.Paths) > 0:
+		return "--allow-pruning=" + strings.Join(p.Paths, ",")
+	}
+	return ""
+}
+
 // noneConversionCheck fails when, under conversion strategy None, the served
-// versions of crd have schemas that prune each other's fields. allowPruning
-// turns the failure into a warning that still lists what will be lost.
-func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, allowPruning bool) *Check {
+// versions of crd have schemas that prune each other's fields. A loss that
+// p accepts is a warning that still lists what will be lost; with paths,
+// the fields under them are accepted and the rest still fail.
+func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinition, subject string, p Pruning) *Check {
 	if lifecycle.UsesWebhook(crd) || lifecycle.FindVersion(crd, subject) == nil {
 		return nil
 	}
-	lost, already := lifecycle.NoneConversionLosses(crd, subject)
-	if len(lost) == 0 && len(already) > 0 {
+	brought, alreadyOf := lifecycle.NoneConversionLossesOf(crd, subject)
+	already := lifecycle.NoneLossTexts(alreadyOf)
+	var lost, accepted []string
+	way := Pruning{Paths: slices.Clone(p.Paths)}
+	for _, l := range brought {
+		if p.Accepts(l.Path) {
+			accepted = append(accepted, l.Text)
+			continue
+		}
+		lost = append(lost, l.Text)
+		if !slices.Contains(way.Paths, l.Path) {
+			way.Paths = append(way.Paths, l.Path)
+		}
+		// A path with a wildcard other than an index (".spec.*": fields
+		// the schema does not name) is no flag's: only the bare flag
+		// accepts it.
+		way.All = way.All || strings.Contains(strings.ReplaceAll(l.Path, "[*]", ""), "*")
+	}
+	if len(brought) == 0 && len(already) > 0 {
 		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %s prunes %d field(s) against other versions, each just as a version with %s's schema does today, so this changes nothing of it (objects moving between those versions lose them already; Webhook conversion or schemas that agree keep them)", subject, len(already), subject)
 		c.Details = already
 		return c
 	}
-	if len(lost) == 0 {
+	if len(brought) == 0 {
 		return cs.add(CheckNoneConversionPruning, Pass, "conversion strategy None: no field is pruned between %s and the other versions", subject)
 	}
-	if allowPruning {
-		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %d field(s) WILL BE LOST when objects move between %s and other versions (--allow-pruning)", len(lost), subject)
-		c.Details = lost
+	if len(lost) == 0 {
+		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %d field(s) WILL BE LOST when objects move between %s and other versions (%s)", len(accepted), subject, p.Flag())
+		c.Details = accepted
 		return c
 	}
-	c := cs.add(CheckNoneConversionPruning, Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned (use Webhook conversion, make the schemas agree, or pass --allow-pruning to accept the loss)", len(lost))
+	also := ""
+	if len(accepted) > 0 {
+		also = fmt.Sprintf(" (%d more accepted by %s)", len(accepted), p.Flag())
+	}
+	slices.Sort(way.Paths)
+	c := cs.add(CheckNoneConversionPruning, Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned%s (use Webhook conversion, make the schemas agree, or pass %s to accept the loss)", len(lost), also, way.Flag())
 	c.Details = lost
 	return c
 }
@@ -132,7 +178,7 @@ func restores(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSpec
 // --allow-pruning makes it a warning.
 func restoreSchemaCheck(cs *Checks, spec AddVersionSpec, from string) {
 	outcome, how := Fail, "restore it with --preserve-unknown-fields (a schema that keeps every field), or --schema-file with the schema it had; --allow-pruning accepts the copy"
-	if spec.AllowPruning {
+	if spec.Pruning.All {
 		outcome, how = Warn, "accepted (--allow-pruning)"
 	}
 	cs.add("RestoreSchema", outcome, "%s is restored with the schema of %s, not the one its objects were written with: every read through it prunes what only %s declared, and a rewrite erases it for good; %s", spec.Name, orNone(from), spec.Name, how)
@@ -176,8 +222,10 @@ type AddVersionSpec struct {
 	DeprecationWarning *string
 	// Conversion, when set, replaces spec.conversion.
 	Conversion *apiextensionsv1.CustomResourceConversion
-	// AllowPruning accepts a None conversion between differing schemas.
-	AllowPruning bool
+	// Pruning accepts a None conversion between differing schemas: every
+	// field they prune (All), or those under Paths. Only All accepts a
+	// restore's copied schema (RestoreSchema).
+	Pruning Pruning
 	// StoredAt says that objects are stored at Name although
 	// status.storedVersions does not list it (the API server answered a
 	// list of them "invalid group/version" for it): the add restores it.
@@ -273,11 +321,11 @@ func AddVersion(crd *apiextensionsv1.CustomResourceDefinition, spec AddVersionSp
 	case restore && !spec.Served:
 		restoreCheck(cs, out, spec.Name)
 	case restore:
-		if c := noneConversionCheck(cs, out, spec.Name, spec.AllowPruning); c != nil && c.Outcome == Fail {
+		if c := noneConversionCheck(cs, out, spec.Name, spec.Pruning); c != nil && c.Outcome == Fail {
 			c.Message += fmt.Sprintf("; %s is a restore (objects are stored at it): restore it unserved (--served=false), which writes no object and lets migrate measure them", spec.Name)
 		}
 	default:
-		noneConversionCheck(cs, out, spec.Name, spec.AllowPruning)
+		noneConversionCheck(cs, out, spec.Name, spec.Pruning)
 	}
 	defaultVersionCheck(cs, crd, out)
 
@@ -355,7 +403,7 @@ func webhookConfigCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefinitio
 // order of versions the user gave, oldest first (--version-order, may be
 // nil): the check that version is newer than the storage version uses it
 // (see lifecycle.Order).
-func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version string, allowPruning bool, versionOrder []string) *Result {
+func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version string, pruning Pruning, versionOrder []string) *Result {
 	out := crd.DeepCopy()
 	r := &Result{Edited: out}
 	cs := &r.Checks
@@ -409,7 +457,7 @@ func PromoteStorage(crd *apiextensionsv1.CustomResourceDefinition, version strin
 			cs.add("VersionOrder", Warn, "%s is older than the storage version %s (by %s): this moves the storage version back, a rollback, not the lifecycle's next step", version, current, orderBasis(basis))
 		}
 	}
-	noneConversionCheck(cs, out, version, allowPruning)
+	noneConversionCheck(cs, out, version, pruning)
 	if current != "" && !slices.Contains(crd.Status.StoredVersions, current) {
 		cs.add("StoredVersions", Warn, "status.storedVersions %v does not list the current storage version %s", crd.Status.StoredVersions, current)
 	}

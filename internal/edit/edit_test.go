@@ -84,7 +84,7 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass VersionAbsent=fail", false},
 		{"schema that prunes under None", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour")},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=warn CopiedFrom=pass", false},
-		{"--allow-pruning", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour"), AllowPruning: true},
+		{"--allow-pruning", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour"), Pruning: Pruning{All: true}},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=warn DefaultVersion=warn CopiedFrom=pass", false},
 		{"webhook without client config", one(), AddVersionSpec{Name: "v2", Served: true, Schema: crdtest.SpecSchema("colour"),
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}}},
@@ -113,7 +113,7 @@ func TestAddVersion(t *testing.T) {
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=pass CopiedFrom=pass", false},
 		{"restore with a copied schema", removedV0(false), AddVersionSpec{Name: "v0"},
 			"VersionName=pass VersionAbsent=pass RestoreSchema=fail NoneConversionPruning=pass DefaultVersion=pass", false},
-		{"restore with a copied schema, --allow-pruning", removedV0(false), AddVersionSpec{Name: "v0", AllowPruning: true},
+		{"restore with a copied schema, --allow-pruning", removedV0(false), AddVersionSpec{Name: "v0", Pruning: Pruning{All: true}},
 			"VersionName=pass VersionAbsent=pass RestoreSchema=warn NoneConversionPruning=pass DefaultVersion=pass", false},
 		{"a new version, unserved, nothing stored at it", removedV0(true), AddVersionSpec{Name: "v0", Schema: PreserveUnknownSchema()},
 			"VersionName=pass VersionAbsent=pass NoneConversionPruning=fail DefaultVersion=pass CopiedFrom=pass", false},
@@ -190,7 +190,7 @@ func TestPromoteStorage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := PromoteStorage(tc.in, tc.to, false, nil)
+			r := PromoteStorage(tc.in, tc.to, Pruning{}, nil)
 			if got := outcomes(r.Checks); got != tc.checks {
 				t.Errorf("checks:\n got %s\nwant %s", got, tc.checks)
 			}
@@ -203,6 +203,31 @@ func TestPromoteStorage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPromoteStoragePruningPaths: --allow-pruning=PATHS accepts the fields
+// conversion None prunes under them and no other; the refusal's way out is
+// the flag that accepts what it names and what was accepted.
+func TestPromoteStoragePruningPaths(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b", "c")).
+		Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD()
+	for _, tc := range []struct {
+		paths []string
+		want  string
+	}{
+		{nil, "fail 2 field(s) would be pruned (use Webhook conversion, make the schemas agree, or pass --allow-pruning=.spec.b,.spec.c to accept the loss)"},
+		{[]string{".spec.b"}, "fail 1 field(s) would be pruned (1 more accepted by --allow-pruning=.spec.b) (use Webhook conversion, make the schemas agree, or pass --allow-pruning=.spec.b,.spec.c to accept the loss)"},
+		{[]string{".spec.c", ".spec.b"}, "warn 2 field(s) WILL BE LOST when objects move between v2 and other versions (--allow-pruning=.spec.c,.spec.b)"},
+		{[]string{".spec"}, "warn 2 field(s) WILL BE LOST"},
+		{[]string{".spec.bb", ".status"}, "fail 2 field(s) would be pruned (use Webhook conversion, make the schemas agree, or pass --allow-pruning=.spec.b,.spec.bb,.spec.c,.status to accept the loss)"},
+	} {
+		r := PromoteStorage(crd, "v2", Pruning{Paths: tc.paths}, nil)
+		c := r.Checks[len(r.Checks)-1]
+		if c.Name != CheckNoneConversionPruning || !strings.Contains(string(c.Outcome)+" "+c.Message, strings.TrimPrefix(strings.TrimPrefix(tc.want, "fail "), "warn ")) ||
+			!strings.HasPrefix(tc.want, string(c.Outcome)) {
+			t.Errorf("paths %q: %s %s %q, want %q", tc.paths, c.Name, c.Outcome, c.Message, tc.want)
+		}
 	}
 }
 
@@ -276,7 +301,7 @@ func TestSetServedAndDeprecate(t *testing.T) {
 // refused and the failed check; the check's message and details are in the
 // preflight report printed before it (Shown), and in Details.
 func TestRefusalIsOneShortLine(t *testing.T) {
-	r := PromoteStorage(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b", "c", "d", "e", "f", "g")).Version("v2", crdtest.Served, crdtest.Fields("z")).Stored("v1").CRD(), "v2", false, nil)
+	r := PromoteStorage(crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b", "c", "d", "e", "f", "g")).Version("v2", crdtest.Served, crdtest.Fields("z")).Stored("v1").CRD(), "v2", Pruning{}, nil)
 	err := r.Refused("promote-storage")
 	if err == nil {
 		t.Fatal("no refusal")

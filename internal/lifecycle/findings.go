@@ -503,6 +503,30 @@ func NoneConversionLoss(crd *apiextensionsv1.CustomResourceDefinition, subject s
 // version, changes nothing of the second kind: clients reading or writing
 // through the twin meet it now.
 func NoneConversionLosses(crd *apiextensionsv1.CustomResourceDefinition, subject string) (brought, already []string) {
+	b, a := NoneConversionLossesOf(crd, subject)
+	return NoneLossTexts(b), NoneLossTexts(a)
+}
+
+// NoneLoss is one field that conversion None prunes between two versions:
+// Path is the schema path (schema.PrunedFields: ".spec.color",
+// ".spec.ports[*].name", ".spec.*"), Text names it as NoneConversionLosses
+// does.
+type NoneLoss struct {
+	Path, Text string
+}
+
+// NoneLossTexts is the Text of each of ls.
+func NoneLossTexts(ls []NoneLoss) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Text)
+	}
+	return out
+}
+
+// NoneConversionLossesOf is NoneConversionLosses with the schema path of
+// each field.
+func NoneConversionLossesOf(crd *apiextensionsv1.CustomResourceDefinition, subject string) (brought, already []NoneLoss) {
 	if UsesWebhook(crd) {
 		return nil, nil
 	}
@@ -523,19 +547,20 @@ func NoneConversionLosses(crd *apiextensionsv1.CustomResourceDefinition, subject
 				break
 			}
 		}
-		var lost []string
+		var lost []NoneLoss
 		for _, p := range schema.PrunedFields(schema.Of(&other), schema.Of(v)) {
-			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, other.Name, subject))
+			lost = append(lost, NoneLoss{Path: p, Text: fmt.Sprintf("%s at %s (read or written through %s)", p, other.Name, subject)})
 		}
 		for _, p := range schema.PrunedFields(schema.Of(v), schema.Of(&other)) {
-			lost = append(lost, fmt.Sprintf("%s at %s (read or written through %s)", p, subject, other.Name))
+			lost = append(lost, NoneLoss{Path: p, Text: fmt.Sprintf("%s at %s (read or written through %s)", p, subject, other.Name)})
 		}
 		if twin == "" {
 			brought = append(brought, lost...)
 			continue
 		}
 		for _, l := range lost {
-			already = append(already, fmt.Sprintf("%s, as between %s and %s already", l, twin, other.Name))
+			l.Text = fmt.Sprintf("%s, as between %s and %s already", l.Text, twin, other.Name)
+			already = append(already, l)
 		}
 	}
 	return brought, already

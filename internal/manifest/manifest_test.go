@@ -59,7 +59,7 @@ func TestApplyChangesOnlyTheEditedLines(t *testing.T) {
 	}{
 		{"no-op", func(c *apiextensionsv1.CustomResourceDefinition) *edit.Result { return &edit.Result{Edited: c} }, nil},
 		{"promote-storage", func(c *apiextensionsv1.CustomResourceDefinition) *edit.Result {
-			return edit.PromoteStorage(c, "v1beta1", false, nil)
+			return edit.PromoteStorage(c, "v1beta1", edit.Pruning{}, nil)
 		},
 			[]string{"-    storage: true", "+    storage: false", "-    storage: false", "+    storage: true"}},
 		{"unserve", func(c *apiextensionsv1.CustomResourceDefinition) *edit.Result {

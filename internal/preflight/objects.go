@@ -5,6 +5,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
+	"github.com/crdversion/kubectl-crdversion/internal/loss"
 )
 
 // Objects turns what cluster.Client.CheckObjects found into the checks
@@ -12,12 +13,29 @@ import (
 // (the API server let the checks run), ObjectsValid (the dry-run no-op
 // update through To, the request migrate sends, was accepted, and so was
 // a dry-run create of the object at To) and
-// FieldsKept (no field read at From is missing at To). allowPruning turns
-// FieldsKept's failure into a warning that still names every object and
-// path.
-func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
-	var cs edit.Checks
+// FieldsKept (no field read at From is missing at To). A loss p accepts
+// (p.All: every one) is a warning that still names every object and path:
+// with paths, LossAccepted names what they accept, and the rest fails as
+// before, each failure's way out the flag that accepts exactly what it
+// names and what was accepted.
+func Objects(found *cluster.ObjectsCheck, p edit.Pruning) (cs edit.Checks) {
 	from, to := found.From, found.To
+	allowPruning := p.All
+	var accepted []cluster.ObjectLoss
+	if !p.All && len(p.Paths) > 0 {
+		f := *found
+		f.NotRoundTripped, accepted = loss.Accept(f.NotRoundTripped, p.Paths, accepted)
+		f.Changed, accepted = loss.Accept(f.Changed, p.Paths, accepted)
+		f.Lost, accepted = loss.Accept(f.Lost, p.Paths, accepted)
+		found = &f
+	}
+	way := loss.AcceptFlag([]cluster.ObjectLoss{{Paths: p.Paths}}, found.NotRoundTripped, found.Changed, found.Lost)
+	if len(accepted) > 0 {
+		defer func() {
+			cs = append(cs, edit.Check{Name: "LossAccepted", Outcome: edit.Warn, Details: lossLines(accepted),
+				Message: fmt.Sprintf("%d object(s) have fields or values at %s that %s accepts: they WILL BE LOST or CHANGED when the objects are rewritten at %s", len(accepted), from, p.Flag(), to)})
+		}()
+	}
 	if found.ListError != "" {
 		return append(cs, edit.Check{
 			Name: "ObjectsReadable", Outcome: edit.Fail,
@@ -89,12 +107,9 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 		return cs
 	}
 	if n := len(found.NotRoundTripped); n > 0 {
-		var details []string
-		for _, l := range found.NotRoundTripped {
-			details = append(details, l.String())
-		}
+		details := lossLines(found.NotRoundTripped)
 		c := edit.Check{Name: "RoundTrip", Outcome: edit.Fail, Details: details,
-			Message: fmt.Sprintf("%d object(s) do not come back whole from %s through %s (the conversion webhook's answers, as the API server's dry run stored and read them back): once stored at %s, clients reading them at %s lose these fields, and so does a move back; fix the webhook's %s -> %s conversion, or pass --allow-pruning to accept the loss", n, to, from, to, from, to, from)}
+			Message: fmt.Sprintf("%d object(s) do not come back whole from %s through %s (the conversion webhook's answers, as the API server's dry run stored and read them back): once stored at %s, clients reading them at %s lose these fields, and so does a move back; fix the webhook's %s -> %s conversion, or accept exactly these losses with %s", n, to, from, to, from, to, from, way)}
 		if allowPruning {
 			c.Outcome = edit.Warn
 			c.Message = fmt.Sprintf("%d object(s) do not come back whole from %s through %s: these fields WILL BE LOST for clients reading them at %s once stored at %s (--allow-pruning)", n, to, from, from, to)
@@ -102,12 +117,9 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 		cs = append(cs, c)
 	}
 	if n := len(found.Changed); n > 0 {
-		var details []string
-		for _, l := range found.Changed {
-			details = append(details, l.String())
-		}
+		details := lossLines(found.Changed)
 		c := edit.Check{Name: "ValuesKept", Outcome: edit.Fail, Details: details,
-			Message: fmt.Sprintf("%d object(s) have values at %s that the update through %s changes (admission on UPDATE, a mutating webhook or policy): rewriting them at %s changes that data; make the admission spare them, or pass --allow-pruning to accept it", n, from, to, to)}
+			Message: fmt.Sprintf("%d object(s) have values at %s that the update through %s changes (admission on UPDATE, a mutating webhook or policy): rewriting them at %s changes that data; make the admission spare them, or accept exactly these changes with %s", n, from, to, to, way)}
 		if allowPruning {
 			c.Outcome = edit.Warn
 			c.Message = fmt.Sprintf("%d object(s) have values at %s that the update through %s changes: they WILL BE CHANGED when the objects are rewritten at %s (--allow-pruning)", n, from, to, to)
@@ -118,15 +130,12 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 		if len(found.Forbidden) == 0 {
 			cs = append(cs, edit.Check{
 				Name: "FieldsKept", Outcome: edit.Pass,
-				Message: fmt.Sprintf("no field of the %d object(s) read at %s is missing at %s (compared as the API server returns them)", found.Listed, from, to),
+				Message: fmt.Sprintf("no field of the %d object(s) read at %s is missing at %s (compared as the API server returns them)%s", found.Listed, from, to, map[bool]string{true: ", other than those accepted", false: ""}[len(accepted) > 0]),
 			})
 		}
 		return cs
 	}
-	var details []string
-	for _, l := range found.Lost {
-		details = append(details, l.String())
-	}
+	details := lossLines(found.Lost)
 	if allowPruning {
 		return append(cs, edit.Check{
 			Name: "FieldsKept", Outcome: edit.Warn,
@@ -136,9 +145,17 @@ func Objects(found *cluster.ObjectsCheck, allowPruning bool) edit.Checks {
 	}
 	return append(cs, edit.Check{
 		Name: "FieldsKept", Outcome: edit.Fail,
-		Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops (each read at %s and at %s, or sent migrate's no-op update through it as a server-side dry run, then compared): rewriting them at %s loses that data; make %s's schema keep the fields (or the admission that removes them on UPDATE, a mutating webhook or policy, spare them), or pass --allow-pruning to accept the loss", len(found.Lost), from, to, from, to, to, to),
+		Message: fmt.Sprintf("%d object(s) have fields at %s that %s drops (each read at %s and at %s, or sent migrate's no-op update through it as a server-side dry run, then compared): rewriting them at %s loses that data; make %s's schema keep the fields (or the admission that removes them on UPDATE, a mutating webhook or policy, spare them), or accept exactly these losses with %s", len(found.Lost), from, to, from, to, to, to, way),
 		Details: details,
 	})
+}
+
+func lossLines(ls []cluster.ObjectLoss) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.String()
+	}
+	return out
 }
 
 func problemLines(ps []cluster.ObjectProblem) []string {

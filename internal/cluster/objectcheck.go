@@ -35,6 +35,25 @@ type ObjectProblem struct {
 
 func (p ObjectProblem) String() string { return p.Object + ": " + p.Message }
 
+// ProblemLines names the objects of ps with the API server's answer, one
+// line per answer: objects refused for the same reason (a webhook's or a
+// policy's denial, the same message) share a line that names every one.
+func ProblemLines(ps []ObjectProblem) []string {
+	var order []string
+	objects := map[string][]string{}
+	for _, p := range ps {
+		if _, seen := objects[p.Message]; !seen {
+			order = append(order, p.Message)
+		}
+		objects[p.Message] = append(objects[p.Message], p.Object)
+	}
+	out := make([]string, len(order))
+	for i, m := range order {
+		out[i] = strings.Join(objects[m], ", ") + ": " + m
+	}
+	return out
+}
+
 // ObjectLoss is an object that has fields when read at one version and
 // not when read (or written) through another: the data a step that
 // rewrites it there loses.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,5 +63,17 @@ func TestNotJudged(t *testing.T) {
 		if got := notJudged(tt.err); got != tt.want {
 			t.Errorf("notJudged(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestProblemLinesShareAnAnswer (trial): forty objects refused by one
+// policy printed forty identical lines; objects with the same answer share
+// a line, every object named, in the order given.
+func TestProblemLinesShareAnAnswer(t *testing.T) {
+	got := ProblemLines([]ObjectProblem{{Object: "default/a", Message: "denied by p"}, {Object: "default/b", Message: "spec.size: Invalid value"},
+		{Object: "default/c", Message: "denied by p"}})
+	want := []string{"default/a, default/c: denied by p", "default/b: spec.size: Invalid value"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ProblemLines = %q, want %q", got, want)
 	}
 }

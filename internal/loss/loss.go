@@ -460,13 +460,10 @@ func AcceptFlag(ls ...[]cluster.ObjectLoss) string {
 	return "--allow-pruning=" + strings.Join(slices.Sorted(maps.Keys(seen)), ",")
 }
 
-// describeProblems names the first limit objects with their messages.
+// describeProblems names the first limit answers of the API server with
+// their objects (cluster.ProblemLines).
 func describeProblems(ps []cluster.ObjectProblem, limit int) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = p.String()
-	}
-	return lifecycle.Shorten(parts, limit, "; ", "; and %d more")
+	return lifecycle.Shorten(cluster.ProblemLines(ps), limit, "; ", "; and %d more")
 }
 
 // describeLosses names the first limit objects with their paths.

@@ -47,14 +47,14 @@ func Objects(found *cluster.ObjectsCheck, p edit.Pruning) (cs edit.Checks) {
 			Name: "ObjectsPermitted", Outcome: edit.Fail,
 			Message: fmt.Sprintf("permission denied: %d of %d object(s) could not be checked at %s, so whether they are valid there is unknown (grant the permission and re-run): %s",
 				len(found.Forbidden), found.Listed, to, found.Forbidden[0].Message),
-			Details: problemLines(found.Forbidden),
+			Details: cluster.ProblemLines(found.Forbidden),
 		})
 	}
 	if len(found.Unreadable) > 0 {
 		cs = append(cs, edit.Check{
 			Name: "ObjectsReadable", Outcome: edit.Fail,
 			Message: fmt.Sprintf("%d of %d object(s) cannot be read at %s", len(found.Unreadable), found.Listed, to),
-			Details: problemLines(found.Unreadable),
+			Details: cluster.ProblemLines(found.Unreadable),
 		})
 	} else {
 		at := from + " and at " + to
@@ -79,13 +79,13 @@ func Objects(found *cluster.ObjectsCheck, p edit.Pruning) (cs edit.Checks) {
 		cs = append(cs, edit.Check{
 			Name: "ObjectsValid", Outcome: edit.Fail,
 			Message: fmt.Sprintf("%d of %d checked object(s) are refused at %s: the no-op update that migrate sends through %s fails (server-side dry run)", len(found.Problems), checked, to, to),
-			Details: problemLines(found.Problems),
+			Details: cluster.ProblemLines(found.Problems),
 		})
 	case len(found.InvalidAsNew) > 0:
 		cs = append(cs, edit.Check{
 			Name: "ObjectsValid", Outcome: edit.Fail,
 			Message: fmt.Sprintf("%d of %d checked object(s) are invalid at %s: migrate's no-op update is accepted (ratcheting keeps unchanged invalid fields), but not the objects as new (server-side dry-run create: the whole schema and its rules); fix the objects or the schema", len(found.InvalidAsNew), checked, to),
-			Details: problemLines(found.InvalidAsNew),
+			Details: cluster.ProblemLines(found.InvalidAsNew),
 		})
 	case len(found.Forbidden) == 0:
 		cs = append(cs, edit.Check{
@@ -98,7 +98,7 @@ func Objects(found *cluster.ObjectsCheck, p edit.Pruning) (cs edit.Checks) {
 			cs = append(cs, edit.Check{
 				Name: "ObjectsValidAsNew", Outcome: edit.Warn,
 				Message: fmt.Sprintf("%d object(s) were not checked as new objects at %s: their namespace is being deleted, and the API server creates nothing there (they go with it); the update migrate sends was accepted for them", n, to),
-				Details: problemLines(found.NotCheckedAsNew),
+				Details: cluster.ProblemLines(found.NotCheckedAsNew),
 			})
 		}
 	}
@@ -154,14 +154,6 @@ func lossLines(ls []cluster.ObjectLoss) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {
 		out[i] = l.String()
-	}
-	return out
-}
-
-func problemLines(ps []cluster.ObjectProblem) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.String()
 	}
 	return out
 }

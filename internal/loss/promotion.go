@@ -2,6 +2,7 @@ package loss
 
 import (
 	"context"
+	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -73,6 +74,11 @@ func MeasurePromotion(ctx context.Context, c Checker, crd *apiextensionsv1.Custo
 	// present, with the round trip back.
 	co.Whole = !p.Blind && !co.RoundTrip && (crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter)
 	p.Design, p.DryRunBecause = result.DesignDryRun, promotionActors(ctx, c, crd, to, p.From, p.Blind)
+	if p.DryRunBecause == "" && o.Sample > 0 {
+		// The second list judges every object it answers; a sample is
+		// the way of the dry runs, which judge only the sample.
+		p.DryRunBecause = fmt.Sprintf("--sample %d: the sample is sent the dry-run update and create; every other object is read at %s on its own and compared, not validated", o.Sample, to)
+	}
 	if p.DryRunBecause == "" {
 		p.Design, co.Reads = result.DesignReads, true
 	}

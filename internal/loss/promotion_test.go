@@ -69,7 +69,7 @@ func TestMeasurePromotion(t *testing.T) {
 			f := &optionsChecker{err: tt.err, found: found}
 			var progressFrom string
 			var updates []result.Progress
-			o := PromotionOptions{Sample: 7, Options: Options{PageSize: 50, Concurrency: 3, FieldManager: "fm",
+			o := PromotionOptions{Options: Options{PageSize: 50, Concurrency: 3, FieldManager: "fm",
 				Progress: func(from string) (func(result.Progress), func()) {
 					progressFrom = from
 					return func(p result.Progress) { updates = append(updates, p) }, func() {}
@@ -78,7 +78,7 @@ func TestMeasurePromotion(t *testing.T) {
 			if f.got == nil {
 				t.Fatal("the objects were not checked")
 			}
-			want := cluster.CheckObjectsOptions{From: tt.from, To: "v2", Sample: 7, PageSize: 50, Concurrency: 3,
+			want := cluster.CheckObjectsOptions{From: tt.from, To: "v2", PageSize: 50, Concurrency: 3,
 				FieldManager: "fm", RoundTrip: tt.roundTrip}
 			got := *f.got
 			if got.Progress == nil {
@@ -169,6 +169,15 @@ func TestMeasurePromotionReadsOnlyWhereNothingActsOnTheWrite(t *testing.T) {
 				t.Errorf("checks with Reads %v, design %q because %q; want Reads %v, %q because %q", f.reads, p.Design, p.DryRunBecause, reads, want, tt.because)
 			}
 		})
+	}
+
+	// A sample is not a design of reads: the second list judges every
+	// object it answers, the sample only some (a trial found "measured by
+	// reads: 0 of 40" under --sample 5).
+	sampled := &optionsChecker{found: &cluster.ObjectsCheck{}}
+	if p, err := MeasurePromotion(context.Background(), sampled, plain(), "v2", PromotionOptions{Sample: 5}); err != nil || p.Design != result.DesignDryRun ||
+		!strings.HasPrefix(p.DryRunBecause, "--sample 5: ") || sampled.got.Reads || sampled.got.Sample != 5 {
+		t.Errorf("--sample 5: %v, checked with %+v; want the dry runs of a sample of 5, because of the sample", err, sampled.got)
 	}
 
 	f := &fakeChecker{answers: map[string]*cluster.ObjectsCheck{"v1": {Listed: 2}},

@@ -53,6 +53,11 @@ func (f *fake) Measure(_ context.Context, targets ...schema.GroupVersionResource
 	return out, nil
 }
 
+func (f *fake) WebhookRoundTrip(context.Context, *apiextensionsv1.CustomResourceDefinition, string, string, int64, time.Duration) (*cluster.RoundTrips, error) {
+	f.calls = append(f.calls, "roundtrip")
+	return nil, errors.New("not reachable")
+}
+
 func (f *fake) Describe() string { return "the fake's sources" }
 
 func (f *fake) Writers(_ context.Context, gvr schema.GroupVersionResource) usage.SourceReport {

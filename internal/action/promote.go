@@ -30,6 +30,9 @@ type PromoteCluster interface {
 	// AdmissionRules are the cluster's webhook and policy rules, which
 	// decide whether reads measure the promotion (loss.Checker).
 	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
+	// WebhookRoundTrip sends every object through the conversion webhook
+	// and back from the client (loss.RoundTripper).
+	loss.RoundTripper
 }
 
 // PromoteOptions are the inputs of promote-storage.
@@ -97,7 +100,7 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 		if missing, _ := c.Missing(ctx, access.PromoteStorage(t.Live, o.Write)); len(missing) > 0 {
 			return nil, &access.MissingError{Operation: "promote-storage", CRD: t.Live.Name, Missing: missing}
 		}
-		lo := loss.PromotionOptions{Sample: o.Sample, Options: loss.Options{PageSize: o.ChunkSize,
+		lo := loss.PromotionOptions{Sample: o.Sample, RoundTripper: c, WebhookTimeout: o.WebhookTimeout, Options: loss.Options{PageSize: o.ChunkSize,
 			Concurrency: o.Concurrency, FieldManager: o.FieldManager, CrossCheck: o.CrossCheck}}
 		if o.Progress != nil {
 			lo.Progress = func(string) (func(migrate.Progress), func()) { return o.Progress, func() {} }
@@ -130,6 +133,20 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 // second list answered; the others, written between the lists, got the
 // dry run) or by dry runs, and why.
 func measuredCheck(p *loss.Promotion) edit.Check {
+	c := designCheck(p)
+	if p.Webhook {
+		if p.RoundTrip == "" {
+			c.Message += fmt.Sprintf("; under Webhook conversion each object read at %s was sent back to %s through the webhook by this client and compared whole with its read at %s (what a client reading at %s gets once the objects are stored at %s)", p.Found.To, p.Found.From, p.Found.From, p.Found.From, p.Found.To)
+		} else {
+			c.Outcome = edit.Warn
+			c.Message += fmt.Sprintf("; under Webhook conversion the objects at %s and at %s were compared by the names of their fields (%s): a field the webhook renames counts as lost, and a value it changes is not seen", p.Found.From, p.Found.To, p.RoundTrip)
+		}
+	}
+	return c
+}
+
+// designCheck is measuredCheck's check before the round trip is said.
+func designCheck(p *loss.Promotion) edit.Check {
 	f := p.Found
 	if p.Design == result.DesignReads {
 		return edit.Check{Name: "LossMeasurement", Outcome: edit.Pass,

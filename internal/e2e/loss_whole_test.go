@@ -31,6 +31,22 @@ import (
 // storedVersions [v1, v2], every object still stored at v1.
 func webhookStoragePending(t *testing.T, c clients, hook *conversionWebhook, group string, v2 *apiextensionsv1.JSONSchemaProps, objects ...*unstructured.Unstructured) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
+	crd := webhookVersionAdded(t, c, hook, group, v2, objects...)
+	crd = setStorage(t, c, crd.Name, "v2")
+	waitFor(t, "v2 served through the webhook", func() (bool, error) {
+		_, err := resource(c, crd, "v2", "default").List(context.Background(), metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Fatalf("storedVersions %s, want v1,v2", got)
+	}
+	return crd
+}
+
+// webhookVersionAdded is webhookStoragePending before the flip: v1 is
+// still the storage version, v2 served through the webhook.
+func webhookVersionAdded(t *testing.T, c clients, hook *conversionWebhook, group string, v2 *apiextensionsv1.JSONSchemaProps, objects ...*unstructured.Unstructured) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
 	ctx := context.Background()
 	crd := createCRD(t, c, crontab(group, apiextensionsv1.NamespaceScoped))
 	ensureNamespace(t, c, "default")
@@ -46,20 +62,16 @@ func webhookStoragePending(t *testing.T, c clients, hook *conversionWebhook, gro
 	if v2 != nil {
 		version.Schema.OpenAPIV3Schema = v2
 	}
-	updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+	crd = updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Versions = append(crd.Spec.Versions, version)
 		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 			ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})},
 			ConversionReviewVersions: []string{"v1"}}}
 	})
-	crd = setStorage(t, c, crd.Name, "v2")
 	waitFor(t, "v2 served through the webhook", func() (bool, error) {
 		_, err := resource(c, crd, "v2", "default").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
-	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
-		t.Fatalf("storedVersions %s, want v1,v2", got)
-	}
 	return crd
 }
 
@@ -90,6 +102,93 @@ func wholeObjects(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDe
 	return strings.Join(out, "\n")
 }
 
+// renameImage is the conversion of a webhook that renames .spec.image at
+// v1 to .spec.containerImage at v2 and back: lossless.
+var renameImage = func(version string, obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	from, to := "image", "containerImage"
+	if version == "v1" {
+		from, to = to, from
+	}
+	if v, ok := spec[from]; ok {
+		spec[to] = v
+		delete(spec, from)
+	}
+}
+
+// containerImageSchema is CronTab's v2 schema with .spec.image renamed
+// .spec.containerImage.
+func containerImageSchema() *apiextensionsv1.JSONSchemaProps {
+	v2 := crontabVersion("v2", true, false).Schema.OpenAPIV3Schema
+	spec := v2.Properties["spec"]
+	spec.Properties["containerImage"] = spec.Properties["image"]
+	delete(spec.Properties, "image")
+	v2.Properties["spec"] = spec
+	return v2
+}
+
+// renamedObjects are the CronTabs renameImage renames.
+func renamedObjects() []*unstructured.Unstructured {
+	return []*unstructured.Unstructured{cronTabObject("a", map[string]any{"image": "nginx:1", "replicas": int64(2)}, nil),
+		cronTabObject("b", map[string]any{"image": "redis:7"}, map[string]string{"app": "b"})}
+}
+
+// zeroedObjects are the CronTabs of zeroAndRelabel: "changed",
+// "relabelled" and one it keeps.
+func zeroedObjects() []*unstructured.Unstructured {
+	return []*unstructured.Unstructured{cronTabObject("changed", map[string]any{"image": "nginx:1", "replicas": int64(5)}, nil),
+		cronTabObject("relabelled", map[string]any{"image": "nginx:1"}, map[string]string{"legacy": "yes", "app": "x"}),
+		cronTabObject("kept", map[string]any{"image": "nginx:1"}, nil)}
+}
+
+// zeroAndRelabel is the conversion to v2 of a webhook that sets
+// .spec.replicas of the object "changed" to 0 and drops the label
+// "legacy" of "relabelled": keys kept, data lost.
+var zeroAndRelabel = func(version string, obj map[string]any) {
+	if version != "v2" {
+		return
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	switch meta["name"] {
+	case "changed":
+		obj["spec"].(map[string]any)["replicas"] = int64(0)
+	case "relabelled":
+		labels, _ := meta["labels"].(map[string]any)
+		delete(labels, "legacy")
+	}
+}
+
+// TestPromoteStorageJudgesTheWebhookRoundTrip (issue 34): before the flip,
+// promote-storage compared the keys of each object at v1 and at v2, so a
+// renaming webhook was refused as lossy (.spec.image "dropped") and a
+// webhook that zeroes a value or drops a label passed. Each object read at
+// v2 now goes back to v1 through the webhook, from the client, and is
+// compared whole with its read at v1: the rename promotes, the lossy
+// webhook is refused naming both objects, and nothing is written.
+func TestPromoteStorageJudgesTheWebhookRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	rename := newConversionWebhook(t)
+	rename.edit.Store(&renameImage)
+	crd := webhookVersionAdded(t, c, rename, "promote-rename.example.com", containerImageSchema(), renamedObjects()...)
+	r := succeeds(t, "promote-storage", crd.Name, "v2")
+	if !strings.Contains(r.stdout, "sent back to v1 through the webhook by this client and compared whole") {
+		t.Errorf("promote-storage does not say it judged the round trip:\n%s", r.stdout)
+	}
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1,v2" {
+		t.Errorf("storedVersions %s after the promotion, want v1,v2", got)
+	}
+
+	lossy := newConversionWebhook(t)
+	lossy.edit.Store(&zeroAndRelabel)
+	crd = webhookVersionAdded(t, c, lossy, "promote-lossy.example.com", nil, zeroedObjects()...)
+	refused(t, c, crd.Name, []string{"1 object(s) have values at v1 that the update through v2 changes", "default/changed: .spec.replicas",
+		"1 object(s) have fields at v1 that v2 drops", "default/relabelled: .metadata.labels.legacy"}, "promote-storage", crd.Name, "v2")
+	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1" {
+		t.Errorf("storedVersions %s after the refusal, want v1", got)
+	}
+}
+
 // TestMigrateWebhookRenameIsLossless (B19): the canonical conversion
 // webhook renames .spec.image at v1 to .spec.containerImage at v2 and back.
 // A comparison of keys across versions called every object lossy and left
@@ -100,26 +199,8 @@ func TestMigrateWebhookRenameIsLossless(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
 	hook := newConversionWebhook(t)
-	rename := func(version string, obj map[string]any) {
-		spec, _ := obj["spec"].(map[string]any)
-		from, to := "image", "containerImage"
-		if version == "v1" {
-			from, to = to, from
-		}
-		if v, ok := spec[from]; ok {
-			spec[to] = v
-			delete(spec, from)
-		}
-	}
-	hook.edit.Store(&rename)
-	v2 := crontabVersion("v2", true, false).Schema.OpenAPIV3Schema
-	spec := v2.Properties["spec"]
-	spec.Properties["containerImage"] = spec.Properties["image"]
-	delete(spec.Properties, "image")
-	v2.Properties["spec"] = spec
-	crd := webhookStoragePending(t, c, hook, "rename-webhook.example.com", v2,
-		cronTabObject("a", map[string]any{"image": "nginx:1", "replicas": int64(2)}, nil),
-		cronTabObject("b", map[string]any{"image": "redis:7"}, map[string]string{"app": "b"}))
+	hook.edit.Store(&renameImage)
+	crd := webhookStoragePending(t, c, hook, "rename-webhook.example.com", containerImageSchema(), renamedObjects()...)
 	before := wholeObjects(t, c, crd, "v1")
 
 	r := succeeds(t, "migrate", crd.Name)
@@ -142,24 +223,8 @@ func TestMigrateWebhookChangesValuesAndLabels(t *testing.T) {
 	t.Parallel()
 	c := newClients(t)
 	hook := newConversionWebhook(t)
-	lossy := func(version string, obj map[string]any) {
-		if version != "v2" {
-			return
-		}
-		meta, _ := obj["metadata"].(map[string]any)
-		switch meta["name"] {
-		case "changed":
-			obj["spec"].(map[string]any)["replicas"] = int64(0)
-		case "relabelled":
-			labels, _ := meta["labels"].(map[string]any)
-			delete(labels, "legacy")
-		}
-	}
-	hook.edit.Store(&lossy)
-	crd := webhookStoragePending(t, c, hook, "lossy-values.example.com", nil,
-		cronTabObject("changed", map[string]any{"image": "nginx:1", "replicas": int64(5)}, nil),
-		cronTabObject("relabelled", map[string]any{"image": "nginx:1"}, map[string]string{"legacy": "yes", "app": "x"}),
-		cronTabObject("kept", map[string]any{"image": "nginx:1"}, nil))
+	hook.edit.Store(&zeroAndRelabel)
+	crd := webhookStoragePending(t, c, hook, "lossy-values.example.com", nil, zeroedObjects()...)
 	before := wholeObjects(t, c, crd, "v1")
 
 	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "nothing was changed", "rewriting the objects at v2 loses data",

@@ -2,13 +2,16 @@ package loss
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
+	"github.com/crdversion/kubectl-crdversion/internal/webhook"
 )
 
 // PromotionOptions are MeasurePromotion's options.
@@ -19,6 +22,19 @@ type PromotionOptions struct {
 	// Sample limits the objects validated at the new storage version (0:
 	// all); every object is still read there.
 	Sample int
+	// RoundTripper, under Webhook conversion, sends every object read at
+	// the new version back through the webhook from the client, so that
+	// each is compared whole with its read at the storage version; nil, or
+	// a webhook it cannot call, leaves the comparison of keys.
+	RoundTripper RoundTripper
+	// WebhookTimeout bounds each call of RoundTripper to the webhook.
+	WebhookTimeout time.Duration
+}
+
+// RoundTripper measures the round trip of every object through a
+// conversion webhook before the flip (cluster.Client.WebhookRoundTrip).
+type RoundTripper interface {
+	WebhookRoundTrip(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, from, to string, pageSize int64, timeout time.Duration) (*cluster.RoundTrips, error)
 }
 
 // Promotion is what MeasurePromotion found.
@@ -42,6 +58,14 @@ type Promotion struct {
 	// DryRunBecause says why the objects were sent dry-run updates ("" by
 	// reads): what can act on the write that a read does not show.
 	DryRunBecause string
+	// RoundTrip says, under Webhook conversion, how Found.Lost and
+	// Found.Changed were judged: "" for whole objects after the round trip
+	// (RoundTripper), else why keys were compared across the versions (a
+	// renamed field then counts as lost, and a changed value is not seen).
+	RoundTrip string
+	// Webhook is set under Webhook conversion with the storage version
+	// served: the objects made the round trip (RoundTrip says how judged).
+	Webhook bool
 }
 
 // MeasurePromotion asks the API server what making to the storage version
@@ -102,6 +126,22 @@ func MeasurePromotion(ctx context.Context, c Checker, crd *apiextensionsv1.Custo
 		}
 	}
 	p.Found = found
+	if p.Webhook = co.RoundTrip; co.RoundTrip {
+		p.RoundTrip = "no client for the webhook"
+		if o.RoundTripper != nil {
+			rt, err := o.RoundTripper.WebhookRoundTrip(ctx, crd, p.From, to, o.PageSize, o.WebhookTimeout)
+			switch {
+			case err == nil:
+				// The round trip is the verdict: what a client reading at
+				// From gets back once the objects are stored at to.
+				found.Lost, found.Changed, p.RoundTrip = rt.Lost, rt.Changed, ""
+			case errors.Is(err, webhook.ErrServiceReference):
+				p.RoundTrip = "the webhook is behind a Service, which this client does not call"
+			default:
+				p.RoundTrip = "the webhook could not be called from this client: " + err.Error()
+			}
+		}
+	}
 	return p, nil
 }
 

@@ -3,9 +3,11 @@ package loss
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/references"
+	"github.com/crdversion/kubectl-crdversion/internal/webhook"
 )
 
 // optionsChecker records the options of the one check it is asked for.
@@ -186,5 +189,58 @@ func TestMeasurePromotionReadsOnlyWhereNothingActsOnTheWrite(t *testing.T) {
 	var d *Disagreement
 	if !errors.As(err, &d) || !strings.Contains(d.Detail(), "default/a: reads [], dry run [refused]") || !slices.Equal(f.reads, []bool{true, false}) {
 		t.Fatalf("cross-check: %v after checks with Reads %v; want a disagreement naming default/a after a read and a dry run", err, f.reads)
+	}
+}
+
+type roundTripper struct {
+	rt  *cluster.RoundTrips
+	err error
+}
+
+func (r roundTripper) WebhookRoundTrip(context.Context, *apiextensionsv1.CustomResourceDefinition, string, string, int64, time.Duration) (*cluster.RoundTrips, error) {
+	return r.rt, r.err
+}
+
+// TestMeasurePromotionJudgesTheWebhookRoundTrip (issue 34): under Webhook
+// conversion the keys of an object at the two versions do not say what it
+// loses (a renamed field looks lost, a changed value looks kept); the round
+// trip through the webhook, whole, does. Where the client cannot call the
+// webhook the keys stay, and the promotion says why.
+func TestMeasurePromotionJudgesTheWebhookRoundTrip(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).
+		Version("v2", crdtest.Served).Stored("v1").CRD()
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	keys := func() *cluster.ObjectsCheck {
+		return &cluster.ObjectsCheck{Listed: 2, Lost: []cluster.ObjectLoss{{Object: "default/renamed", Paths: []string{".spec.image"}}}}
+	}
+	changed := []cluster.ObjectLoss{{Object: "default/zeroed", Paths: []string{".spec.replicas"}}}
+	for _, tc := range []struct {
+		name      string
+		rt        RoundTripper
+		lost      string
+		changed   string
+		roundTrip string
+	}{
+		{"the round trip is the verdict", roundTripper{rt: &cluster.RoundTrips{Objects: 2, Changed: changed}}, "", "default/zeroed: .spec.replicas", ""},
+		{"a Service webhook: keys", roundTripper{err: webhook.ErrServiceReference}, "default/renamed: .spec.image", "", "behind a Service"},
+		{"a webhook that cannot be called: keys", roundTripper{err: errors.New("dial tcp: no route")}, "default/renamed: .spec.image", "", "could not be called from this client: dial tcp: no route"},
+		{"no client: keys", nil, "default/renamed: .spec.image", "", "no client for the webhook"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeChecker{answers: map[string]*cluster.ObjectsCheck{"v1": keys()}}
+			p, err := MeasurePromotion(context.Background(), f, crd, "v2", PromotionOptions{RoundTripper: tc.rt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(p.Found.Lost); got != "["+tc.lost+"]" {
+				t.Errorf("lost %q, want %q", got, tc.lost)
+			}
+			if got := fmt.Sprint(p.Found.Changed); got != "["+tc.changed+"]" {
+				t.Errorf("changed %q, want %q", got, tc.changed)
+			}
+			if !p.Webhook || !strings.Contains(p.RoundTrip, tc.roundTrip) || (tc.roundTrip == "") != (p.RoundTrip == "") {
+				t.Errorf("webhook %v, round trip %q, want %q", p.Webhook, p.RoundTrip, tc.roundTrip)
+			}
+		})
 	}
 }

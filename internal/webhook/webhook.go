@@ -62,6 +62,29 @@ func VerifyEndpoint(ctx context.Context, conv *apiextensionsv1.WebhookConversion
 }
 
 func verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, url, serverName string, sample *unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) error {
+	_, err := review(ctx, conv, url, serverName, []*unstructured.Unstructured{sample}, desiredAPIVersion, timeout)
+	return err
+}
+
+// Convert sends objects to the conversion webhook of conv at its URL in
+// one ConversionReview converting them to desiredAPIVersion (group/version)
+// and returns the webhook's answer, in order: what the API server would
+// take from the webhook before it prunes and defaults the objects with the
+// schema of desiredAPIVersion. ErrServiceReference for a webhook behind a
+// Service reference; an error that says what went wrong when the webhook
+// cannot be called or refuses, or answers with another count of objects,
+// another uid or another apiVersion. timeout bounds the call.
+func Convert(ctx context.Context, conv *apiextensionsv1.WebhookConversion, objects []*unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) ([]*unstructured.Unstructured, error) {
+	if conv == nil || conv.ClientConfig == nil {
+		return nil, fmt.Errorf("no webhook client config")
+	}
+	if conv.ClientConfig.URL == nil {
+		return nil, ErrServiceReference
+	}
+	return review(ctx, conv, *conv.ClientConfig.URL, "", objects, desiredAPIVersion, timeout)
+}
+
+func review(ctx context.Context, conv *apiextensionsv1.WebhookConversion, url, serverName string, objects []*unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) ([]*unstructured.Unstructured, error) {
 	cc := conv.ClientConfig
 	reviewVersion := ""
 	for _, v := range conv.ConversionReviewVersions {
@@ -70,12 +93,16 @@ func verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, url, s
 		}
 	}
 	if reviewVersion == "" {
-		return fmt.Errorf("conversionReviewVersions %v names no version this client speaks (v1, v1beta1)", conv.ConversionReviewVersions)
+		return nil, fmt.Errorf("conversionReviewVersions %v names no version this client speaks (v1, v1beta1)", conv.ConversionReviewVersions)
 	}
 
-	raw, err := json.Marshal(sample.Object)
-	if err != nil {
-		return err
+	raws := make([]runtime.RawExtension, len(objects))
+	for i, o := range objects {
+		raw, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		raws[i] = runtime.RawExtension{Raw: raw}
 	}
 	uid := uuid.NewUUID()
 	review := apiextensionsv1.ConversionReview{
@@ -83,65 +110,69 @@ func verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, url, s
 		Request: &apiextensionsv1.ConversionRequest{
 			UID:               uid,
 			DesiredAPIVersion: desiredAPIVersion,
-			Objects:           []runtime.RawExtension{{Raw: raw}},
+			Objects:           raws,
 		},
 	}
 	body, err := json.Marshal(review)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	client, err := httpClient(cc.CABundle, serverName, timeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("calling the conversion webhook: %w", err)
+		return nil, fmt.Errorf("calling the conversion webhook: %w", err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("reading the conversion webhook's answer: %w", err)
+		return nil, fmt.Errorf("reading the conversion webhook's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the conversion webhook answered HTTP %d: %s", resp.StatusCode, truncate(data))
+		return nil, fmt.Errorf("the conversion webhook answered HTTP %d: %s", resp.StatusCode, truncate(data))
 	}
-	return checkResponse(data, uid, desiredAPIVersion)
+	return checkResponse(data, uid, desiredAPIVersion, len(objects))
 }
 
-func checkResponse(data []byte, uid types.UID, desired string) error {
+func checkResponse(data []byte, uid types.UID, desired string, n int) ([]*unstructured.Unstructured, error) {
 	var got apiextensionsv1.ConversionReview
 	if err := json.Unmarshal(data, &got); err != nil {
-		return fmt.Errorf("the conversion webhook's answer is not a ConversionReview: %v", err)
+		return nil, fmt.Errorf("the conversion webhook's answer is not a ConversionReview: %v", err)
 	}
 	r := got.Response
 	switch {
 	case r == nil:
-		return fmt.Errorf("the conversion webhook's ConversionReview has no response")
+		return nil, fmt.Errorf("the conversion webhook's ConversionReview has no response")
 	case r.UID != uid:
-		return fmt.Errorf("the conversion webhook answered uid %q, want %q", r.UID, uid)
+		return nil, fmt.Errorf("the conversion webhook answered uid %q, want %q", r.UID, uid)
 	case r.Result.Status != metav1.StatusSuccess:
-		return fmt.Errorf("the conversion webhook refused the conversion to %s: %s", desired, r.Result.Message)
-	case len(r.ConvertedObjects) != 1:
-		return fmt.Errorf("the conversion webhook returned %d objects for 1", len(r.ConvertedObjects))
+		return nil, fmt.Errorf("the conversion webhook refused the conversion to %s: %s", desired, r.Result.Message)
+	case len(r.ConvertedObjects) != n:
+		return nil, fmt.Errorf("the conversion webhook returned %d objects for %d", len(r.ConvertedObjects), n)
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(r.ConvertedObjects[0].Raw, &obj); err != nil {
-		return fmt.Errorf("the converted object is not JSON: %v", err)
+	out := make([]*unstructured.Unstructured, n)
+	for i, raw := range r.ConvertedObjects {
+		var obj map[string]any
+		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
+			return nil, fmt.Errorf("the converted object is not JSON: %v", err)
+		}
+		if av, _ := obj["apiVersion"].(string); av != desired {
+			return nil, fmt.Errorf("the conversion webhook returned apiVersion %q, want %q", av, desired)
+		}
+		out[i] = &unstructured.Unstructured{Object: obj}
 	}
-	if av, _ := obj["apiVersion"].(string); av != desired {
-		return fmt.Errorf("the conversion webhook returned apiVersion %q, want %q", av, desired)
-	}
-	return nil
+	return out, nil
 }
 
 func httpClient(caBundle []byte, serverName string, timeout time.Duration) (*http.Client, error) {

@@ -33,6 +33,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
 	"github.com/crdversion/kubectl-crdversion/internal/svm"
+	"github.com/crdversion/kubectl-crdversion/internal/webhook"
 )
 
 // The calls a Fake logs (Fake.Calls). Calls about a version end in
@@ -85,6 +86,9 @@ type Fake struct {
 	// Checks answer CheckObjects by the version read at (its From); a
 	// version not in the map answers that no object was listed.
 	Checks map[string]*cluster.ObjectsCheck
+	// RoundTrips answer WebhookRoundTrip (nil: a webhook behind a
+	// Service, which the client does not call).
+	RoundTrips *cluster.RoundTrips
 	// Engine, when set, answers both engines' runs (server says which
 	// one); by default a run is complete and trims storedVersions to the
 	// storage version (unless a dry run or NoTrim).
@@ -289,6 +293,15 @@ func (f *Fake) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResource
 		return c, nil
 	}
 	return &cluster.ObjectsCheck{From: o.From, To: o.To}, nil
+}
+
+// WebhookRoundTrip returns RoundTrips, or webhook.ErrServiceReference
+// when it is nil (not logged: reads).
+func (f *Fake) WebhookRoundTrip(context.Context, *apiextensionsv1.CustomResourceDefinition, string, string, int64, time.Duration) (*cluster.RoundTrips, error) {
+	if f.RoundTrips == nil {
+		return nil, webhook.ErrServiceReference
+	}
+	return f.RoundTrips, nil
 }
 
 // AdmissionRules returns Admission (not logged: a read).

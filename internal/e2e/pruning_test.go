@@ -31,6 +31,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/fixture"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/loss"
+	migresult "github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
@@ -123,6 +124,13 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 		predicted         []schema.Pruned
 		dropped           map[string]bool // concrete paths
 		objects           int
+		// measured is set when the loss measurement of the migration
+		// from OLD to NEW answered; refused is its verdict.
+		measured, refused bool
+		// lost are the objects' paths whose value the read at NEW drops
+		// or changes; refusal is the measurement's reason when it refused.
+		lost    []string
+		refusal string
 	}
 	var (
 		mu      sync.Mutex
@@ -167,6 +175,7 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 				}
 			}
 			atOld := listByName(t, c, j.crd, j.old, n)
+			var pairs []pairResult
 			for _, new := range j.news {
 				atNew := listByName(t, c, j.crd, new, n)
 				r := pairResult{subject: j.subject.name, old: j.old, new: new, dropped: map[string]bool{}, objects: len(atOld),
@@ -183,18 +192,29 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 						delete(n, k)
 					}
 					droppedPaths(o, n, "", r.dropped)
+					// What a rewrite at NEW loses of the data: values
+					// dropped or changed (an explicit null carries
+					// nothing: dropping it is reported, not refused).
+					ch := cluster.CompareObjects(o, n)
+					for _, p := range append(ch.Dropped, ch.Changed...) {
+						r.lost = append(r.lost, name+": "+p)
+					}
 				}
-				mu.Lock()
-				results = append(results, r)
-				mu.Unlock()
+				pairs = append(pairs, r)
 			}
 			// The loss measurement of the migration to each NEW, by
 			// reads and by dry runs, on the same objects (stored at OLD).
-			for _, new := range j.news {
-				if err := measureBothWays(ctx, c, lossChecker, j.crd.Name, new); err != nil {
+			for i, new := range j.news {
+				refusal, err := measureBothWays(ctx, c, lossChecker, j.crd.Name, j.old, new)
+				if err != nil {
 					t.Errorf("%s (%s) stored at %s, migrated to %s: %v", j.crd.Name, j.subject.name, j.old, new, err)
+					continue
 				}
+				pairs[i].measured, pairs[i].refused, pairs[i].refusal = true, refusal != "", refusal
 			}
+			mu.Lock()
+			results = append(results, pairs...)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -211,6 +231,37 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 		a, b := results[i], results[k]
 		return a.subject+"\x00"+a.old+"\x00"+a.new < b.subject+"\x00"+b.old+"\x00"+b.new
 	})
+	// The measurement's verdict against the API server's own reads: a
+	// migration whose objects lose nothing when read at NEW must not be
+	// refused (a false refusal, issue 34: an ordinary upgrade of the
+	// corpus stopped for nothing), and one whose objects lose a path must
+	// be.
+	var lossless, falseRefusals, losing, missedLosses, writes int
+	for _, r := range results {
+		switch {
+		case !r.measured:
+		case r.refusal == writesRefusedText:
+			writes++
+		case len(r.lost) == 0:
+			lossless++
+			if r.refused {
+				falseRefusals++
+				t.Errorf("%s %s -> %s: the migration was refused, but no object read at %s lacks or changes a value it has at %s (a false refusal): %s", r.subject, r.old, r.new, r.new, r.old, r.refusal)
+			}
+		default:
+			losing++
+			if !r.refused {
+				missedLosses++
+				t.Errorf("%s %s -> %s: the migration was not refused, but the objects lose %s", r.subject, r.old, r.new, strings.Join(r.lost, ", "))
+			}
+		}
+	}
+	t.Logf("loss measurement verdicts: %d false refusal(s) of %d migrations that lose nothing; %d of %d migrations that lose data not refused; %d refused for writes the API server refuses",
+		falseRefusals, lossless, missedLosses, losing, writes)
+	if lossless == 0 || losing == 0 {
+		t.Errorf("the verdicts were compared on %d lossless and %d losing migrations; want both kinds", lossless, losing)
+	}
+
 	var pairs, objects, dropped, predicted, extra, missed int
 	for _, r := range results {
 		pairs++
@@ -270,8 +321,11 @@ func (c *countingChecker) CheckObjects(ctx context.Context, crd *apiextensionsv1
 // objects there loses with loss.Options.CrossCheck: a pass by reads is
 // measured again by dry runs and a verdict that differs on any object is a
 // *loss.Disagreement, returned. A refusal (the objects lose fields) is the
-// measurement's answer, not an error here.
-func measureBothWays(ctx context.Context, c clients, lc *countingChecker, name, version string) error {
+// measurement's answer: its text is returned. status.storedVersions is set to [old,
+// version] first, old the version every object is stored at (no object
+// was rewritten since), so that the measurement is of that migration
+// alone, not also from the versions made the storage version before.
+func measureBothWays(ctx context.Context, c clients, lc *countingChecker, name, old, version string) (refusal string, _ error) {
 	crds := c.ext.ApiextensionsV1().CustomResourceDefinitions()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
@@ -285,25 +339,55 @@ func measureBothWays(ctx context.Context, c clients, lc *countingChecker, name, 
 		return err
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := lc.WaitStorageVersion(ctx, name, time.Minute); err != nil {
-		return err
+		return "", err
 	}
-	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	var crd *apiextensionsv1.CustomResourceDefinition
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got.Status.StoredVersions = []string{old, version}
+		crd, err = crds.UpdateStatus(ctx, got, metav1.UpdateOptions{})
 		return err
+	})
+	if err != nil {
+		return "", err
 	}
 	_, err = loss.Measure(ctx, lc, crd, loss.Options{CrossCheck: true, FieldManager: "crdversion-e2e"})
 	var refused *lifecycle.RefusalError
+	var objects *loss.Refusal
 	var differ *loss.Disagreement
 	switch {
+	case errors.As(err, &objects) && writesRefused(objects.Objects):
+		// The API server refuses the rewrite itself (a schema that
+		// requires what the objects lack): the migration cannot run, and
+		// says so; not a verdict on what it loses.
+		return writesRefusedText, nil
 	case errors.As(err, &refused):
-		return nil
+		return refused.Error() + " " + strings.Join(refused.Details, "; "), nil
 	case errors.As(err, &differ):
-		return errors.New(differ.Detail())
+		return "", errors.New(differ.Detail())
 	}
-	return err
+	return "", err
+}
+
+// writesRefusedText is measureBothWays' answer when the API server
+// refuses every dry-run write it names.
+const writesRefusedText = "the API server refuses the rewrite"
+
+// writesRefused reports whether every object of a refusal is named for
+// the API server's refusal of its dry-run write alone.
+func writesRefused(objects []migresult.RefusedObject) bool {
+	for _, o := range objects {
+		if o.Refused == "" || len(o.Dropped)+len(o.Changed)+len(o.Hidden) > 0 || o.Unmeasured != "" {
+			return false
+		}
+	}
+	return len(objects) > 0
 }
 
 func pathsOf(ps []schema.Pruned) string {

@@ -309,11 +309,20 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	case o.Client.DryRun == lifecycle.DryRunClient && !o.AllowPruning:
 		warnings = []string{NotMeasuredWarning}
 	}
+	if o.OwnPriorityLevel > 0 && !server && o.Client.DryRun == lifecycle.DryRunClient {
+		warnings = append(warnings, OwnLevelNotCreatedWarning)
+	}
 	if own != nil {
 		if err := own.Release(ctx, c); err != nil {
 			warnings = append(warnings, err.Error())
 		}
 		out.Result.OwnPriorityLevel = &own.OwnPriorityLevel
+		if p := out.Result.PriorityAndFairness; p != nil && own.FlowSchemaUID != "" &&
+			p.FlowSchemaUID == own.FlowSchemaUID && p.PriorityLevelUID == own.PriorityLevelUID {
+			// The run landed in its own level, removed by now: the names
+			// are the level's, not unknown.
+			p.FlowSchema, p.PriorityLevel, p.Unresolved = own.Name, own.Name, ""
+		}
 	} else if p := out.Result.PriorityAndFairness; p != nil && fairness.IsName(p.FlowSchema) {
 		warnings = append(warnings, fmt.Sprintf("the run's requests landed in %s, the priority level of a run with --own-priority-level that did not remove it (killed?): it holds every request of this identity to %s; re-run with --own-priority-level to remove it first, or: kubectl delete flowschema %s; kubectl delete prioritylevelconfiguration %s",
 			p.FlowSchema, crd.Spec.Names.Plural, p.FlowSchema, p.FlowSchema))
@@ -324,6 +333,10 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	}
 	return out, nil
 }
+
+// OwnLevelNotCreatedWarning is the warning of a client dry run given
+// --own-priority-level: nothing is sent, so neither object is created.
+const OwnLevelNotCreatedWarning = "--own-priority-level: no FlowSchema or PriorityLevelConfiguration was created (a client dry run sends nothing); --dry-run=server creates both as server-side dry runs, which checks the permissions"
 
 // NotMeasuredWarning is the warning of a client dry run: the loss the
 // rewrite would cause is measured with server-side dry runs, which a client

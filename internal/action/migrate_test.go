@@ -296,6 +296,9 @@ func TestMigrate(t *testing.T) {
 		{name: "own priority level for system:masters: refused before anything is created", in: settled(), o: MigrateOptions{OwnPriorityLevel: 2},
 			set:   func(f *actiontest.Fake) { f.Groups = []string{"system:masters"} },
 			calls: []string{wait, acc, whoami}, err: []string{"alice is in system:masters, which API Priority and Fairness exempts", "without --own-priority-level"}},
+		{name: "own priority level in a client dry run: nothing created, and said so", in: settled(), o: MigrateOptions{OwnPriorityLevel: 2, Client: migrate.Options{DryRun: lifecycle.DryRunClient}},
+			calls:    []string{engine + actiontest.CountOnlySuffix},
+			warnings: []string{NotMeasuredWarning, OwnLevelNotCreatedWarning}},
 		{name: "own priority level in a server dry run: dry-run created, nothing removed", in: settled(), o: MigrateOptions{OwnPriorityLevel: 2, Client: migrate.Options{DryRun: lifecycle.DryRunServer}},
 			set:   func(f *actiontest.Fake) { f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")} },
 			calls: []string{wait, acc, whoami, createPL + actiontest.DryRunSuffix, createFS + actiontest.DryRunSuffix, objects, engine + actiontest.DryRunSuffix}},
@@ -336,7 +339,8 @@ func TestMigrate(t *testing.T) {
 			if got := m.Result.Warnings; strings.Join(got, "\n") != strings.Join(tc.warnings, "\n") {
 				t.Errorf("warnings %q, want %q", got, tc.warnings)
 			}
-			if own := m.Result.OwnPriorityLevel; (tc.o.OwnPriorityLevel > 0) != (own != nil) ||
+			created := tc.o.OwnPriorityLevel > 0 && tc.o.Client.DryRun != lifecycle.DryRunClient
+			if own := m.Result.OwnPriorityLevel; created != (own != nil) ||
 				own != nil && (own.Shares != tc.o.OwnPriorityLevel || own.User != "alice" || own.Removed == own.DryRun) {
 				t.Errorf("own priority level %+v", own)
 			}
@@ -380,5 +384,30 @@ func TestMigrateRecordsTheMeasurement(t *testing.T) {
 	}
 	if m.Result.TooManyRequests != 3 {
 		t.Errorf("TooManyRequests %d, want 3", m.Result.TooManyRequests)
+	}
+}
+
+// TestMigrateNamesItsOwnLevel (trial): a run that landed in its own
+// priority level reported it by uid ("names not known: not found"), the
+// level being removed before the names were read; the names are the
+// level's own.
+func TestMigrateNamesItsOwnLevel(t *testing.T) {
+	f := actiontest.New(settled())
+	f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")}
+	f.Engine = func(bool, migrate.Options) (*migrate.Result, error) {
+		var name string
+		for n := range f.FlowSchemas {
+			name = n
+		}
+		return &migrate.Result{Engine: migrate.EngineClient, Complete: true, PriorityAndFairness: &migrate.PriorityAndFairness{
+			FlowSchemaUID: "uid-" + name, PriorityLevelUID: "uid-" + name, Unresolved: "flowschemas: not found"}}, nil
+	}
+	m, err := Migrate(context.Background(), f, settled(), MigrateOptions{OwnPriorityLevel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, own := m.Result.PriorityAndFairness, m.Result.OwnPriorityLevel
+	if own == nil || p.FlowSchema != own.Name || p.PriorityLevel != own.Name || p.Unresolved != "" || !strings.HasPrefix(own.Name, "crdversion-") {
+		t.Errorf("landed %+v, own level %+v; want the own level's names", p, own)
 	}
 }

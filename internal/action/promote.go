@@ -134,6 +134,9 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 // dry run) or by dry runs, and why.
 func measuredCheck(p *loss.Promotion) edit.Check {
 	c := designCheck(p)
+	if p.AdmissionPass {
+		c.Message += fmt.Sprintf("; something acts on the update through %s, so each object read at %s was also sent it as a dry run and compared whole with the answer", p.Found.To, p.Found.To)
+	}
 	if p.Webhook {
 		if p.RoundTrip == "" {
 			c.Message += fmt.Sprintf("; under Webhook conversion each object read at %s was sent back to %s through the webhook by this client and compared whole with its read at %s (what a client reading at %s gets once the objects are stored at %s)", p.Found.To, p.Found.From, p.Found.From, p.Found.From, p.Found.To)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -186,6 +187,32 @@ func TestPromoteStorageJudgesTheWebhookRoundTrip(t *testing.T) {
 		"1 object(s) have fields at v1 that v2 drops", "default/relabelled: .metadata.labels.legacy"}, "promote-storage", crd.Name, "v2")
 	if got := strings.Join(storedVersionsOf(t, c, crd.Name), ","); got != "v1" {
 		t.Errorf("storedVersions %s after the refusal, want v1", got)
+	}
+}
+
+// TestWebhookAndAPolicyOfTheStorageVersion (trial): under Webhook
+// conversion a MutatingAdmissionPolicy that matches only UPDATEs through v2
+// (matchPolicy Exact) zeroes .spec.replicas. promote-storage compared the
+// conversions alone and passed; migrate's dry runs went through v1 (the
+// round trip), which the policy does not match, said "0 losing a field",
+// and its writes through v2 zeroed every object. Both now also send the
+// update through v2 and compare whole: each refuses, naming the object and
+// path, and the value is still read at v1.
+func TestWebhookAndAPolicyOfTheStorageVersion(t *testing.T) {
+	t.Parallel()
+	c := newClients(t)
+	hook := newConversionWebhook(t)
+	crd := webhookVersionAdded(t, c, hook, "exact-policy.example.com", nil,
+		cronTabObject("a", map[string]any{"image": "nginx:1", "replicas": int64(5)}, nil))
+	mutateOnUpdateMatching(t, c, crd, admissionregistrationv1.Exact, "v2", "replicas", "a", `[JSONPatch{op: "replace", path: "/spec/replicas", value: 0}]`,
+		func(v any, _ bool) bool { return v == int64(0) })
+	const named = "default/a: .spec.replicas"
+	refused(t, c, crd.Name, []string{"1 object(s) have values at v1 that the update through v2 changes", named}, "promote-storage", crd.Name, "v2")
+
+	crd = setStorage(t, c, crd.Name, "v2")
+	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "changes: " + named}, "migrate", crd.Name)
+	if spec := specAt(t, c, crd, "v1", "a"); spec["replicas"] != int64(5) {
+		t.Errorf("a at v1 after the refusals: %v, want replicas 5", spec)
 	}
 }
 

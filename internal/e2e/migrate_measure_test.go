@@ -40,6 +40,14 @@ func stripOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceD
 // to a dry-run update of probe (its value, and whether it is there).
 func mutateOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, version, field, probe, patch string, done func(v any, kept bool) bool) {
 	t.Helper()
+	mutateOnUpdateMatching(t, c, crd, admissionregistrationv1.Equivalent, version, field, probe, patch, done)
+}
+
+// mutateOnUpdateMatching is mutateOnUpdate with the policy's matchPolicy:
+// Exact matches only requests through version, Equivalent those through
+// any version of the resource too (converted to version).
+func mutateOnUpdateMatching(t *testing.T, c clients, crd *apiextensionsv1.CustomResourceDefinition, match admissionregistrationv1.MatchPolicyType, version, field, probe, patch string, done func(v any, kept bool) bool) {
+	t.Helper()
 	ctx := context.Background()
 	name := "mutate-" + field + "-" + strings.ReplaceAll(crd.Spec.Group, ".", "-")
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
@@ -47,7 +55,7 @@ func mutateOnUpdate(t *testing.T, c clients, crd *apiextensionsv1.CustomResource
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			MatchConstraints: &admissionregistrationv1.MatchResources{MatchPolicy: &match, ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{crd.Spec.Group}, APIVersions: []string{version}, Resources: []string{crd.Spec.Names.Plural}},

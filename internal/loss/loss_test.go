@@ -335,3 +335,35 @@ func TestRefusalNamesEveryObject(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 }
+
+// TestMeasureUnderAWebhookAlsoWritesThroughTheStorageVersion (trial): under
+// Webhook conversion the dry runs go through the stored version (the round
+// trip), while the run writes through the storage version; a policy that
+// matches only requests of the storage version changed values and dropped
+// labels behind "0 losing a field". With anything acting on the update the
+// objects are also read at the storage version and dry-run written
+// through it; with nothing, not.
+func TestMeasureUnderAWebhookAlsoWritesThroughTheStorageVersion(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").WebhookURL("https://conv.example.com", nil).CRD()
+	exact := references.AdmissionRule{Kind: "MutatingAdmissionPolicy", Name: "p", MatchPolicy: "Exact",
+		APIGroups: []string{"example.com"}, APIVersions: []string{"v2"}, Resources: []string{"widgets"}, Operations: []string{"UPDATE"}}
+	for _, tc := range []struct {
+		name  string
+		rules []references.AdmissionRule
+		asked string
+	}{
+		{"nothing acts on the update: the round trip alone", nil, "v1>v1>v2+new"},
+		{"a policy on UPDATE at the storage version: its path too", []references.AdmissionRule{exact}, "v1>v1>v2+new,v2>v2>v2+new"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeChecker{rules: tc.rules}
+			if _, err := Measure(context.Background(), f, crd, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.asked, ","); got != tc.asked {
+				t.Errorf("checked %q, want %q", got, tc.asked)
+			}
+		})
+	}
+}

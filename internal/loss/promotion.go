@@ -66,6 +66,10 @@ type Promotion struct {
 	// Webhook is set under Webhook conversion with the storage version
 	// served: the objects made the round trip (RoundTrip says how judged).
 	Webhook bool
+	// AdmissionPass is set when, under Webhook conversion, something can
+	// act on the update through the new version (writeActors): each object
+	// read there was also compared whole with its dry-run update's answer.
+	AdmissionPass bool
 }
 
 // MeasurePromotion asks the API server what making to the storage version
@@ -140,6 +144,24 @@ func MeasurePromotion(ctx context.Context, c Checker, crd *apiextensionsv1.Custo
 			default:
 				p.RoundTrip = "the webhook could not be called from this client: " + err.Error()
 			}
+		}
+		// The round trip and the names compare conversions; admission
+		// on the update through to (a policy that matches only to's
+		// requests included) changes what the run stores as well: each
+		// object read at to is also compared whole with the answer of its
+		// dry-run update through to, when anything can act on it.
+		if v := lifecycle.FindVersion(crd, to); v != nil && writeActors(ctx, c, crd, v, append([]string{p.From}, crd.Status.StoredVersions...)) != "" {
+			at, err := c.CheckObjects(ctx, crd, cluster.CheckObjectsOptions{From: to, To: to, Whole: true, UpdateOnly: true,
+				PageSize: o.PageSize, Concurrency: o.Concurrency, FieldManager: o.FieldManager})
+			if err != nil {
+				return nil, err
+			}
+			found.Lost = append(found.Lost, at.Lost...)
+			found.Changed = append(found.Changed, at.Changed...)
+			found.Problems = append(found.Problems, at.Problems...)
+			found.Unreadable = append(found.Unreadable, at.Unreadable...)
+			found.Forbidden = append(found.Forbidden, at.Forbidden...)
+			p.AdmissionPass = true
 		}
 	}
 	return p, nil

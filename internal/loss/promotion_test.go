@@ -244,3 +244,39 @@ func TestMeasurePromotionJudgesTheWebhookRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestMeasurePromotionUnderAWebhookSeesAdmission (trial): under Webhook
+// conversion the round trip compares conversions only; a policy on UPDATE
+// of the new version zeroed values and dropped labels, and promote-storage
+// passed. With anything acting on the update, each object read at the new
+// version is also compared whole with its dry-run update through it.
+func TestMeasurePromotionUnderAWebhookSeesAdmission(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).
+		Version("v2", crdtest.Served).Stored("v1").WebhookURL("https://conv.example.com", nil).CRD()
+	exact := references.AdmissionRule{Kind: "MutatingAdmissionPolicy", Name: "p", MatchPolicy: "Exact",
+		APIGroups: []string{"example.com"}, APIVersions: []string{"v2"}, Resources: []string{"widgets"}, Operations: []string{"UPDATE"}}
+	zeroed := []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.size"}}}
+	for _, tc := range []struct {
+		name    string
+		rules   []references.AdmissionRule
+		asked   string
+		changed string
+	}{
+		{"nothing acts on the update", nil, "not whole,v1>>v2+new", "[]"},
+		{"a policy on UPDATE at the new version", []references.AdmissionRule{exact}, "not whole,v1>>v2+new,v2>>v2", "[default/a: .spec.size]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeChecker{rules: tc.rules, answers: map[string]*cluster.ObjectsCheck{"v2": {Changed: zeroed}}}
+			p, err := MeasurePromotion(context.Background(), f, crd, "v2", PromotionOptions{RoundTripper: roundTripper{rt: &cluster.RoundTrips{}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.asked, ","); got != tc.asked {
+				t.Errorf("checked %q, want %q", got, tc.asked)
+			}
+			if got := fmt.Sprint(p.Found.Changed); got != tc.changed || p.AdmissionPass != (len(tc.rules) > 0) {
+				t.Errorf("changed %s (admission pass %v), want %s", got, p.AdmissionPass, tc.changed)
+			}
+		})
+	}
+}

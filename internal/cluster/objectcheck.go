@@ -37,19 +37,30 @@ func (p ObjectProblem) String() string { return p.Object + ": " + p.Message }
 
 // ProblemLines names the objects of ps with the API server's answer, one
 // line per answer: objects refused for the same reason (a webhook's or a
-// policy's denial, the same message) share a line that names every one.
+// policy's denial) share a line that names every one. The API server's
+// messages name the object (`widgets.example.com "w1" is forbidden: …`):
+// answers that differ only there are the same, and their shared line says
+// "<name>" in its place.
 func ProblemLines(ps []ObjectProblem) []string {
 	var order []string
 	objects := map[string][]string{}
+	first := map[string]string{}
 	for _, p := range ps {
-		if _, seen := objects[p.Message]; !seen {
-			order = append(order, p.Message)
+		name := p.Object[strings.LastIndex(p.Object, "/")+1:]
+		key := strings.ReplaceAll(p.Message, strconv.Quote(name), `"<name>"`)
+		if _, seen := objects[key]; !seen {
+			order = append(order, key)
+			first[key] = p.Message
 		}
-		objects[p.Message] = append(objects[p.Message], p.Object)
+		objects[key] = append(objects[key], p.Object)
 	}
 	out := make([]string, len(order))
-	for i, m := range order {
-		out[i] = strings.Join(objects[m], ", ") + ": " + m
+	for i, k := range order {
+		m := k
+		if len(objects[k]) == 1 {
+			m = first[k]
+		}
+		out[i] = strings.Join(objects[k], ", ") + ": " + m
 	}
 	return out
 }

@@ -76,4 +76,13 @@ func TestProblemLinesShareAnAnswer(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("ProblemLines = %q, want %q", got, want)
 	}
+	// The API server names the object in its message (a trial found one
+	// line per object still): answers alike but for the name share a line.
+	got = ProblemLines([]ObjectProblem{{Object: "a/h0", Message: `hats.t3.example.com "h0" is forbidden: hats are frozen`},
+		{Object: "a/h1", Message: `hats.t3.example.com "h1" is forbidden: hats are frozen`},
+		{Object: "b/h2", Message: `hats.t3.example.com "h2" is invalid: spec.size: Invalid value`}})
+	want = []string{`a/h0, a/h1: hats.t3.example.com "<name>" is forbidden: hats are frozen`, `b/h2: hats.t3.example.com "h2" is invalid: spec.size: Invalid value`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ProblemLines = %q, want %q", got, want)
+	}
 }

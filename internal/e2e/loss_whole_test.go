@@ -362,7 +362,7 @@ func TestMigrateStopsWhenItsDryRunsAreRefused(t *testing.T) {
 	}
 	before := versions()
 	refuses(t, c, []string{crd.Name}, []string{"refusing to migrate", "the API server refuses to rewrite some objects at v2",
-		"2 object(s) read at v1 that the API server refuses to write through v2", "default/o1: ", "default/o3: ", "bad images cannot be updated"}, "migrate", crd.Name)
+		"2 object(s) read at v1 that the API server refuses to write through v2", `default/o1, default/o3: CronTab.refused-dryrun.example.com "<name>" is invalid`, "bad images cannot be updated"}, "migrate", crd.Name)
 	if after := versions(); after != before {
 		t.Errorf("the refused migrate wrote objects: %s, before %s", after, before)
 	}

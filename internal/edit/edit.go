@@ -144,10 +144,10 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 	}
 	also := ""
 	if len(accepted) > 0 {
-		also = fmt.Sprintf(" (%d more accepted by %s)", len(accepted), p.Flag())
+		also = fmt.Sprintf(" (%d more accepted by %s)", len(accepted), lifecycle.Quote(p.Flag()))
 	}
 	slices.Sort(way.Paths)
-	c := cs.add(CheckNoneConversionPruning, Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned%s (use Webhook conversion, make the schemas agree, or pass %s to accept the loss)", len(lost), also, way.Flag())
+	c := cs.add(CheckNoneConversionPruning, Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned%s (use Webhook conversion, make the schemas agree, or pass %s to accept the loss)", len(lost), also, lifecycle.Quote(way.Flag()))
 	c.Details = lost
 	return c
 }

@@ -143,6 +143,11 @@ func appendFlags(parts []string, flags []Flag) []string {
 	return parts
 }
 
+// Quote is s as one word of a POSIX shell: single-quoted when the shell
+// would split, expand or glob it (a flag value such as
+// --allow-pruning=.spec.ports[*].name), as printed commands quote theirs.
+func Quote(s string) string { return quote(s) }
+
 // quote single-quotes s when a POSIX shell would split, expand or glob it.
 // A placeholder such as <new-version> stays as it is: it marks a value the
 // user must choose (pasted unchanged, the shell refuses the line).

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -449,24 +450,30 @@ func Accept(ls []cluster.ObjectLoss, accepted []string, into []cluster.ObjectLos
 	return rest, into
 }
 
-// AcceptFlag is the --allow-pruning that accepts exactly the paths of ls
-// and nothing else: "--allow-pruning=" and every path once, sorted, joined
-// by commas ("" when ls has none). A refusal names it as its way out, so
-// that accepting a loss never turns the measurement off.
+// AcceptFlag is the --allow-pruning that accepts the paths of ls and
+// nothing else: "--allow-pruning=" and every path once, sorted, joined by
+// commas, each list index written "[*]" (the schema's notation, which the
+// schemas' prediction of conversion None also takes, so that one flag
+// passes both), quoted for a POSIX shell when it holds brackets or quotes;
+// "" when ls has none. A refusal names it as its way out, so that
+// accepting a loss never turns the measurement off.
 func AcceptFlag(ls ...[]cluster.ObjectLoss) string {
 	seen := map[string]bool{}
 	for _, l := range ls {
 		for _, o := range l {
 			for _, p := range o.Paths {
-				seen[p] = true
+				seen[listIndex.ReplaceAllString(p, "[*]")] = true
 			}
 		}
 	}
 	if len(seen) == 0 {
 		return ""
 	}
-	return "--allow-pruning=" + strings.Join(slices.Sorted(maps.Keys(seen)), ",")
+	return lifecycle.Quote("--allow-pruning=" + strings.Join(slices.Sorted(maps.Keys(seen)), ","))
 }
+
+// listIndex is a list index of a concrete path (".spec.ports[2]").
+var listIndex = regexp.MustCompile(`\[[0-9]+\]`)
 
 // describeProblems names the first limit answers of the API server with
 // their objects (cluster.ProblemLines).

@@ -52,7 +52,7 @@ func TestObjectsChecks(t *testing.T) {
 			if tc.found == lostTwo && len(tc.allow.Paths) == 1 {
 				// The failures name what is left, with the flag that
 				// accepts it and what was accepted, nothing more.
-				way := "--allow-pruning=.spec.image,.spec.ports[*].name,.spec.size"
+				way := "'--allow-pruning=.spec.image,.spec.ports[*].name,.spec.size'"
 				for _, c := range cs[2:4] {
 					if !strings.HasSuffix(c.Message, way) || strings.Contains(strings.Join(c.Details, "\n"), "ports") {
 						t.Errorf("%s: %q (details %q), want it to name the rest and end in %s", c.Name, c.Message, c.Details, way)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,18 +136,22 @@ func TestCase38HelmReleaseDeletesCRD(t *testing.T) {
 	if err := helmRelease(t, doomedNS, "doomed", chart06, true); err != nil {
 		t.Fatalf("helm upgrade doomed: %v", err)
 	}
-	waitFor(t, "helm upgrade's deletion of s1 and the CRD", func() (bool, error) {
+	// The CRD's cleanup deletes its objects one by one in parallel: s1 may
+	// be gone before s2 is marked, so the wait holds for both.
+	waitFor(t, "helm upgrade's deletion of s1, s2 and the CRD", func() (bool, error) {
 		got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 		if err != nil || got.DeletionTimestamp == nil {
 			return false, err
 		}
-		_, err = resource(c, crd, "v1alpha1", doomedNS).Get(ctx, "s1", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		if _, err = resource(c, crd, "v1alpha1", doomedNS).Get(ctx, "s1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		s2, err := resource(c, crd, "v1alpha1", doomedNS).Get(ctx, "s2", metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("s2 after the upgrade: %w, want it Terminating (its finalizer holds it)", err)
+		}
+		return s2.GetDeletionTimestamp() != nil, nil
 	})
-	s2, err := resource(c, crd, "v1alpha1", doomedNS).Get(ctx, "s2", metav1.GetOptions{})
-	if err != nil || s2.GetDeletionTimestamp() == nil {
-		t.Fatalf("s2 after the upgrade: %v, want it Terminating (its finalizer holds it)", err)
-	}
 	releaseFinalizer(t, c, crd, doomedNS)
 	waitFor(t, "the CRD gone", func() (bool, error) {
 		_, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})

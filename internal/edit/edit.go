@@ -121,13 +121,14 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 			continue
 		}
 		lost = append(lost, l.Text)
-		if !slices.Contains(way.Paths, l.Path) {
-			way.Paths = append(way.Paths, l.Path)
-		}
 		// A path with a wildcard other than an index (".spec.*": fields
-		// the schema does not name) is no flag's: only the bare flag
-		// accepts it.
-		way.All = way.All || strings.Contains(strings.ReplaceAll(l.Path, "[*]", ""), "*")
+		// the schema does not name) is no flag's: the way out names the
+		// field that holds them (".spec"); the bare flag only at the root.
+		path, ok := flagPath(l.Path)
+		way.All = way.All || !ok
+		if ok && !slices.Contains(way.Paths, path) {
+			way.Paths = append(way.Paths, path)
+		}
 	}
 	if len(brought) == 0 && len(already) > 0 {
 		c := cs.add(CheckNoneConversionPruning, Warn, "conversion strategy None: %s prunes %d field(s) against other versions, each just as a version with %s's schema does today, so this changes nothing of it (objects moving between those versions lose them already; Webhook conversion or schemas that agree keep them)", subject, len(already), subject)
@@ -150,6 +151,20 @@ func noneConversionCheck(cs *Checks, crd *apiextensionsv1.CustomResourceDefiniti
 	c := cs.add(CheckNoneConversionPruning, Fail, "conversion strategy None and the schemas differ, so %d field(s) would be pruned%s (use Webhook conversion, make the schemas agree, or pass %s to accept the loss)", len(lost), also, lifecycle.Quote(way.Flag()))
 	c.Details = lost
 	return c
+}
+
+// flagPath is the path --allow-pruning takes for a schema path: the path
+// itself, or for one with a wildcard other than an index (".spec.*",
+// ".spec.x.*.y") the field above the wildcard (".spec", ".spec.x"); false
+// when that is the root.
+func flagPath(path string) (string, bool) {
+	for i := 0; i < len(path); i++ {
+		if path[i] == '*' && (i == 0 || path[i-1] != '[') {
+			parent := strings.TrimSuffix(path[:i], ".")
+			return parent, parent != ""
+		}
+	}
+	return path, true
 }
 
 // PreserveUnknownSchema is the schema that keeps every field of an object:

@@ -353,3 +353,32 @@ func TestAddVersionWithSchemaKeepsSubresources(t *testing.T) {
 		}
 	}
 }
+
+// TestPruningWayOutOfAWildcard (trial): where the schemas' prediction is a
+// wildcard (".spec.*": v1 keeps fields under .spec that it does not name,
+// v2 prunes them), the refusal offered the bare --allow-pruning, which
+// accepts every loss and switches the measurement off. It names the field
+// above the wildcard, which --allow-pruning takes, and the line it prints
+// passes the check.
+func TestPruningWayOutOfAWildcard(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").EachVersion(sized...).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).
+		Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD()
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.XPreserveUnknownFields = ptr.To(true)
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+
+	c := PromoteStorage(crd, "v2", Pruning{}, nil).Checks
+	last := c[len(c)-1]
+	if last.Name != CheckNoneConversionPruning || last.Outcome != Fail || !strings.Contains(last.Message, "pass --allow-pruning=.spec to accept") {
+		t.Fatalf("%s %s %q, want a failure whose way out is --allow-pruning=.spec", last.Name, last.Outcome, last.Message)
+	}
+	c = PromoteStorage(crd, "v2", Pruning{Paths: []string{".spec"}}, nil).Checks
+	if last := c[len(c)-1]; last.Outcome != Warn {
+		t.Errorf("with the printed way out: %s %q, want a warning", last.Outcome, last.Message)
+	}
+	for path, want := range map[string]string{".spec.*": ".spec", ".spec.x.*.y": ".spec.x", ".spec.ports[*].name": ".spec.ports[*].name", ".*": ""} {
+		if got, ok := flagPath(path); got != want || ok != (want != "") {
+			t.Errorf("flagPath(%q) = %q, %v; want %q", path, got, ok, want)
+		}
+	}
+}

@@ -122,7 +122,7 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 		}
 		r.Checks = append(r.Checks, preflight.Objects(p.Found, o.Pruning)...)
 		if p.Found.ListError == "" {
-			r.Checks = append(r.Checks, measuredCheck(p))
+			r.Checks = append(r.Checks, measuredCheck(p, o.Pruning.All))
 		}
 	}
 	return r, nil
@@ -131,8 +131,10 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 // measuredCheck is the check LossMeasurement, which says how the update
 // through the new version was measured: by reads (how many objects the
 // second list answered; the others, written between the lists, got the
-// dry run) or by dry runs, and why.
-func measuredCheck(p *loss.Promotion) edit.Check {
+// dry run) or by dry runs, and why. Under Webhook conversion, a round
+// trip this client could not make is unknown, and unknown fails unless
+// allowPruning (--allow-pruning: every loss accepted) makes it a warning.
+func measuredCheck(p *loss.Promotion, allowPruning bool) edit.Check {
 	c := designCheck(p)
 	if p.AdmissionPass {
 		c.Message += fmt.Sprintf("; something acts on the update through %s, so each object read at %s was also sent it as a dry run and compared whole with the answer", p.Found.To, p.Found.To)
@@ -141,8 +143,12 @@ func measuredCheck(p *loss.Promotion) edit.Check {
 		if p.RoundTrip == "" {
 			c.Message += fmt.Sprintf("; under Webhook conversion each object read at %s was sent back to %s through the webhook by this client and compared whole with its read at %s (what a client reading at %s gets once the objects are stored at %s)", p.Found.To, p.Found.From, p.Found.From, p.Found.From, p.Found.To)
 		} else {
-			c.Outcome = edit.Warn
-			c.Message += fmt.Sprintf("; under Webhook conversion the objects at %s and at %s were compared by the names of their fields (%s): a field the webhook renames counts as lost, and a value it changes is not seen", p.Found.From, p.Found.To, p.RoundTrip)
+			c.Outcome = edit.Fail
+			how := "run promote-storage where the webhook can be called (for a webhook behind a Service, inside the cluster network, where its endpoints are reachable), or pass --allow-pruning to promote on the comparison of field names"
+			if allowPruning {
+				c.Outcome, how = edit.Warn, "--allow-pruning"
+			}
+			c.Message += fmt.Sprintf("; under Webhook conversion the round trip back to %s is NOT MEASURED (%s): the objects at %s and at %s were compared by the names of their fields only, so a value the webhook changes on the way back is not seen; %s", p.Found.From, p.RoundTrip, p.Found.From, p.Found.To, how)
 		}
 	}
 	return c

@@ -48,17 +48,23 @@ type RoundTrips struct {
 // path to the value read (a read at from defaults it again). A renaming
 // webhook whose round trip gives the object back loses nothing.
 //
-// webhook.ErrServiceReference when the webhook is behind a Service (the
-// client does not call it); the webhook's own error when it cannot be
-// called, refuses, or answers with other objects; a list's error as
-// returned. timeout bounds each call to the webhook.
+// A webhook behind a Service is called at one of the Service's ready
+// endpoints whose serving certificate verifies (webhook.Reach), as the API
+// server calls it with --enable-aggregator-routing.
+//
+// Errors: the webhook's own when it cannot be called (its Service cannot be
+// read, has no ready endpoint, none is reachable from this client, or the
+// caBundle does not verify it), refuses, or answers with other objects; a
+// list's error as returned; an error when crd is not converted by a
+// webhook. timeout bounds each call to the webhook.
 func (c *Client) WebhookRoundTrip(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, from, to string, pageSize int64, timeout time.Duration) (*RoundTrips, error) {
 	conv := crd.Spec.Conversion
-	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil {
-		return nil, webhook.ErrServiceReference
+	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		return nil, fmt.Errorf("%s is not converted by a webhook", crd.Name)
 	}
-	if conv.Webhook.ClientConfig == nil || conv.Webhook.ClientConfig.URL == nil {
-		return nil, webhook.ErrServiceReference
+	convert, err := c.webhookCaller(ctx, conv.Webhook, timeout)
+	if err != nil {
+		return nil, err
 	}
 	defaults := map[string]string{}
 	if v := lifecycle.FindVersion(crd, from); v != nil {
@@ -72,7 +78,7 @@ func (c *Client) WebhookRoundTrip(ctx context.Context, crd *apiextensionsv1.Cust
 		if len(batch) == 0 {
 			return nil
 		}
-		back, err := webhook.Convert(ctx, conv.Webhook, batch, crd.Spec.Group+"/"+from, timeout)
+		back, err := convert(batch, crd.Spec.Group+"/"+from)
 		if err != nil {
 			return err
 		}
@@ -94,7 +100,7 @@ func (c *Client) WebhookRoundTrip(ctx context.Context, crd *apiextensionsv1.Cust
 		return fromRes.List(ctx, opts)
 	})
 	p.PageSize = pageSize
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+	err = p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		u := obj.(*unstructured.Unstructured)
 		read := reads.find(u)
 		if read == nil {
@@ -120,6 +126,41 @@ func (c *Client) WebhookRoundTrip(ctx context.Context, crd *apiextensionsv1.Cust
 	}
 	return out, nil
 }
+
+// webhookCaller returns a function that sends objects to conv's webhook
+// in one ConversionReview: at its URL, or at a ready endpoint of its
+// Service that this client reaches and whose certificate verifies.
+func (c *Client) webhookCaller(ctx context.Context, conv *apiextensionsv1.WebhookConversion, timeout time.Duration) (func([]*unstructured.Unstructured, string) ([]*unstructured.Unstructured, error), error) {
+	if conv.ClientConfig.URL != nil {
+		return func(objects []*unstructured.Unstructured, desired string) ([]*unstructured.Unstructured, error) {
+			return webhook.Convert(ctx, conv, objects, desired, timeout)
+		}, nil
+	}
+	ref := conv.ClientConfig.Service
+	if ref == nil {
+		return nil, fmt.Errorf("the conversion webhook has neither a URL nor a Service")
+	}
+	svc, slices, err := c.WebhookService(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the conversion webhook's Service %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	addr, err := webhook.Reach(ctx, conv, svc, slices, min(timeout, webhookDialTimeout))
+	if err != nil {
+		return nil, err
+	}
+	return func(objects []*unstructured.Unstructured, desired string) ([]*unstructured.Unstructured, error) {
+		back, err := webhook.ConvertEndpoint(ctx, conv, addr, objects, desired, timeout)
+		if err != nil {
+			return nil, fmt.Errorf("through the Service %s/%s endpoint %s: %w", ref.Namespace, ref.Name, addr, err)
+		}
+		return back, nil
+	}, nil
+}
+
+// webhookDialTimeout bounds the TLS handshake with one of a webhook
+// Service's endpoints: long enough for a busy endpoint, short enough that
+// an endpoint outside this client's network does not hold the run.
+const webhookDialTimeout = 3 * time.Second
 
 // readPair reads u again at from and at to until both reads are of one
 // resourceVersion (three tries); nil, nil when it is gone, an error when

@@ -266,9 +266,39 @@ func TestServiceWebhookPreflight(t *testing.T) {
 		_, err := resource(c, crd, "v2", "team-a").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
+	// The round trip back to v1 goes through the Service's endpoint from
+	// this client (issue 34: it compared field names only, and a value
+	// the webhook changes on the way was not seen): a webhook that zeroes
+	// .spec.replicas of "changed" is refused, naming it.
+	// The edit comes first: the API server's watch cache of v2 holds each
+	// object as the webhook converted it when the object last changed.
+	hook.edit.Store(&zeroAndRelabel)
+	ensureNamespace(t, c, "default")
+	changed := cronTabObject("changed", map[string]any{"cronSpec": "* * * * */5", "image": "nginx:1", "replicas": int64(5)}, nil)
+	changed.SetAPIVersion(lifecycle.GroupVersion(crd, "v1"))
+	changed.SetKind(crd.Spec.Names.Kind)
+	if _, err := resource(c, crd, "v1", "default").Create(ctx, changed, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	calls := hook.calls.Load()
+	refusesAt(t, c, kc, []string{name}, []string{"refusing to promote-storage", "1 object(s) have values at v1 that the update through v2 changes", "default/changed: .spec.replicas"},
+		"promote-storage", name, "v2")
+	if hook.calls.Load() == calls {
+		t.Error("promote-storage refused without calling the webhook")
+	}
+	hook.edit.Store(nil)
+	if err := resource(c, crd, "v1", "default").Delete(ctx, "changed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "changed gone from the list at v2", func() (bool, error) {
+		list, err := resource(c, crd, "v2", "default").List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, nil
+	})
 	promoted := succeedsAt(t, kc, "promote-storage", name, "v2")
-	if !strings.Contains(promoted.stdout, "PASS  the caBundle verifies the serving certificate") {
-		t.Errorf("promote-storage output:\n%s", promoted.stdout)
+	for _, want := range []string{"PASS  the caBundle verifies the serving certificate", "sent back to v1 through the webhook by this client and compared whole"} {
+		if !strings.Contains(promoted.stdout, want) {
+			t.Errorf("promote-storage output lacks %q:\n%s", want, promoted.stdout)
+		}
 	}
 	if got := getCRD(t, c, name); lifecycle.StorageVersion(got) != "v2" {
 		t.Errorf("storage version %s after promote-storage, want v2", lifecycle.StorageVersion(got))

@@ -2,7 +2,6 @@ package loss
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
-	"github.com/crdversion/kubectl-crdversion/internal/webhook"
 )
 
 // PromotionOptions are MeasurePromotion's options.
@@ -61,7 +59,8 @@ type Promotion struct {
 	// RoundTrip says, under Webhook conversion, how Found.Lost and
 	// Found.Changed were judged: "" for whole objects after the round trip
 	// (RoundTripper), else why keys were compared across the versions (a
-	// renamed field then counts as lost, and a changed value is not seen).
+	// renamed field then counts as lost, and a changed value is not seen):
+	// the round trip is unknown.
 	RoundTrip string
 	// Webhook is set under Webhook conversion with the storage version
 	// served: the objects made the round trip (RoundTrip says how judged).
@@ -134,14 +133,11 @@ func MeasurePromotion(ctx context.Context, c Checker, crd *apiextensionsv1.Custo
 		p.RoundTrip = "no client for the webhook"
 		if o.RoundTripper != nil {
 			rt, err := o.RoundTripper.WebhookRoundTrip(ctx, crd, p.From, to, o.PageSize, o.WebhookTimeout)
-			switch {
-			case err == nil:
+			if err == nil {
 				// The round trip is the verdict: what a client reading at
 				// From gets back once the objects are stored at to.
 				found.Lost, found.Changed, p.RoundTrip = rt.Lost, rt.Changed, ""
-			case errors.Is(err, webhook.ErrServiceReference):
-				p.RoundTrip = "the webhook is behind a Service, which this client does not call"
-			default:
+			} else {
 				p.RoundTrip = "the webhook could not be called from this client: " + err.Error()
 			}
 		}

@@ -205,7 +205,8 @@ func (r roundTripper) WebhookRoundTrip(context.Context, *apiextensionsv1.CustomR
 // conversion the keys of an object at the two versions do not say what it
 // loses (a renamed field looks lost, a changed value looks kept); the round
 // trip through the webhook, whole, does. Where the client cannot call the
-// webhook the keys stay, and the promotion says why.
+// webhook (a Service endpoint out of its reach included) the keys stay,
+// and the promotion says why: the round trip is unknown.
 func TestMeasurePromotionJudgesTheWebhookRoundTrip(t *testing.T) {
 	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage).
 		Version("v2", crdtest.Served).Stored("v1").CRD()
@@ -222,7 +223,7 @@ func TestMeasurePromotionJudgesTheWebhookRoundTrip(t *testing.T) {
 		roundTrip string
 	}{
 		{"the round trip is the verdict", roundTripper{rt: &cluster.RoundTrips{Objects: 2, Changed: changed}}, "", "default/zeroed: .spec.replicas", ""},
-		{"a Service webhook: keys", roundTripper{err: webhook.ErrServiceReference}, "default/renamed: .spec.image", "", "behind a Service"},
+		{"a Service webhook out of reach: keys", roundTripper{err: &webhook.NotReachableError{Address: "10.0.0.7:8443", Err: errors.New("i/o timeout")}}, "default/renamed: .spec.image", "", "the endpoint 10.0.0.7:8443 is not reachable from this client"},
 		{"a webhook that cannot be called: keys", roundTripper{err: errors.New("dial tcp: no route")}, "default/renamed: .spec.image", "", "could not be called from this client: dial tcp: no route"},
 		{"no client: keys", nil, "default/renamed: .spec.image", "", "no client for the webhook"},
 	} {

@@ -119,7 +119,7 @@ func Objects(found *cluster.ObjectsCheck, p edit.Pruning) (cs edit.Checks) {
 	if n := len(found.Changed); n > 0 {
 		details := lossLines(found.Changed)
 		c := edit.Check{Name: "ValuesKept", Outcome: edit.Fail, Details: details,
-			Message: fmt.Sprintf("%d object(s) have values at %s that the update through %s changes (admission on UPDATE, a mutating webhook or policy): rewriting them at %s changes that data; make the admission spare them, or accept exactly these changes with %s", n, from, to, to, way)}
+			Message: fmt.Sprintf("%d object(s) have values at %s that the update through %s changes (a conversion webhook that does not give the value back, or admission on UPDATE: a mutating webhook or policy): rewriting them at %s changes that data; fix the conversion or make the admission spare them, or accept exactly these changes with %s", n, from, to, to, way)}
 		if allowPruning {
 			c.Outcome = edit.Warn
 			c.Message = fmt.Sprintf("%d object(s) have values at %s that the update through %s changes: they WILL BE CHANGED when the objects are rewritten at %s (--allow-pruning)", n, from, to, to)

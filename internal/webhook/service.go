@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -169,4 +171,44 @@ func ptrString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// maxReachTries is how many ready endpoints Reach tries.
+const maxReachTries = 3
+
+// Reach returns a ready endpoint ("host:port") of the Service svc that
+// conv's clientConfig references whose serving certificate verifies for
+// ServerName against the caBundle: the endpoint a client of its own can
+// send ConversionReviews to (ConvertEndpoint). slices are the Service's
+// EndpointSlices. Errors say why there is none: the caBundle holds no
+// certificate, a *NoEndpointsError, a *VerificationError, or a
+// *NotReachableError when the endpoints cannot be reached from this client
+// (a pod network outside it). dialTimeout bounds each endpoint's
+// handshake; up to three endpoints are tried.
+func Reach(ctx context.Context, conv *apiextensionsv1.WebhookConversion, svc *corev1.Service, slices []discoveryv1.EndpointSlice, dialTimeout time.Duration) (string, error) {
+	if conv == nil || conv.ClientConfig == nil || conv.ClientConfig.Service == nil {
+		return "", errors.New("no webhook Service reference")
+	}
+	ref := conv.ClientConfig.Service
+	roots, _, err := ParseCABundle(conv.ClientConfig.CABundle)
+	if err != nil {
+		return "", err
+	}
+	eps, err := SelectEndpoints(svc, ServicePort(ref), slices)
+	if err != nil {
+		return "", err
+	}
+	var last error
+	for _, addr := range eps.Ready[:min(len(eps.Ready), maxReachTries)] {
+		last = VerifyServingCert(ctx, addr, ServerName(ref), roots, dialTimeout)
+		var nr *NotReachableError
+		switch {
+		case last == nil:
+			return addr, nil
+		case errors.As(last, &nr):
+			// The endpoints share a network: one unreachable, all are.
+			return "", last
+		}
+	}
+	return "", last
 }

@@ -54,11 +54,7 @@ func VerifyEndpoint(ctx context.Context, conv *apiextensionsv1.WebhookConversion
 		return fmt.Errorf("no webhook Service reference")
 	}
 	ref := conv.ClientConfig.Service
-	path := ""
-	if ref.Path != nil {
-		path = *ref.Path
-	}
-	return verify(ctx, conv, "https://"+address+path, ServerName(ref), sample, desiredAPIVersion, timeout)
+	return verify(ctx, conv, "https://"+address+ptrString(ref.Path), ServerName(ref), sample, desiredAPIVersion, timeout)
 }
 
 func verify(ctx context.Context, conv *apiextensionsv1.WebhookConversion, url, serverName string, sample *unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) error {
@@ -82,6 +78,18 @@ func Convert(ctx context.Context, conv *apiextensionsv1.WebhookConversion, objec
 		return nil, ErrServiceReference
 	}
 	return review(ctx, conv, *conv.ClientConfig.URL, "", objects, desiredAPIVersion, timeout)
+}
+
+// ConvertEndpoint is Convert for a webhook behind a Service reference,
+// sent to one of the Service's endpoints (address is "host:port", from
+// Reach) at the reference's path, with the TLS server name the API server
+// uses (ServerName) and the caBundle as roots.
+func ConvertEndpoint(ctx context.Context, conv *apiextensionsv1.WebhookConversion, address string, objects []*unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) ([]*unstructured.Unstructured, error) {
+	if conv == nil || conv.ClientConfig == nil || conv.ClientConfig.Service == nil {
+		return nil, fmt.Errorf("no webhook Service reference")
+	}
+	ref := conv.ClientConfig.Service
+	return review(ctx, conv, "https://"+address+ptrString(ref.Path), ServerName(ref), objects, desiredAPIVersion, timeout)
 }
 
 func review(ctx context.Context, conv *apiextensionsv1.WebhookConversion, url, serverName string, objects []*unstructured.Unstructured, desiredAPIVersion string, timeout time.Duration) ([]*unstructured.Unstructured, error) {

@@ -13,6 +13,7 @@ package actiontest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,8 +87,8 @@ type Fake struct {
 	// Checks answer CheckObjects by the version read at (its From); a
 	// version not in the map answers that no object was listed.
 	Checks map[string]*cluster.ObjectsCheck
-	// RoundTrips answer WebhookRoundTrip (nil: a webhook behind a
-	// Service, which the client does not call).
+	// RoundTrips answer WebhookRoundTrip (nil: a webhook this client
+	// cannot call).
 	RoundTrips *cluster.RoundTrips
 	// Engine, when set, answers both engines' runs (server says which
 	// one); by default a run is complete and trims storedVersions to the
@@ -295,11 +296,11 @@ func (f *Fake) CheckObjects(_ context.Context, _ *apiextensionsv1.CustomResource
 	return &cluster.ObjectsCheck{From: o.From, To: o.To}, nil
 }
 
-// WebhookRoundTrip returns RoundTrips, or webhook.ErrServiceReference
+// WebhookRoundTrip returns RoundTrips, or a *webhook.NotReachableError
 // when it is nil (not logged: reads).
 func (f *Fake) WebhookRoundTrip(context.Context, *apiextensionsv1.CustomResourceDefinition, string, string, int64, time.Duration) (*cluster.RoundTrips, error) {
 	if f.RoundTrips == nil {
-		return nil, webhook.ErrServiceReference
+		return nil, &webhook.NotReachableError{Address: "10.0.0.7:8443", Err: errors.New("i/o timeout")}
 	}
 	return f.RoundTrips, nil
 }

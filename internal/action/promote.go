@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -121,11 +122,41 @@ func PromoteStorage(ctx context.Context, c PromoteCluster, t *Target, o PromoteO
 				Message: fmt.Sprintf("not measured whether %s drops fields the objects have: the storage version %s is not served, so they cannot be read there; %s", o.Version, from, how)})
 		}
 		r.Checks = append(r.Checks, preflight.Objects(p.Found, o.Pruning)...)
+		if c := unmatchedPruning(t.Live, o.Version, p.Found, o.Pruning); c != nil {
+			r.Checks = append(r.Checks, *c)
+		}
 		if p.Found.ListError == "" {
 			r.Checks = append(r.Checks, measuredCheck(p, o.Pruning.All))
 		}
 	}
 	return r, nil
+}
+
+// unmatchedPruning is the warning PruningPathsUnmatched for the paths of
+// p that accept nothing: no object read loses or changes a field under
+// them, and conversion None prunes none there (a misspelt path is taken
+// as typed and accepts nothing; every loss still fails). nil when each
+// path accepts something, or p has none.
+func unmatchedPruning(crd *apiextensionsv1.CustomResourceDefinition, version string, found *cluster.ObjectsCheck, p edit.Pruning) *edit.Check {
+	if p.All || len(p.Paths) == 0 {
+		return nil
+	}
+	var took []cluster.ObjectLoss
+	for _, ls := range [][]cluster.ObjectLoss{found.Lost, found.Changed, found.NotRoundTripped} {
+		_, took = loss.Accept(ls, p.Paths, took)
+	}
+	if !lifecycle.UsesWebhook(crd) {
+		brought, _ := lifecycle.NoneConversionLossesOf(crd, version)
+		for _, l := range brought {
+			took = append(took, cluster.ObjectLoss{Paths: []string{l.Path}})
+		}
+	}
+	idle := loss.Unmatched(p.Paths, took)
+	if len(idle) == 0 {
+		return nil
+	}
+	return &edit.Check{Name: "PruningPathsUnmatched", Outcome: edit.Warn,
+		Message: fmt.Sprintf("--allow-pruning path(s) %s match nothing the objects lose or change at %s, nor a field conversion None prunes: they accept nothing (a misspelt path?)", strings.Join(idle, ", "), version)}
 }
 
 // measuredCheck is the check LossMeasurement, which says how the update

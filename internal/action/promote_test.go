@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/edit"
 	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
@@ -43,5 +44,28 @@ func TestMeasuredCheckRoundTripUnknown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnmatchedPruning: the paths of --allow-pruning that accept nothing —
+// no object loses or changes a field under them, conversion None prunes
+// none there — are named in a warning; a path that accepts a predicted
+// pruning only is not.
+func TestUnmatchedPruning(t *testing.T) {
+	crd := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).
+		Version("v2", crdtest.Served, crdtest.Fields("a")).Stored("v1").CRD()
+	found := &cluster.ObjectsCheck{From: "v1", To: "v2", Changed: []cluster.ObjectLoss{{Object: "default/x", Paths: []string{".spec.a"}}}}
+	for _, tc := range []struct {
+		pruning edit.Pruning
+		want    string
+	}{
+		{edit.Pruning{All: true}, ""},
+		{edit.Pruning{Paths: []string{".spec.a", ".spec.b"}}, ""},
+		{edit.Pruning{Paths: []string{".spec.a", ".spec.c", ".status"}}, "--allow-pruning path(s) .spec.c, .status match nothing"},
+	} {
+		c := unmatchedPruning(crd, "v2", found, tc.pruning)
+		if (c == nil) != (tc.want == "") || c != nil && (c.Outcome != edit.Warn || !strings.Contains(c.Message, tc.want)) {
+			t.Errorf("%+v: %+v, want %q", tc.pruning, c, tc.want)
+		}
 	}
 }

@@ -115,7 +115,15 @@ func TestMigrateAcceptsNamedPaths(t *testing.T) {
 	if len(ways) != 2 || ways[0][1] != "--allow-pruning=.spec.cronSpec,.spec.image" || ways[1][1] != ways[0][1] {
 		t.Fatalf("promote-storage's ways out %q, want --allow-pruning=.spec.cronSpec,.spec.image twice:\n%s", ways, r.stdout+r.stderr)
 	}
+	// A misspelt path accepts nothing, and is named as such.
+	r = succeeds(t, "promote-storage", crd.Name, "v2", ways[0][1]+",.spec.imgae", "--dry-run=server")
+	if !strings.Contains(r.stdout, "WARN  --allow-pruning path(s) .spec.imgae match nothing the objects lose or change at v2") {
+		t.Errorf("promote-storage with a misspelt path does not name it:\n%s", r.stdout)
+	}
 	r = succeeds(t, "promote-storage", crd.Name, "v2", ways[0][1])
+	if strings.Contains(r.stdout, "match nothing") {
+		t.Errorf("promote-storage %s says a path matches nothing:\n%s", ways[0][1], r.stdout)
+	}
 	if !strings.Contains(r.stdout, "12 object(s) have fields or values at v1 that --allow-pruning=.spec.cronSpec,.spec.image accepts: they WILL BE LOST") ||
 		!strings.Contains(r.stdout, "- default/crontab-0: .spec.cronSpec, .spec.image") {
 		t.Errorf("promote-storage %s does not name what it accepted:\n%s", ways[0][1], r.stdout)
@@ -155,6 +163,10 @@ func TestMigrateAcceptsNamedPaths(t *testing.T) {
 	flag := regexp.MustCompile(`accept exactly these losses with (--allow-pruning=\S+)`).FindStringSubmatch(r.stderr + r.stdout)
 	if flag == nil || flag[1] != "--allow-pruning=.spec.cronSpec,.spec.image" {
 		t.Fatalf("the refusal's way out %q, want --allow-pruning=.spec.cronSpec,.spec.image:\n%s", flag, r.stderr)
+	}
+	r = succeeds(t, "migrate", crd.Name, flag[1]+",.status.nothing", "--dry-run=server")
+	if !strings.Contains(r.stdout+r.stderr, "--allow-pruning path(s) .status.nothing match nothing the rewrite loses or changes") {
+		t.Errorf("migrate with a path that matches nothing does not name it:\n%s", r.stdout+r.stderr)
 	}
 	r = succeeds(t, "migrate", crd.Name, flag[1])
 	for _, want := range []string{"Warning: accepted (--allow-pruning=.spec.cronSpec,.spec.image): the rewrite loses or changes, for good, default/crontab-0: .spec.cronSpec, .spec.image",

@@ -197,6 +197,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	objects := refusedObjects{}
 	seenAll := true
 	var refused, unmeasured []string
+	var acceptedAll []cluster.ObjectLoss // what o.Accepted accepted, every pass
 	measure := func(from string) error {
 		// Under a conversion webhook the update goes through from: its
 		// answer is what the storage version keeps of the object,
@@ -266,6 +267,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		found.Lost, accepted = Accept(found.Lost, o.Accepted, accepted)
 		found.Changed, accepted = Accept(found.Changed, o.Accepted, accepted)
 		found.RecordedMissing, accepted = Accept(found.RecordedMissing, o.Accepted, accepted)
+		acceptedAll = append(acceptedAll, accepted...)
 		if len(accepted) > 0 {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("accepted (--allow-pruning=%s): the rewrite loses or changes, for good, %s",
 				strings.Join(o.Accepted, ","), describeLosses(accepted, 10)))
@@ -327,6 +329,9 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		if err := measure(storage); err != nil {
 			return nil, err
 		}
+	}
+	if idle := Unmatched(o.Accepted, acceptedAll); len(idle) > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("--allow-pruning path(s) %s match nothing the rewrite loses or changes: they accept nothing (a misspelt path?)", strings.Join(idle, ", ")))
 	}
 	if len(refused) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "the API server refuses to rewrite some objects at " + storage,
@@ -448,6 +453,20 @@ func Accept(ls []cluster.ObjectLoss, accepted []string, into []cluster.ObjectLos
 		}
 	}
 	return rest, into
+}
+
+// Unmatched is the paths of accepted that no path of took lies under
+// (schema.Under): acceptances that accepted nothing, in order.
+func Unmatched(accepted []string, took []cluster.ObjectLoss) []string {
+	var out []string
+	for _, a := range accepted {
+		if !slices.ContainsFunc(took, func(l cluster.ObjectLoss) bool {
+			return slices.ContainsFunc(l.Paths, func(p string) bool { return schema.Under([]string{a}, p) })
+		}) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // AcceptFlag is the --allow-pruning that accepts the paths of ls and

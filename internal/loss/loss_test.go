@@ -368,3 +368,22 @@ func TestMeasureUnderAWebhookAlsoWritesThroughTheStorageVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestUnmatched (trial): an --allow-pruning path that matches nothing was
+// taken silently; Unmatched names the paths no accepted loss lies under.
+func TestUnmatched(t *testing.T) {
+	took := []cluster.ObjectLoss{{Object: "default/a", Paths: []string{".spec.ports[2].name", ".metadata.labels.legacy"}}}
+	for _, tc := range []struct {
+		accepted []string
+		want     []string
+	}{
+		{nil, nil},
+		{[]string{".spec.ports[*]", ".metadata.labels"}, nil},
+		{[]string{".spec.ports[*].name", ".spec.imgae", ".metadata.labels.legacy"}, []string{".spec.imgae"}},
+		{[]string{".spec.port"}, []string{".spec.port"}}, // a prefix of a name is not the field
+	} {
+		if got := Unmatched(tc.accepted, took); !slices.Equal(got, tc.want) {
+			t.Errorf("Unmatched(%q) = %q, want %q", tc.accepted, got, tc.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/references"
@@ -185,6 +186,18 @@ func (r *Retire) CleanManagedFields(ctx context.Context, crd *apiextensionsv1.Cu
 func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need {
 	missing, _ := r.Cluster.Missing(ctx, needs)
 	return missing
+}
+
+// MigrateNeeds are migrate's permissions on crd, and unless AllowPruning
+// create on its resource when the loss measurement that Migrate runs
+// first also dry-runs each object as new at the storage version
+// (loss.ChecksValidity, with old among the versions measured).
+func (r *Retire) MigrateNeeds(crd *apiextensionsv1.CustomResourceDefinition, old string) []access.Need {
+	needs := access.Migrate(crd, true)
+	if !r.AllowPruning && loss.ChecksValidity(crd, []string{old}) {
+		needs = append(needs, access.MigrateValidity(crd)...)
+	}
+	return needs
 }
 
 // Migrate runs the client migrate engine on crd with Engine (dryRun

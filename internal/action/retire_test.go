@@ -9,8 +9,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/action/actiontest"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 )
@@ -100,5 +102,32 @@ func TestRetireMigrateReportsTheEngine(t *testing.T) {
 	}
 	if m.Total != 3 || m.Rewritten != 2 || m.Failed != 1 || len(m.Failures) != 1 || m.Failures[0].Object != "default/w3" || m.TrimRefused != "the trim was refused" {
 		t.Errorf("Migration %+v", m)
+	}
+}
+
+// TestRetireMigrateNeeds (issue 30): retire --migrate measures the loss as
+// migrate does, with a dry-run create of each object when a stored version
+// differs from the storage version (its schema, or Webhook conversion):
+// its permission check asks for create then, and only then.
+func TestRetireMigrateNeeds(t *testing.T) {
+	same := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Fields("a")).
+		Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("a")).Stored("v1", "v2").CRD()
+	differ := crdtest.New("widgets.example.com").Version("v1", crdtest.Served, crdtest.Fields("a")).
+		Version("v2", crdtest.Served, crdtest.Storage, crdtest.Fields("a", "b")).Stored("v1", "v2").CRD()
+	for _, tc := range []struct {
+		name         string
+		crd          *apiextensionsv1.CustomResourceDefinition
+		allowPruning bool
+		create       bool
+	}{
+		{"same schemas", same, false, false},
+		{"schemas differ", differ, false, true},
+		{"schemas differ, --allow-pruning: nothing measured", differ, true, false},
+	} {
+		needs := (&Retire{AllowPruning: tc.allowPruning}).MigrateNeeds(tc.crd, "v1")
+		create := slices.ContainsFunc(needs, func(n access.Need) bool { return n.Verb == "create" && n.Resource == "widgets" })
+		if create != tc.create || !slices.ContainsFunc(needs, func(n access.Need) bool { return n.Verb == "patch" }) {
+			t.Errorf("%s: %v, want create %v beside migrate's own", tc.name, needs, tc.create)
+		}
 	}
 }

@@ -75,6 +75,11 @@ type Cluster interface {
 	// status.storedVersions claims, so what the rewrite loses is measured
 	// there too.
 	Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, old string, dryRun lifecycle.DryRun) (*Migration, error)
+	// MigrateNeeds are the permissions Migrate of crd, retiring old,
+	// needs: migrate's own, and those of the loss measurement it runs
+	// first (create on the resource for its dry-run creates, when it
+	// checks the objects as new at the storage version).
+	MigrateNeeds(crd *apiextensionsv1.CustomResourceDefinition, old string) []access.Need
 }
 
 // WriteRefusedError is a write the API server refused: its validation,

@@ -175,7 +175,7 @@ func (r *run) run(ctx context.Context) error {
 		return r.stop(steps)
 	}
 	if r.opts.DryRun == lifecycle.DryRunNone {
-		if missing := r.e.Cluster.Missing(ctx, needs(r.crd, steps, r.facts.References)); len(missing) > 0 {
+		if missing := r.e.Cluster.Missing(ctx, needs(r.crd, steps, r.facts.References, func() []access.Need { return r.e.Cluster.MigrateNeeds(r.crd, old) })); len(missing) > 0 {
 			r.res.Outcome = OutcomeBlocked
 			return &access.MissingError{Operation: "retire " + old + " of", CRD: crd.Name, Missing: missing}
 		}
@@ -194,7 +194,7 @@ func (r *run) run(ctx context.Context) error {
 }
 
 // needs are the permissions the steps to do need.
-func needs(crd *apiextensionsv1.CustomResourceDefinition, steps []Step, refs *references.Inventory) []access.Need {
+func needs(crd *apiextensionsv1.CustomResourceDefinition, steps []Step, refs *references.Inventory, migrate func() []access.Need) []access.Need {
 	var out []access.Need
 	for _, s := range steps {
 		if s.Status != ToDo {
@@ -204,7 +204,7 @@ func needs(crd *apiextensionsv1.CustomResourceDefinition, steps []Step, refs *re
 		case Unserved, Removed:
 			out = append(out, access.EditCRD()...)
 		case Migrated:
-			out = append(out, access.Migrate(crd, true)...)
+			out = append(out, migrate()...)
 		case ManagedFieldsClean:
 			out = append(out, access.CleanManagedFields(crd)...)
 		case ReferencesMoved:

@@ -176,6 +176,10 @@ func (f *fakeCluster) Missing(context.Context, []access.Need) []access.Need {
 	return f.missing
 }
 
+func (f *fakeCluster) MigrateNeeds(crd *apiextensionsv1.CustomResourceDefinition, _ string) []access.Need {
+	return access.Migrate(crd, true)
+}
+
 func (f *fakeCluster) Migrate(_ context.Context, _ *apiextensionsv1.CustomResourceDefinition, _ string, d lifecycle.DryRun) (*Migration, error) {
 	dryRun := d == lifecycle.DryRunServer
 	storage := lifecycle.StorageVersion(f.live)

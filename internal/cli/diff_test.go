@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,9 +43,18 @@ func TestDiffFiles(t *testing.T) {
 		!hasFinding(r.CRDs[0].Findings, schemadiff.CodeVersionRemoved, "spec.versions") {
 		t.Errorf("findings: %+v", r.CRDs[0].Findings)
 	}
+	// Each finding whose subject is a crdify rule names it (issue 32).
+	for _, f := range r.CRDs[0].Findings {
+		if want := schemadiff.RuleOf(f.Code); f.Rule != want {
+			t.Errorf("%s at %s: rule %q, want %q", f.Code, f.Path, f.Rule, want)
+		}
+	}
+	if !slices.ContainsFunc(r.CRDs[0].Findings, func(f schemadiff.Finding) bool { return f.Code == schemadiff.CodeRequiredAdded && f.Rule == "required" }) {
+		t.Errorf("no RequiredAdded finding names the rule required: %+v", r.CRDs[0].Findings)
+	}
 
 	md, _, _ := run(t, "diff", "--old", bucketsOld, "--new", bucketsNew, "-o", "markdown")
-	for _, want := range []string{"## CRD compatibility:", "| severity | version | path | code | explanation |", "| 🔴 error | v1beta2 | `spec.conversion` | NoneConversionPrunesFields |", "| 🟡 warning | v1 | `.status.artifact.digest` | RequiredAdded |"} {
+	for _, want := range []string{"## CRD compatibility:", "| severity | version | path | code | crdify rule | explanation |", "| 🔴 error | v1beta2 | `spec.conversion` | NoneConversionPrunesFields | - |", "| 🟡 warning | v1 | `.status.artifact.digest` | RequiredAdded | required |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}

@@ -173,7 +173,7 @@ func diffFixture() *report.Diff {
 				Message: "conversion strategy None between the served versions v1 and v1beta2 only rewrites apiVersion: objects written at v1 lose .spec.serviceAccountName when read or written at v1beta2"},
 			{Code: schemadiff.CodeStatusSubresourceRemoved, Severity: lifecycle.SeverityWarning, Version: "v1", Path: "subresources.status",
 				Message: "v1 has no status subresource (v1beta2 has): writes to /status are answered 404, and writes to the main resource change status"},
-			{Code: schemadiff.CodeEnumValuesAdded, Severity: lifecycle.SeverityInfo, Version: "v1", Path: ".spec.provider",
+			{Code: schemadiff.CodeEnumValuesAdded, Rule: "enum", Severity: lifecycle.SeverityInfo, Version: "v1", Path: ".spec.provider",
 				Message: "enum values added: \"generic|aws\""}}},
 		report.CRDDiff{Name: "ocirepositories.source.toolkit.fluxcd.io"},
 		report.CRDDiff{Name: "helmcharts.source.toolkit.fluxcd.io", Findings: []schemadiff.Finding{{Code: schemadiff.CodeCRDAdded, Severity: lifecycle.SeverityInfo, Path: ".", Message: "new CRD (versions v1)"}}},

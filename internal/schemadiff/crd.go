@@ -40,7 +40,7 @@ func Versions(crd *apiextensionsv1.CustomResourceDefinition, from, to string) ([
 	}
 	out = append(out, VersionParts(f, t)...)
 	Sort(out)
-	return out, nil
+	return nameRules(out), nil
 }
 
 func isWebhook(crd *apiextensionsv1.CustomResourceDefinition) bool {
@@ -157,7 +157,7 @@ func CRDs(old, new *apiextensionsv1.CustomResourceDefinition) []Finding {
 	}
 	out = append(out, noneConversionOf(old, new)...)
 	Sort(out)
-	return out
+	return nameRules(out)
 }
 
 // StoredVersions is the CRD's status.storedVersions, or, for a manifest

@@ -51,6 +51,57 @@ type Finding struct {
 	Path string `json:"path"`
 	// Message says what changed and what it does to objects or clients.
 	Message string `json:"message"`
+	// Rule is the name of the crdify rule (sigs.k8s.io/crdify, whose
+	// rules OLM v1 runs before it installs or upgrades a CRD) whose
+	// subject the finding is ("default", "enum", "maxLength", …; RuleOf),
+	// or empty when no named rule covers it.
+	Rule string `json:"rule,omitempty"`
+}
+
+// crdifyBounds are the numeric keywords crdify checks with a rule of the
+// keyword's own name.
+var crdifyBounds = []string{"maximum", "minimum", "maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties"}
+
+// RuleOf is the crdify rule whose subject a finding of code is: scope,
+// storedVersionRemoval, existingFieldRemoval, enum, default, required,
+// type, pattern, nullable, or a bound keyword (maximum, minLength, …);
+// "" for a code no named rule covers (crdify judges such differences
+// under its catch-all rule "unhandled", or not at all).
+func RuleOf(code string) string {
+	switch code {
+	case CodeScopeChanged:
+		return "scope"
+	case CodeStoredVersionRemoved:
+		return "storedVersionRemoval"
+	case CodeFieldRemoved:
+		return "existingFieldRemoval"
+	case CodeEnumValuesRemoved, CodeEnumValuesAdded:
+		return "enum"
+	case CodeDefaultChanged, CodeDefaultAdded:
+		return "default"
+	case CodeRequiredAdded, CodeRequiredRemoved:
+		return "required"
+	case CodeTypeChanged:
+		return "type"
+	case CodePatternChanged, Tightened("pattern"), Loosened("pattern"):
+		return "pattern"
+	case CodeNullableAdded, CodeNullableRemoved:
+		return "nullable"
+	}
+	for _, k := range crdifyBounds {
+		if code == Tightened(k) || code == Loosened(k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// nameRules sets the Rule of each of fs from its code.
+func nameRules(fs []Finding) []Finding {
+	for i := range fs {
+		fs[i].Rule = RuleOf(fs[i].Code)
+	}
+	return fs
 }
 
 // Codes of property findings.
@@ -142,7 +193,7 @@ func Schemas(old, new *apiextensionsv1.JSONSchemaProps) []Finding {
 		}
 	}
 	Sort(out)
-	return out
+	return nameRules(out)
 }
 
 // withPruned adds to the findings of compare one error for each path of

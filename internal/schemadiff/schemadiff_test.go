@@ -477,3 +477,32 @@ func BenchmarkSchemasNested(b *testing.B) {
 		}
 	}
 }
+
+// TestRuleNames (issue 32): the release a new user tried — a default
+// changed, an enum value added, a description edited — gives findings that
+// name crdify's rules default and enum (OLM v1 refuses the changed
+// default); a description is not compared, and a bound names its keyword.
+func TestRuleNames(t *testing.T) {
+	old := parse(t, `{type: object, properties: {spec: {type: object, properties: {
+  mode: {type: string, default: fast, description: how fast},
+  size: {type: string, enum: [small, large]},
+  name: {type: string, maxLength: 20}}}}}`)
+	new := parse(t, `{type: object, properties: {spec: {type: object, properties: {
+  mode: {type: string, default: slow, description: how fast it goes},
+  size: {type: string, enum: [small, medium, large]},
+  name: {type: string, maxLength: 10}}}}}`)
+	var got []string
+	for _, f := range Schemas(old, new) {
+		got = append(got, f.Code+"="+f.Rule)
+	}
+	want := []string{"DefaultChanged=default", "MaxLengthTightened=maxLength", "EnumValuesAdded=enum"}
+	if !slices.Equal(sorted(got...), sorted(want...)) {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+	for code, rule := range map[string]string{CodeScopeChanged: "scope", CodeStoredVersionRemoved: "storedVersionRemoval", CodeFieldRemoved: "existingFieldRemoval",
+		Loosened("minProperties"): "minProperties", Tightened("pattern"): "pattern", Tightened("multipleOf"): "", CodeFieldAdded: "", CodeVersionRemoved: ""} {
+		if got := RuleOf(code); got != rule {
+			t.Errorf("RuleOf(%s) = %q, want %q", code, got, rule)
+		}
+	}
+}

@@ -26,5 +26,5 @@ func VersionParts(old, new *apiextensionsv1.CustomResourceDefinitionVersion) []F
 	for _, d := range lifecycle.PartDiffs(old, new) {
 		out = append(out, Finding{Code: d.Code, Severity: d.Severity, Version: new.Name, Path: d.Path, Message: d.Message})
 	}
-	return out
+	return nameRules(out)
 }

@@ -46,9 +46,9 @@ func DiffMarkdown(out io.Writer, r *report.Diff) error {
 		if len(c.Findings) == 0 {
 			continue
 		}
-		fmt.Fprintln(out, "\n| severity | version | path | code | explanation |\n|---|---|---|---|---|")
+		fmt.Fprintln(out, "\n| severity | version | path | code | crdify rule | explanation |\n|---|---|---|---|---|---|")
 		for _, f := range c.Findings {
-			fmt.Fprintf(out, "| %s | %s | `%s` | %s | %s |\n", severityMark[f.Severity], Dash(f.Version), mdCell(f.Path), f.Code, mdCell(f.Message))
+			fmt.Fprintf(out, "| %s | %s | `%s` | %s | %s | %s |\n", severityMark[f.Severity], Dash(f.Version), mdCell(f.Path), f.Code, Dash(f.Rule), mdCell(f.Message))
 		}
 	}
 	return nil

@@ -62,7 +62,19 @@ func (x finding) text() string {
 	if at != "" {
 		at = " " + at
 	}
+	if x.f.Acknowledged {
+		at += " (acknowledged)"
+	}
 	return fmt.Sprintf("%s%s: %s", x.plan.Name, at, x.f.Message)
+}
+
+// severity is the finding's severity as the CI formats report it: a
+// note when an --allow acknowledged it (it fails no check).
+func (x finding) severity() lifecycle.Severity {
+	if x.f.Acknowledged {
+		return lifecycle.SeverityInfo
+	}
+	return x.f.Severity
 }
 
 // level is the SARIF level of a severity.
@@ -90,7 +102,7 @@ func SARIF(w io.Writer, r *report.UpgradeCheck, l *Locator, toolVersion string) 
 		run.AddRule(x.f.Code).WithDescription(x.f.Code).WithHelpURI(DocsURI)
 		run.AddDistinctArtifact(uri)
 		run.CreateResultForRule(x.f.Code).
-			WithLevel(level(x.f.Severity)).
+			WithLevel(level(x.severity())).
 			WithMessage(sarif.NewTextMessage(x.text())).
 			AddLocation(sarif.NewLocationWithPhysicalLocation(sarif.NewPhysicalLocation().
 				WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri)).
@@ -116,11 +128,11 @@ func JUnit(w io.Writer, r *report.UpgradeCheck, l *Locator) error {
 			x := finding{plan: p, f: f, at: l.Locate(p, f)}
 			tc := junit.Testcase{Classname: p.Name, Name: strings.Join(strings.Fields(f.Code+" "+f.Version+" "+f.Path), " ")}
 			where := fmt.Sprintf("%s:%d", x.at.File, x.at.Line)
-			switch f.Severity {
+			switch x.severity() {
 			case lifecycle.SeverityError:
 				tc.Failure = &junit.Result{Message: x.text(), Type: f.Code, Data: where + ": " + x.text()}
 			default:
-				tc.SystemOut = &junit.Output{Data: where + ": " + string(f.Severity) + ": " + x.text()}
+				tc.SystemOut = &junit.Output{Data: where + ": " + string(x.severity()) + ": " + x.text()}
 			}
 			suite.AddTestcase(tc)
 		}
@@ -147,7 +159,7 @@ func JUnit(w io.Writer, r *report.UpgradeCheck, l *Locator) error {
 func Annotations(w io.Writer, r *report.UpgradeCheck, l *Locator) error {
 	for _, x := range each(r, l) {
 		cmd := "notice"
-		switch x.f.Severity {
+		switch x.severity() {
 		case lifecycle.SeverityError:
 			cmd = "error"
 		case lifecycle.SeverityWarning:

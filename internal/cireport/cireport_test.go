@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdversion/kubectl-crdversion/internal/crdtest"
+	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
@@ -212,5 +213,42 @@ func TestURI(t *testing.T) {
 		if got := URI(in); got != want {
 			t.Errorf("URI(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestAcknowledgedIsANote (issue 32): an error an --allow acknowledged is
+// a notice in the annotations, a note in SARIF and a passing JUnit case,
+// its text marked; the others keep their level.
+func TestAcknowledgedIsANote(t *testing.T) {
+	r := check(t)
+	var allows []*schemadiff.Allow
+	for _, p := range r.CRDs {
+		for _, f := range p.Findings {
+			if f.Severity == lifecycle.SeverityError {
+				a, err := schemadiff.ParseAllow(f.Code)
+				if err != nil {
+					t.Fatal(err)
+				}
+				allows = append(allows, a)
+			}
+		}
+	}
+	if len(allows) == 0 {
+		t.Fatal("the fixture has no error to acknowledge")
+	}
+	r.Acknowledge(allows)
+	var b bytes.Buffer
+	if err := Annotations(&b, r, &Locator{Fallback: release}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "::error ") || !strings.Contains(b.String(), "(acknowledged)") {
+		t.Errorf("annotations of acknowledged errors:\n%s", b.String())
+	}
+	b.Reset()
+	if err := JUnit(&b, r, &Locator{Fallback: release}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<failure") {
+		t.Errorf("JUnit fails an acknowledged finding:\n%s", b.String())
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
@@ -112,6 +113,7 @@ type CheckUpgradeFlags struct {
 	FromValueFiles []string
 	// Fleet checks the release against several contexts at once.
 	Fleet *FleetFlags
+	Allow []string
 	genericiooptions.IOStreams
 }
 
@@ -134,6 +136,7 @@ func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&fl.FromValueFiles, "from-values", nil, "Values files the --from chart was installed with; repeatable.")
 	cmd.Flags().StringVar(&fl.From, "from", "", "Offline: the previous release (a manifest file or directory, or a chart) standing for the cluster; with --to.")
 	cmd.Flags().StringVar(&fl.To, "to", "", "Offline: the new release (a manifest file or directory, or a chart) checked against --from, without a cluster.")
+	addAllowFlag(cmd.Flags(), &fl.Allow)
 	cmd.Flags().StringVar(&fl.Release, "release", "", "The Helm release the CRDs are for (its namespace from -n): also check which installed CRDs of it the release deletes.")
 	fl.Fleet.addFlags(cmd)
 }
@@ -153,6 +156,8 @@ type CheckUpgradeOptions struct {
 	// Helm is the Helm release, set with --chart or --release: its Name
 	// is empty when --release was not given.
 	Helm *upgrade.HelmRelease
+	// Allows acknowledge deliberate changes (--allow).
+	Allows []*schemadiff.Allow
 	// From and To are the two releases of an offline check; To is also
 	// Chart when it is a chart. FromValueFiles are From's values files.
 	From, To       string
@@ -227,6 +232,10 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 	o := &CheckUpgradeOptions{Filenames: files, Recursive: fl.Recursive, ServerDryRun: fl.ServerDryRun, Chart: fl.Chart, ValueFiles: nonEmpty(fl.ValueFiles),
 		From: fl.From, To: fl.To, FromValueFiles: nonEmpty(fl.FromValueFiles),
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
+	var err error
+	if o.Allows, err = parseAllows(fl.Allow); err != nil {
+		return nil, err
+	}
 	if offline && isChart(fl.To) {
 		o.Chart = fl.To
 	}
@@ -244,7 +253,6 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 	}
 	// On GitHub Actions the findings also annotate the release's files.
 	o.annotate = os.Getenv("GITHUB_ACTIONS") == "true"
-	var err error
 	if ci := *fl.PrintFlags.OutputFormat; ci == "sarif" || ci == "junit" {
 		if fl.Fleet.enabled() {
 			return nil, usageErrorf(cmd, "-o %s is for one cluster, not for --contexts or --all-contexts", ci)
@@ -286,12 +294,22 @@ func (o *CheckUpgradeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.acknowledge(r)
 	if o.annotate {
 		if err := cireport.Annotations(o.ErrOut, r, o.locator()); err != nil {
 			return err
 		}
 	}
 	return printFindings(o.Out, o.print, r, r.Summary)
+}
+
+// acknowledge marks what --allow acknowledges in r, and warns of each
+// --allow that matched nothing.
+func (o *CheckUpgradeOptions) acknowledge(r *report.UpgradeCheck) {
+	if len(o.Allows) > 0 {
+		r.Acknowledge(o.Allows)
+		warnUnmatched(o.ErrOut, o.Allows)
+	}
 }
 
 // source names the release in the report: the files or the chart as
@@ -503,6 +521,7 @@ func (o *CheckUpgradeOptions) runOffline(ctx context.Context) error {
 	for _, p := range plans {
 		r.Add(p)
 	}
+	o.acknowledge(r)
 	if o.annotate {
 		if err := cireport.Annotations(o.ErrOut, r, o.locator()); err != nil {
 			return err

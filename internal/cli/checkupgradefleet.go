@@ -27,6 +27,14 @@ func (o *CheckUpgradeOptions) runFleet(ctx context.Context, docs []manifest.CRDD
 		res.Seconds = time.Since(t0).Seconds()
 		return res
 	})
+	if len(o.Allows) > 0 {
+		for _, c := range clusters {
+			if c.Check != nil {
+				c.Check.Acknowledge(o.Allows)
+			}
+		}
+		warnUnmatched(o.ErrOut, o.Allows)
+	}
 	r := &report.FleetUpgradeCheck{Source: o.source(), Clusters: clusters}
 	r.Tally()
 	r.Seconds = time.Since(start).Seconds()

@@ -14,6 +14,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
 
@@ -61,6 +62,7 @@ type DiffFlags struct {
 	PrintFlags *genericclioptions.PrintFlags
 	Old, New   []string
 	Recursive  bool
+	Allow      []string
 	genericiooptions.IOStreams
 }
 
@@ -73,6 +75,8 @@ type DiffOptions struct {
 	Recursive bool
 	// CRD, From and To are the positional arguments of the live form.
 	CRD, From, To string
+	// Allows acknowledge deliberate changes (--allow).
+	Allows []*schemadiff.Allow
 
 	reader action.Reader
 	print  printers.ResourcePrinterFunc
@@ -98,6 +102,7 @@ func NewCmdDiff(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Co
 	cmd.Flags().StringSliceVar(&fl.Old, "old", nil, "Manifest files or directories with the CRDs as they are; repeat --old to read several, as kubectl apply -f does.")
 	cmd.Flags().StringSliceVar(&fl.New, "new", nil, "Manifest files or directories with the CRDs as they will be; repeat --new to read several.")
 	cmd.Flags().BoolVarP(&fl.Recursive, "recursive", "R", false, "Read the directories of --old and --new recursively.")
+	addAllowFlag(cmd.Flags(), &fl.Allow)
 	return checkCommand(cmd)
 }
 
@@ -106,6 +111,9 @@ func NewCmdDiff(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Co
 func (fl *DiffFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []string) (*DiffOptions, error) {
 	o := &DiffOptions{Old: nonEmpty(fl.Old), New: nonEmpty(fl.New), Recursive: fl.Recursive, IOStreams: fl.IOStreams}
 	var err error
+	if o.Allows, err = parseAllows(fl.Allow); err != nil {
+		return nil, err
+	}
 	switch *fl.PrintFlags.OutputFormat {
 	case "markdown", "md":
 		o.print = humanPrinter(view.DiffMarkdown)
@@ -152,6 +160,10 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if len(o.Allows) > 0 {
+		r.Acknowledge(o.Allows)
+		warnUnmatched(o.ErrOut, o.Allows)
 	}
 	return printFindings(o.Out, o.print, r, r.Summary)
 }

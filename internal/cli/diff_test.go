@@ -203,3 +203,56 @@ func TestDiffTooDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffAllow (issue 32, item 4): --allow acknowledges a deliberate
+// change by crdify rule or code, optionally for one CRD and path: the
+// finding stays in every output, marked, and stops counting toward the
+// exit code; an --allow that matches nothing is reported; an unknown rule
+// name is an error.
+func TestDiffAllow(t *testing.T) {
+	bucketsOld, bucketsNew := testdata("flux-source-controller/v1.6.2/crds/buckets.nodesc.yaml"), testdata("flux-source-controller/v1.7.4/crds/buckets.nodesc.yaml")
+	const crd = "buckets.source.toolkit.fluxcd.io"
+	diff := func(extra ...string) (string, string, error) {
+		return run(t, append([]string{"diff", "--old", bucketsOld, "--new", bucketsNew}, extra...)...)
+	}
+
+	out, errOut, err := diff("-o", "json", "--allow", schemadiff.CodeNoneConversionPrunes+"="+crd+":spec.conversion", "--allow", "required="+crd+":.status", "--allow", "default=other.example.com")
+	if err != nil {
+		t.Fatalf("with the error acknowledged: %v\n%s", err, errOut)
+	}
+	var r report.Diff
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	for _, f := range r.CRDs[0].Findings {
+		want := f.Code == schemadiff.CodeNoneConversionPrunes || f.Rule == "required" && strings.HasPrefix(f.Path, ".status")
+		if f.Acknowledged != want {
+			t.Errorf("%s at %s: acknowledged %v, want %v", f.Code, f.Path, f.Acknowledged, want)
+		}
+		if f.Acknowledged {
+			acked++
+		}
+	}
+	if s := r.Summary; acked < 2 || s.Acknowledged != acked || s.Errors != 0 || s.Incompatible {
+		t.Errorf("summary %+v with %d acknowledged", s, acked)
+	}
+	if errOut != "Warning: --allow default=other.example.com matched no finding\n" {
+		t.Errorf("stderr %q, want the warning of the --allow that matched nothing", errOut)
+	}
+
+	text, _, err := diff("--allow", schemadiff.CodeNoneConversionPrunes)
+	if err != nil || !strings.Contains(text, "error (acknowledged)") || !strings.Contains(text, "1 acknowledged") {
+		t.Errorf("text with --allow (%v):\n%s", err, text)
+	}
+	// Scoped to another path, the error still counts.
+	var found *FindingsError
+	if _, _, err := diff("--allow", schemadiff.CodeNoneConversionPrunes+"="+crd+":.spec"); !errors.As(err, &found) {
+		t.Errorf("--allow at another path: err = %v, want *FindingsError", err)
+	}
+	for _, bad := range []string{"defaults", "default=", "nosuch=" + crd} {
+		if _, _, err := diff("--allow", bad); err == nil || errors.As(err, &found) {
+			t.Errorf("--allow %q: err = %v, want a bad-input error", bad, err)
+		}
+	}
+}

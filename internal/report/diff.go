@@ -41,6 +41,18 @@ type Summary struct {
 	Warnings     int  `json:"warnings"`
 	Infos        int  `json:"infos"`
 	Incompatible bool `json:"incompatible"`
+	// Acknowledged counts the findings an --allow acknowledged: they are
+	// not in the other counts and do not make the report Incompatible.
+	Acknowledged int `json:"acknowledged,omitempty"`
+}
+
+// AddFinding counts f: by its severity, or as Acknowledged.
+func (s *Summary) AddFinding(f schemadiff.Finding) {
+	if f.Acknowledged {
+		s.Acknowledged++
+		return
+	}
+	s.Add(f.Severity)
 }
 
 // Add counts one finding of severity s.
@@ -62,6 +74,7 @@ func (s *Summary) Merge(o Summary) {
 	s.Errors += o.Errors
 	s.Warnings += o.Warnings
 	s.Infos += o.Infos
+	s.Acknowledged += o.Acknowledged
 	s.Incompatible = s.Incompatible || o.Incompatible
 }
 
@@ -109,12 +122,24 @@ type HelmSource struct {
 // would be rejected makes the check Incompatible.
 func (u *UpgradeCheck) Add(p upgrade.Plan) {
 	for _, f := range p.Findings {
-		u.Summary.Add(f.Severity)
+		u.Summary.AddFinding(f)
 	}
 	if p.Apply == upgrade.Rejected {
 		u.Summary.Incompatible = true
 	}
 	u.CRDs = append(u.CRDs, p)
+}
+
+// Acknowledge marks the findings that allows acknowledge
+// (schemadiff.Acknowledge) and counts the check again; a CRD the API
+// server would reject keeps it Incompatible.
+func (u *UpgradeCheck) Acknowledge(allows []*schemadiff.Allow) {
+	plans := u.CRDs
+	u.CRDs, u.Summary = nil, Summary{}
+	for _, p := range plans {
+		schemadiff.Acknowledge(p.Name, p.Findings, allows)
+		u.Add(p)
+	}
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -240,11 +265,21 @@ func NewDiff(old, new string, crds ...CRDDiff) *Diff {
 	return r
 }
 
+// Acknowledge marks the findings that allows acknowledge
+// (schemadiff.Acknowledge) and counts the report again.
+func (d *Diff) Acknowledge(allows []*schemadiff.Allow) {
+	d.Summary = Summary{}
+	for _, c := range d.CRDs {
+		schemadiff.Acknowledge(c.Name, c.Findings, allows)
+		d.Summary.Merge(c.Summary())
+	}
+}
+
 // Summary counts the CRD's findings.
 func (c CRDDiff) Summary() Summary {
 	var s Summary
 	for _, f := range c.Findings {
-		s.Add(f.Severity)
+		s.AddFinding(f)
 	}
 	return s
 }

@@ -56,6 +56,10 @@ type Finding struct {
 	// subject the finding is ("default", "enum", "maxLength", …; RuleOf),
 	// or empty when no named rule covers it.
 	Rule string `json:"rule,omitempty"`
+	// Acknowledged is set when an --allow names the finding as a
+	// deliberate change (Acknowledge): it is still reported, and does not
+	// count toward the exit code.
+	Acknowledged bool `json:"acknowledged,omitempty"`
 }
 
 // crdifyBounds are the numeric keywords crdify checks with a rule of the

@@ -25,7 +25,7 @@ func Diff(out io.Writer, r *report.Diff) error {
 		w := printers.GetNewTabWriter(out)
 		fmt.Fprintln(w, "SEVERITY\tVERSION\tPATH\tCODE\tMESSAGE")
 		for _, f := range c.Findings {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", f.Severity, Dash(f.Version), f.Path, f.Code, f.Message)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", severityText(f.Severity, f.Acknowledged), Dash(f.Version), f.Path, f.Code, f.Message)
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -48,7 +48,11 @@ func DiffMarkdown(out io.Writer, r *report.Diff) error {
 		}
 		fmt.Fprintln(out, "\n| severity | version | path | code | crdify rule | explanation |\n|---|---|---|---|---|---|")
 		for _, f := range c.Findings {
-			fmt.Fprintf(out, "| %s | %s | `%s` | %s | %s | %s |\n", severityMark[f.Severity], Dash(f.Version), mdCell(f.Path), f.Code, Dash(f.Rule), mdCell(f.Message))
+			mark := severityMark[f.Severity]
+			if f.Acknowledged {
+				mark += " (acknowledged)"
+			}
+			fmt.Fprintf(out, "| %s | %s | `%s` | %s | %s | %s |\n", mark, Dash(f.Version), mdCell(f.Path), f.Code, Dash(f.Rule), mdCell(f.Message))
 		}
 	}
 	return nil
@@ -67,3 +71,12 @@ func mdCell(s string) string {
 }
 
 var severityMark = map[lifecycle.Severity]string{lifecycle.SeverityError: "🔴 error", lifecycle.SeverityWarning: "🟡 warning", lifecycle.SeverityInfo: "⚪ info"}
+
+// severityText is a finding's severity, and "(acknowledged)" after it
+// when an --allow acknowledged it.
+func severityText(s lifecycle.Severity, acknowledged bool) string {
+	if acknowledged {
+		return string(s) + " (acknowledged)"
+	}
+	return string(s)
+}

@@ -66,7 +66,7 @@ func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
 				if f.Severity == lifecycle.SeverityInfo {
 					continue
 				}
-				fmt.Fprintf(out, "    %s %s %s: %s\n", strings.ToUpper(string(f.Severity)), Dash(f.Version), f.Path, f.Message)
+				fmt.Fprintf(out, "    %s %s %s: %s\n", strings.ToUpper(severityText(f.Severity, f.Acknowledged)), Dash(f.Version), f.Path, f.Message)
 			}
 		}
 		if p.Immutable != nil {

@@ -15,7 +15,11 @@ import (
 // SummaryText counts a report's findings in words: "1 error, 2 warnings,
 // 0 notes".
 func SummaryText(s report.Summary) string {
-	return fmt.Sprintf("%s, %s, %s", Plural(s.Errors, "error"), Plural(s.Warnings, "warning"), Plural(s.Infos, "note"))
+	text := fmt.Sprintf("%s, %s, %s", Plural(s.Errors, "error"), Plural(s.Warnings, "warning"), Plural(s.Infos, "note"))
+	if s.Acknowledged > 0 {
+		text += fmt.Sprintf(", %d acknowledged", s.Acknowledged)
+	}
+	return text
 }
 
 // Plural is "1 word" or "n words".

@@ -339,7 +339,7 @@ func migrateLossText(a Analysis) string {
 	for _, l := range a.migrateLoss {
 		parts = append(parts, l.Describe(a.StorageVersion))
 	}
-	return fmt.Sprintf("conversion strategy None: %s; migrate refuses once an object holds these fields (read, or recorded in its managedFields); to keep them, make the schemas describe them or use Webhook conversion first; only migrate --allow-pruning, given by you, ACCEPTS LOSING DATA",
+	return fmt.Sprintf("conversion strategy None: %s; migrate refuses once an object holds these fields (read, or recorded in its managedFields); to keep them, make the schemas describe them or use Webhook conversion first; only migrate --allow-pruning=PATHS with the paths its refusal names, given by you, ACCEPTS LOSING DATA",
 		strings.Join(parts, "; "))
 }
 
@@ -350,7 +350,7 @@ func promoteLossText(a Analysis) string {
 	if len(a.promoteLoss) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("conversion strategy None prunes %d field(s) between %s and the other versions (%s): promote-storage refuses; to keep them, make the schemas agree or use Webhook conversion first; only promote-storage --allow-pruning, given by you, ACCEPTS LOSING DATA",
+	return fmt.Sprintf("conversion strategy None prunes %d field(s) between %s and the other versions (%s): promote-storage refuses; to keep them, make the schemas agree or use Webhook conversion first; only promote-storage --allow-pruning=PATHS with the paths its refusal names, given by you, ACCEPTS LOSING DATA",
 		len(a.promoteLoss), a.NewVersion, strings.Join(a.promoteLoss, "; "))
 }
 

@@ -490,7 +490,7 @@ func fixSteps(live, next *apiextensionsv1.CustomResourceDefinition, applyCommand
 	if len(migrateLoses) > 0 {
 		return steps, StopMigrate, func(global []lifecycle.Flag) string {
 			return fmt.Sprintf("conversion strategy None: objects stored at %s lose the fields that the %s finding names when rewritten at %s; migrate %s (kubectl crdversion migrate %s) looks for them on every object, read and as its managedFields record them, and refuses if one holds them: then keep them first (declare them in %s's schema, or use Webhook conversion) and run check-upgrade again; "+
-				"only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", strings.Join(migrateLoses, ", "), CodeMigrationPrunes, newStorage, live.Name, live.Name, newStorage, applyCommand.Render(global))
+				"only migrate --allow-pruning=PATHS with the paths its refusal names, given by you, ACCEPTS LOSING THEM; after migrate, apply the release (%s)", strings.Join(migrateLoses, ", "), CodeMigrationPrunes, newStorage, live.Name, live.Name, newStorage, applyCommand.Render(global))
 		}
 	}
 	// With a conversion webhook, migrate measures what the webhook keeps

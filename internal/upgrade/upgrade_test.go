@@ -95,7 +95,7 @@ func TestCheck(t *testing.T) {
 			}
 			switch p.StopsBefore {
 			case StopMigrate:
-				if !strings.Contains(p.Then, "only migrate --allow-pruning, given by you, ACCEPTS LOSING THEM") || !strings.Contains(p.Then, apply) || !strings.Contains(p.Then, "objects stored at v1 lose the fields that the MigrationPrunesFields finding names when rewritten at v2") {
+				if !strings.Contains(p.Then, "only migrate --allow-pruning=PATHS with the paths its refusal names, given by you, ACCEPTS LOSING THEM") || !strings.Contains(p.Then, apply) || !strings.Contains(p.Then, "objects stored at v1 lose the fields that the MigrationPrunesFields finding names when rewritten at v2") {
 					t.Errorf("then %q: want the fields lost, that only the user's own migrate --allow-pruning accepts it, and the apply after", p.Then)
 				}
 			case StopApply:

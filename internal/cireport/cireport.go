@@ -101,12 +101,17 @@ func SARIF(w io.Writer, r *report.UpgradeCheck, l *Locator, toolVersion string) 
 		uri := URI(x.at.File)
 		run.AddRule(x.f.Code).WithDescription(x.f.Code).WithHelpURI(DocsURI)
 		run.AddDistinctArtifact(uri)
-		run.CreateResultForRule(x.f.Code).
+		res := run.CreateResultForRule(x.f.Code).
 			WithLevel(level(x.severity())).
 			WithMessage(sarif.NewTextMessage(x.text())).
 			AddLocation(sarif.NewLocationWithPhysicalLocation(sarif.NewPhysicalLocation().
 				WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri)).
 				WithRegion(sarif.NewSimpleRegion(x.at.Line, x.at.Line))))
+		if x.f.Acknowledged {
+			// Code scanning shows a suppressed result as dismissed, not
+			// open: the change is deliberate (--allow).
+			res.AddSuppression(sarif.NewSuppression().WithKind("external").WithJustification("acknowledged with --allow as a deliberate change"))
+		}
 	}
 	log := sarif.NewReport()
 	log.AddRun(run)

@@ -217,14 +217,20 @@ func TestURI(t *testing.T) {
 }
 
 // TestAcknowledgedIsANote (issue 32): an error an --allow acknowledged is
-// a notice in the annotations, a note in SARIF and a passing JUnit case,
-// its text marked; the others keep their level.
+// a notice in the annotations, a passing JUnit case and a suppressed note
+// in SARIF, its text marked; an error whose update the API server rejects
+// is never acknowledged and stays an error everywhere.
 func TestAcknowledgedIsANote(t *testing.T) {
 	r := check(t)
 	var allows []*schemadiff.Allow
+	rejected := 0
 	for _, p := range r.CRDs {
 		for _, f := range p.Findings {
-			if f.Severity == lifecycle.SeverityError {
+			switch {
+			case f.Severity != lifecycle.SeverityError:
+			case schemadiff.RejectsUpdate(f.Code):
+				rejected++
+			default:
 				a, err := schemadiff.ParseAllow(f.Code)
 				if err != nil {
 					t.Fatal(err)
@@ -237,18 +243,31 @@ func TestAcknowledgedIsANote(t *testing.T) {
 		t.Fatal("the fixture has no error to acknowledge")
 	}
 	r.Acknowledge(allows)
+	acknowledged := r.Summary.Acknowledged
 	var b bytes.Buffer
 	if err := Annotations(&b, r, &Locator{Fallback: release}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(b.String(), "::error ") || !strings.Contains(b.String(), "(acknowledged)") {
-		t.Errorf("annotations of acknowledged errors:\n%s", b.String())
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if strings.Contains(line, "(acknowledged)") != strings.HasPrefix(line, "::notice") && strings.Contains(line, "(acknowledged)") {
+			t.Errorf("an acknowledged finding is not a notice: %s", line)
+		}
+	}
+	if got := strings.Count(b.String(), "::error "); got != rejected {
+		t.Errorf("%d error annotations, want %d (the rejected updates):\n%s", got, rejected, b.String())
 	}
 	b.Reset()
 	if err := JUnit(&b, r, &Locator{Fallback: release}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(b.String(), "<failure") {
-		t.Errorf("JUnit fails an acknowledged finding:\n%s", b.String())
+	if got := strings.Count(b.String(), "<failure"); got != rejected {
+		t.Errorf("JUnit: %d failures, want %d:\n%s", got, rejected, b.String())
+	}
+	b.Reset()
+	if err := SARIF(&b, r, &Locator{Fallback: release}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), `"suppressions"`); acknowledged == 0 || got != acknowledged {
+		t.Errorf("SARIF: %d suppressions, want %d (one per acknowledged result):\n%s", got, acknowledged, b.String())
 	}
 }

@@ -28,10 +28,15 @@ func parseAllows(values []string) ([]*schemadiff.Allow, error) {
 }
 
 // warnUnmatched prints a warning for each --allow that acknowledged no
-// finding (a misspelt CRD or path, or a change the release no longer has).
+// finding (a misspelt CRD or path, or a change the release no longer has),
+// and for each finding an --allow matched that no acknowledgement lets
+// through (the API server rejects the update).
 func warnUnmatched(errOut io.Writer, allows []*schemadiff.Allow) {
 	for _, a := range allows {
-		if a.Matched == 0 {
+		for _, f := range a.Refused {
+			fmt.Fprintf(errOut, "Warning: --allow %s does not acknowledge %s: the API server rejects that update, so it still counts\n", a.Text, f)
+		}
+		if a.Matched == 0 && len(a.Refused) == 0 {
 			fmt.Fprintf(errOut, "Warning: --allow %s matched no finding\n", a.Text)
 		}
 	}

@@ -256,3 +256,43 @@ func TestDiffAllow(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffAllowCannotPassARejectedUpdate (trial): --allow acknowledged a
+// removed stored version and a changed scope, whose update the API server
+// rejects, and diff exited 0. Such a finding still counts, and the
+// warning says why.
+func TestDiffAllowCannotPassARejectedUpdate(t *testing.T) {
+	old := crdtest.New("widgets.example.com").Version("v1", crdtest.Served).Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
+	new := crdtest.New("widgets.example.com").Version("v2", crdtest.Served, crdtest.Storage).CRD()
+	new.Spec.Scope = apiextensionsv1.ClusterScoped
+	dir := t.TempDir()
+	write := func(name string, crd *apiextensionsv1.CustomResourceDefinition) string {
+		b, err := json.Marshal(crd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	out, errOut, err := run(t, "diff", "--old", write("old.json", old), "--new", write("new.json", new), "--allow", "storedVersionRemoval", "--allow", "scope", "-o", "json")
+	var found *FindingsError
+	if !errors.As(err, &found) {
+		t.Fatalf("err = %v, want *FindingsError (the API server rejects the update)\n%s", err, out)
+	}
+	for _, want := range []string{"--allow storedVersionRemoval does not acknowledge StoredVersionRemoved at status.storedVersions of widgets.example.com: the API server rejects that update",
+		"--allow scope does not acknowledge ScopeChanged at spec.scope"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	var r report.Diff
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Summary.Acknowledged != 0 || r.Summary.Errors < 2 {
+		t.Errorf("summary %+v, want the two errors counted", r.Summary)
+	}
+}

@@ -23,6 +23,23 @@ type Allow struct {
 	Text string
 	// Matched counts the findings it acknowledged.
 	Matched int
+	// Refused names the findings it matched and could not acknowledge:
+	// the API server rejects the update they describe (RejectsUpdate),
+	// so no acknowledgement makes it apply.
+	Refused []string
+}
+
+// RejectsUpdate reports whether a finding of code means that the API
+// server rejects the CRD's update (an immutable field changed, a version
+// of status.storedVersions removed, the server's own refusal, which
+// upgrade names "ApplyRejected"): acknowledging it would pass a release
+// that cannot be applied.
+func RejectsUpdate(code string) bool {
+	switch code {
+	case CodeScopeChanged, CodeGroupChanged, CodeKindChanged, CodeStoredVersionRemoved, "ApplyRejected":
+		return true
+	}
+	return false
 }
 
 var codeShape = regexp.MustCompile(`^[A-Z][A-Za-z]+$`)
@@ -48,11 +65,17 @@ func ParseAllow(s string) (*Allow, error) {
 }
 
 // Acknowledge marks each finding of the CRD crd that one of allows
-// matches as Acknowledged, counting the matches in the Allow.
+// matches as Acknowledged, counting the matches in the Allow; a finding
+// whose update the API server rejects (RejectsUpdate) is not marked, and
+// the Allow's Refused names it.
 func Acknowledge(crd string, fs []Finding, allows []*Allow) {
 	for i := range fs {
 		for _, a := range allows {
-			if a.matches(crd, fs[i]) {
+			switch {
+			case !a.matches(crd, fs[i]):
+			case RejectsUpdate(fs[i].Code):
+				a.Refused = append(a.Refused, fmt.Sprintf("%s at %s of %s", fs[i].Code, fs[i].Path, crd))
+			default:
 				fs[i].Acknowledged = true
 				a.Matched++
 			}

@@ -258,3 +258,12 @@ func TestRenderThen(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyRejectedCannotBeAcknowledged: the API server's own refusal is
+// among the findings no --allow lets through (schemadiff names the code
+// as a literal: it cannot import this package).
+func TestApplyRejectedCannotBeAcknowledged(t *testing.T) {
+	if !schemadiff.RejectsUpdate(CodeApplyRejected) {
+		t.Errorf("schemadiff.RejectsUpdate(%q) is false", CodeApplyRejected)
+	}
+}

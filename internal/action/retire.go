@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -188,6 +189,10 @@ func (r *Retire) Missing(ctx context.Context, needs []access.Need) []access.Need
 	return missing
 }
 
+// RetireNotMeasuredWarning is printed with a migration of retire
+// --migrate --allow-pruning: nothing measured what the rewrite loses.
+const RetireNotMeasuredWarning = "--allow-pruning: what the rewrite loses was not measured: every field the storage version drops is gone for good, and nothing names it (--allow-pruning=PATHS measures and names what it accepts)"
+
 // MigrateNeeds are migrate's permissions on crd, and unless AllowPruning
 // create on its resource when the loss measurement that Migrate runs
 // first also dry-runs each object as new at the storage version
@@ -209,6 +214,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	if err := breakGlassRefusal(crd); err != nil {
 		return nil, err
 	}
+	var measured *LossMeasurement
 	if !r.AllowPruning {
 		// What the migration would lose, as migrate refuses it: while the
 		// old versions are still served (the plan's dry run comes before
@@ -217,17 +223,16 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		// schemas' prediction unless no object holds or records what it
 		// names — looked for again by the run itself, after the unserve
 		// (the objects' managedFields read at the storage version).
-		var m *LossMeasurement
 		if !dryRun.Persists() || len(lifecycle.MigrationLosses(crd)) > 0 {
 			var err error
 			// old too: a status.storedVersions without it is a claim
 			// (B24), and an object still stored there is read at old
 			// and compared with what the rewrite keeps of it.
-			if m, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine, MeasureAt: []string{old}, AllowPruningPaths: r.AllowPruningPaths, CrossCheck: r.CrossCheck}); err != nil {
+			if measured, err = MeasureMigrationLoss(ctx, r.Cluster, crd, MigrateOptions{Client: r.Engine, MeasureAt: []string{old}, AllowPruningPaths: r.AllowPruningPaths, CrossCheck: r.CrossCheck}); err != nil {
 				return nil, err
 			}
 		}
-		if err := measuredPredictionRefusal(crd, m, r.AllowPruningPaths); err != nil {
+		if err := measuredPredictionRefusal(crd, measured, r.AllowPruningPaths); err != nil {
 			return nil, err
 		}
 	}
@@ -244,6 +249,14 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	res, err := r.Cluster.RunClientEngine(ctx, crd.Name, opts)
 	if err != nil {
 		return nil, err
+	}
+	// What the measurement accepted (--allow-pruning=PATHS) or could not
+	// name is printed with the migration, as migrate prints it.
+	switch {
+	case r.AllowPruning:
+		res.Warnings = append([]string{RetireNotMeasuredWarning}, res.Warnings...)
+	case measured != nil:
+		res.Warnings = append(slices.Clone(measured.Warnings), res.Warnings...)
 	}
 	m := &retire.Migration{StorageVersion: res.StorageVersion, Total: res.Total, Rewritten: res.Rewritten, Current: res.Current,
 		Conflicts: res.Conflicts, Deleted: res.Deleted, Failed: res.Failed, Complete: res.Complete,

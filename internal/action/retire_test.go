@@ -131,3 +131,29 @@ func TestRetireMigrateNeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestRetireMigrateNamesWhatItAccepts (trial): retire --migrate with
+// --allow-pruning=PATHS rewrote the objects and dropped the accepted
+// fields without a word, and a misspelt path was not named; with the bare
+// flag nothing said the rewrite was not measured. The migration's report
+// now carries migrate's warnings.
+func TestRetireMigrateNamesWhatItAccepts(t *testing.T) {
+	f := actiontest.New(settled())
+	f.Checks = map[string]*cluster.ObjectsCheck{"v1": lost("v1")}
+	r := &Retire{Cluster: f, AllowPruningPaths: []string{".spec.colour", ".spec.olde"}, Engine: migrate.Options{FieldManager: "m"}}
+	m, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warnings := strings.Join(m.Report.(*migrate.Result).Warnings, "\n")
+	for _, want := range []string{"accepted (--allow-pruning=.spec.colour,.spec.olde): the rewrite loses or changes, for good, default/w1: .spec.colour",
+		"--allow-pruning path(s) .spec.olde match nothing"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings lack %q:\n%s", want, warnings)
+		}
+	}
+	r = &Retire{Cluster: actiontest.New(settled()), AllowPruning: true, Engine: migrate.Options{FieldManager: "m"}}
+	if m, err = r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunServer); err != nil || !slices.Contains(m.Report.(*migrate.Result).Warnings, RetireNotMeasuredWarning) {
+		t.Errorf("bare --allow-pruning: %v, warnings %v", err, m.Report.(*migrate.Result).Warnings)
+	}
+}

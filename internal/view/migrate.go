@@ -64,8 +64,12 @@ func Migration(w io.Writer, r *result.Result, dryRun lifecycle.DryRun) {
 			}
 			how += ")"
 		}
-		fmt.Fprintf(w, "  measured first: %d object(s) read at %s and %s in %.1fs, %d losing a field, %d changing a value\n",
-			m.Objects, m.From, how, m.ElapsedSeconds, m.Lost, m.Changed)
+		accepted := ""
+		if n := len(m.Accepted); n > 0 {
+			accepted = fmt.Sprintf(" not accepted; %d path(s) lost or changed as --allow-pruning accepts them (see the warning)", n)
+		}
+		fmt.Fprintf(w, "  measured first: %d object(s) read at %s and %s in %.1fs, %d losing a field, %d changing a value%s\n",
+			m.Objects, m.From, how, m.ElapsedSeconds, m.Lost, m.Changed, accepted)
 		if m.DryRunBecause != "" {
 			fmt.Fprintf(w, "  dry runs, not reads, because %s\n", m.DryRunBecause)
 		}

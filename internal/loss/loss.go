@@ -330,8 +330,13 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			return nil, err
 		}
 	}
+	// A refusal's way out repeats what was accepted, less the paths that
+	// accept nothing (a misspelt path is not advice), and says so.
+	kept, idleText := o.Accepted, ""
 	if idle := Unmatched(o.Accepted, acceptedAll); len(idle) > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("--allow-pruning path(s) %s match nothing the rewrite loses or changes: they accept nothing (a misspelt path?)", strings.Join(idle, ", ")))
+		kept = slices.DeleteFunc(slices.Clone(o.Accepted), func(p string) bool { return slices.Contains(idle, p) })
+		idleText = fmt.Sprintf("; --allow-pruning path(s) %s matched nothing and are left out", strings.Join(idle, ", "))
 	}
 	if len(refused) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "the API server refuses to rewrite some objects at " + storage,
@@ -345,11 +350,11 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	}
 	if len(refusals) == 0 && len(hidden) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
-			WayOut: "keep the fields as the lines above say, or accept losing exactly these with " + objects.acceptFlag(o.Accepted), Details: []string{hiddenText(storage, predicted, hidden)}})
+			WayOut: "keep the fields as the lines above say, or accept losing exactly these with " + objects.acceptFlag(kept) + idleText, Details: []string{hiddenText(storage, predicted, hidden)}})
 	}
 	if len(refusals) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
-			WayOut:       "make " + storage + "'s schema keep these fields (or the admission or conversion that changes them spare them), or accept exactly these losses with " + objects.acceptFlag(o.Accepted) + " (every other loss still refuses)",
+			WayOut:       "make " + storage + "'s schema keep these fields (or the admission or conversion that changes them spare them), or accept exactly these losses with " + objects.acceptFlag(kept) + " (every other loss still refuses)" + idleText,
 			DetailsTitle: "Each object read and dry-run written, compared as a whole", Details: refusals})
 	}
 	// Every pass lists every object, whatever version it is stored at:

@@ -291,6 +291,12 @@ func TestMeasureAcceptsNamedPaths(t *testing.T) {
 	if want := "'--allow-pruning=.spec.hostPort,.spec.ports[*].name,.spec.ports[*].port' (every other loss still refuses)"; !strings.HasSuffix(r.WayOut, want) {
 		t.Errorf("way out %q, want it to end in %q", r.WayOut, want)
 	}
+	// A path that accepts nothing (.spec.host, a prefix of a name, not
+	// the field) is not repeated in the way out, and the refusal says so.
+	_, err = Measure(context.Background(), &fakeChecker{answers: answer()}, crd, Options{Accepted: []string{".spec.hostPort", ".spec.host"}})
+	if !errors.As(err, &r) || !strings.Contains(r.WayOut, "'--allow-pruning=.spec.hostPort,.spec.ports[*].name,.spec.ports[*].port' (every other loss still refuses); --allow-pruning path(s) .spec.host matched nothing and are left out") {
+		t.Errorf("with a path that accepts nothing: %v", err)
+	}
 	m, err := Measure(context.Background(), &fakeChecker{answers: answer()}, crd, Options{Accepted: []string{".spec.hostPort", ".spec.ports"}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crdversion/kubectl-crdversion/internal/gitrev"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
@@ -25,14 +26,45 @@ func DiffVersions(ctx context.Context, r Reader, arg, from, to string) (*report.
 	return report.NewDiff(crd.Name+"/"+from, crd.Name+"/"+to, report.CRDDiff{Name: crd.Name, From: from, To: to, Findings: fs}), nil
 }
 
-// DiffManifests compares the CRDs of two manifests, each given as files or
-// directories read the way kubectl apply -f A -f B reads them (every path,
-// in order; a CRD named twice on one side is an error): per CRD in both,
-// schemadiff.CRDs; a CRD on one side only is a finding of its own. It
+// ManifestDiff is what DiffManifests compares.
+type ManifestDiff struct {
+	// Old and New are files and directories, read the way kubectl apply
+	// -f A -f B reads them (every path, in order; a CRD named twice on one
+	// side is an error). An Old of the form git:REF[:PATH] is read at that
+	// revision of the current git repository (gitrev.Read; without PATH,
+	// New's paths).
+	Old, New  []string
+	Recursive bool
+	// Rules judges each CRD's update (Rulebook.Compare); nil is
+	// crdversion's own rules.
+	Rules *schemadiff.Rulebook
+}
+
+// DiffManifests compares the CRDs of two manifests: per CRD in both, the
+// rulebook's findings; a CRD on one side only is a finding of its own. It
 // fails when a side has no CRD (a wrong path would make every CRD added or
-// removed).
-func DiffManifests(olds, news []string, recursive bool) (*report.Diff, error) {
-	oldDocs, err := manifest.ReadCRDsOf(olds, recursive)
+// removed), and when a revision cannot be read.
+func DiffManifests(ctx context.Context, in ManifestDiff) (*report.Diff, error) {
+	olds, news, recursive := in.Old, in.New, in.Recursive
+	for _, n := range news {
+		if gitrev.Is(n) {
+			return nil, fmt.Errorf("--new %s: a git revision is read with --old only; --new is the work tree", n)
+		}
+	}
+	var oldPaths []string
+	for _, o := range olds {
+		if !gitrev.Is(o) {
+			oldPaths = append(oldPaths, o)
+			continue
+		}
+		tree, err := gitrev.Read(ctx, o, news)
+		if err != nil {
+			return nil, fmt.Errorf("--old %w", err)
+		}
+		defer func() { _ = tree.Remove() }()
+		oldPaths = append(oldPaths, tree.Paths...)
+	}
+	oldDocs, err := manifest.ReadCRDsOf(oldPaths, recursive)
 	if err != nil {
 		return nil, fmt.Errorf("--old: %w", err)
 	}
@@ -64,7 +96,7 @@ func DiffManifests(olds, news []string, recursive bool) (*report.Diff, error) {
 				Message: fmt.Sprintf("new CRD (versions %s)", strings.Join(lifecycle.VersionNames(n.CRD), ", "))}}})
 			continue
 		}
-		crds = append(crds, report.CRDDiff{Name: n.CRD.Name, Findings: schemadiff.CRDs(od.CRD, n.CRD)})
+		crds = append(crds, report.CRDDiff{Name: n.CRD.Name, Findings: in.Rules.Compare(od.CRD, n.CRD)})
 	}
 	for _, od := range oldDocs {
 		if _, gone := byName[od.CRD.Name]; gone {
@@ -73,5 +105,9 @@ func DiffManifests(olds, news []string, recursive bool) (*report.Diff, error) {
 				Message: "not in the new manifest: applying it leaves the CRD as it is, and deleting the CRD deletes all its objects"}}})
 		}
 	}
-	return report.NewDiff(oldName, newName, crds...), nil
+	r := report.NewDiff(oldName, newName, crds...)
+	if in.Rules != nil {
+		r.Rules = in.Rules.Name
+	}
+	return r, nil
 }

@@ -63,6 +63,7 @@ type DiffFlags struct {
 	Old, New   []string
 	Recursive  bool
 	Allow      []string
+	RulesFlags
 	genericiooptions.IOStreams
 }
 
@@ -77,6 +78,9 @@ type DiffOptions struct {
 	CRD, From, To string
 	// Allows acknowledge deliberate changes (--allow).
 	Allows []*schemadiff.Allow
+	// Rules judges a release (--rules, --config); nil is crdversion's
+	// own rules.
+	Rules *schemadiff.Rulebook
 
 	reader action.Reader
 	print  printers.ResourcePrinterFunc
@@ -99,10 +103,11 @@ func NewCmdDiff(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Co
 	}
 	fl.PrintFlags.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "Output format: markdown, or one of the printers' (" + strings.Join(fl.PrintFlags.AllowedFormats(), "|") + ")."
-	cmd.Flags().StringSliceVar(&fl.Old, "old", nil, "Manifest files or directories with the CRDs as they are; repeat --old to read several, as kubectl apply -f does.")
+	cmd.Flags().StringSliceVar(&fl.Old, "old", nil, "Manifest files or directories with the CRDs as they are; repeat --old to read several, as kubectl apply -f does. git:REF[:PATH] reads them at a revision of the current git repository (without PATH, the --new paths; git:latest-tag is the newest tag reachable from HEAD).")
 	cmd.Flags().StringSliceVar(&fl.New, "new", nil, "Manifest files or directories with the CRDs as they will be; repeat --new to read several.")
 	cmd.Flags().BoolVarP(&fl.Recursive, "recursive", "R", false, "Read the directories of --old and --new recursively.")
 	addAllowFlag(cmd.Flags(), &fl.Allow)
+	fl.RulesFlags.AddFlags(cmd.Flags())
 	return checkCommand(cmd)
 }
 
@@ -129,7 +134,10 @@ func (fl *DiffFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []str
 	case files && (len(o.Old) == 0 || len(o.New) == 0):
 		return nil, usageErrorf(cmd, "--old and --new go together")
 	case files:
-		return o, nil
+		o.Rules, err = fl.rulebook(cmd)
+		return o, err
+	case cmd.Flags().Changed("rules") || fl.Config != "":
+		return nil, usageErrorf(cmd, "--rules and --config judge a release: they apply to --old/--new, not to two versions of a live CRD")
 	case len(args) != 3:
 		return nil, usageErrorf(cmd, "CRD FROM TO (three arguments) or --old FILE --new FILE is required, got %d arguments", len(args))
 	}
@@ -156,7 +164,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if o.CRD != "" {
 		r, err = action.DiffVersions(ctx, o.reader, o.CRD, o.From, o.To)
 	} else {
-		r, err = action.DiffManifests(o.Old, o.New, o.Recursive)
+		r, err = action.DiffManifests(ctx, action.ManifestDiff{Old: o.Old, New: o.New, Recursive: o.Recursive, Rules: o.Rules})
 	}
 	if err != nil {
 		return err

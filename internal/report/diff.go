@@ -18,9 +18,13 @@ import (
 type Diff struct {
 	metav1.TypeMeta `json:",inline"`
 	// Old and New say what was compared: "<crd>/<version>" or a path.
-	Old  string    `json:"old"`
-	New  string    `json:"new"`
-	CRDs []CRDDiff `json:"crds"`
+	Old string `json:"old"`
+	New string `json:"new"`
+	// Rules names the rulebook that judged the findings ("olm", "crdify",
+	// with " + FILE" for a configuration file); empty for crdversion's
+	// own rules.
+	Rules string    `json:"rules,omitempty"`
+	CRDs  []CRDDiff `json:"crds"`
 	// Summary counts the findings of all CRDs.
 	Summary Summary `json:"summary"`
 }

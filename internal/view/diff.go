@@ -14,6 +14,9 @@ import (
 // table of its findings (severity, version, path, code, message), then the
 // total when more than one CRD was compared.
 func Diff(out io.Writer, r *report.Diff) error {
+	if r.Rules != "" {
+		fmt.Fprintf(out, "Rules: %s\n\n", r.Rules)
+	}
 	for i, c := range r.CRDs {
 		if i > 0 {
 			fmt.Fprintln(out)
@@ -23,9 +26,14 @@ func Diff(out io.Writer, r *report.Diff) error {
 			continue
 		}
 		w := printers.GetNewTabWriter(out)
-		fmt.Fprintln(w, "SEVERITY\tVERSION\tPATH\tCODE\tMESSAGE")
+		// Under a rulebook, its rule names the finding; otherwise the code.
+		fmt.Fprintln(w, "SEVERITY\tVERSION\tPATH\t"+map[bool]string{false: "CODE", true: "RULE"}[r.Rules != ""]+"\tMESSAGE")
 		for _, f := range c.Findings {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", severityText(f.Severity, f.Acknowledged), Dash(f.Version), f.Path, f.Code, f.Message)
+			name := f.Code
+			if r.Rules != "" && f.Rule != "" {
+				name = f.Rule
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", severityText(f.Severity, f.Acknowledged), Dash(f.Version), f.Path, name, f.Message)
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -41,6 +49,9 @@ func Diff(out io.Writer, r *report.Diff) error {
 // pull-request comment: a heading, the summary and a table per CRD.
 func DiffMarkdown(out io.Writer, r *report.Diff) error {
 	fmt.Fprintf(out, "## CRD compatibility: `%s` → `%s`\n\n%s\n", r.Old, r.New, SummaryText(r.Summary))
+	if r.Rules != "" {
+		fmt.Fprintf(out, "\nJudged by the rules of `%s`.\n", r.Rules)
+	}
 	for _, c := range r.CRDs {
 		fmt.Fprintf(out, "\n### `%s`: %s\n", crdHeading(c), SummaryText(c.Summary()))
 		if len(c.Findings) == 0 {

@@ -130,6 +130,8 @@ const (
 	CodePreserveUnknownFieldsAdded   = "PreserveUnknownFieldsAdded"
 	CodeValidationRulesAdded         = "ValidationRulesAdded"
 	CodeValidationRulesRemoved       = "ValidationRulesRemoved"
+	CodeValidationRuleChanged        = "ValidationRuleChanged"
+	CodeValidationMessageChanged     = "ValidationMessageChanged"
 	CodeCompositionChanged           = "CompositionChanged"
 	CodeSchemaChanged                = "SchemaChanged"
 )
@@ -604,21 +606,58 @@ func compareListMap(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 	}
 }
 
+// compareRules classifies the x-kubernetes-validations rules of a node
+// that exists in both schemas: a rule added, removed, its expression
+// changed (a rule whose expression is gone paired with one added at the
+// same position), or only its message, messageExpression, reason or
+// fieldPath changed. The API server ratchets a rule that does not read
+// oldSelf (an unchanged value that breaks it is not re-checked); it
+// evaluates a transition rule, which reads oldSelf, on every update.
 func compareRules(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
-	rules := func(s *apiextensionsv1.JSONSchemaProps) []string {
-		var out []string
-		for _, r := range s.XValidations {
-			out = append(out, r.Rule)
+	exprs := func(rs apiextensionsv1.ValidationRules) map[string]apiextensionsv1.ValidationRule {
+		m := map[string]apiextensionsv1.ValidationRule{}
+		for _, r := range rs {
+			m[r.Rule] = r
 		}
-		return out
+		return m
 	}
-	removed, added := setDiff(rules(old), rules(new))
-	var plain, transition []string
-	for _, r := range added {
-		if strings.Contains(r, "oldSelf") {
-			transition = append(transition, r)
-		} else {
-			plain = append(plain, r)
+	oldRules, newRules := exprs(old.XValidations), exprs(new.XValidations)
+	changedFrom := map[string]string{} // new expression -> old
+	for i, o := range old.XValidations {
+		if _, kept := newRules[o.Rule]; kept || i >= len(new.XValidations) {
+			continue
+		}
+		if n := new.XValidations[i]; oldRules[n.Rule].Rule == "" {
+			changedFrom[n.Rule] = o.Rule
+		}
+	}
+	var plain, transition, removed []string
+	for _, n := range new.XValidations {
+		o, kept := oldRules[n.Rule]
+		from, changed := changedFrom[n.Rule]
+		switch {
+		case kept && optional(o.OptionalOldSelf) != optional(n.OptionalOldSelf):
+			add(CodeValidationRuleChanged, lifecycle.SeverityWarning, "optionalOldSelf of x-kubernetes-validations rule %s changed from %v to %v: with it, the rule is evaluated on creates and on updates that add the field too (oldSelf empty)", quoteAll([]string{n.Rule}), optional(o.OptionalOldSelf), optional(n.OptionalOldSelf))
+		case kept && (o.Message != n.Message || o.MessageExpression != n.MessageExpression || ptrText(o.Reason) != ptrText(n.Reason) || o.FieldPath != n.FieldPath):
+			add(CodeValidationMessageChanged, lifecycle.SeverityInfo, "x-kubernetes-validations rule %s keeps its expression; only its message, messageExpression, reason or fieldPath changed: objects are validated as before, clients see another error", quoteAll([]string{n.Rule}))
+		case kept:
+		case changed && strings.Contains(n.Rule, "oldSelf"):
+			add(CodeValidationRuleChanged, lifecycle.SeverityWarning, "x-kubernetes-validations rule %s changed to the transition rule %s: the API server evaluates it on every update, a no-op rewrite by migrate included (oldSelf equal to self), and is not lenient with unchanged values", quoteAll([]string{from}), quoteAll([]string{n.Rule}))
+		case changed:
+			add(CodeValidationRuleChanged, lifecycle.SeverityWarning, "x-kubernetes-validations rule %s changed to %s: stored objects that break the new rule fail their next write that changes the field (the API server ratchets unchanged values)", quoteAll([]string{from}), quoteAll([]string{n.Rule}))
+		case strings.Contains(n.Rule, "oldSelf"):
+			transition = append(transition, n.Rule)
+		default:
+			plain = append(plain, n.Rule)
+		}
+	}
+	paired := map[string]bool{}
+	for _, from := range changedFrom {
+		paired[from] = true
+	}
+	for _, o := range old.XValidations {
+		if _, kept := newRules[o.Rule]; !kept && !paired[o.Rule] {
+			removed = append(removed, o.Rule)
 		}
 	}
 	if len(plain) > 0 {
@@ -632,6 +671,20 @@ func compareRules(old, new *apiextensionsv1.JSONSchemaProps, add addFunc) {
 	if len(removed) > 0 {
 		add(CodeValidationRulesRemoved, lifecycle.SeverityInfo, "x-kubernetes-validations rules removed (%s)", quoteAll(removed))
 	}
+}
+
+func optional(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*b)
+}
+
+func ptrText[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
 }
 
 func quoteAll(ss []string) string {

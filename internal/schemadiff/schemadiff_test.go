@@ -168,6 +168,22 @@ var propertyCases = []struct {
 		spec("type: object\nproperties:\n  a: {type: integer}"),
 		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a > 0'}]\nproperties:\n  a: {type: integer}"),
 		[]string{"ValidationRulesAdded warning .spec"}, []string{"ValidationRulesRemoved info .spec"}},
+	{"validation rule's expression changed",
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a > 0', message: positive}, {rule: 'self.a < 9'}]\nproperties:\n  a: {type: integer}"),
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a > 1', message: positive}, {rule: 'self.a < 9'}]\nproperties:\n  a: {type: integer}"),
+		[]string{"ValidationRuleChanged warning .spec"}, []string{"ValidationRuleChanged warning .spec"}},
+	{"validation rule changed into a transition rule, another removed",
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a > 0'}, {rule: 'self.a < 9'}]\nproperties:\n  a: {type: integer}"),
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a >= oldSelf.a'}]\nproperties:\n  a: {type: integer}"),
+		[]string{"ValidationRuleChanged warning .spec", "ValidationRulesRemoved info .spec"}, []string{"ValidationRuleChanged warning .spec", "ValidationRulesAdded warning .spec"}},
+	{"validation rule's message changed",
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a > 0', message: positive}]\nproperties:\n  a: {type: integer}"),
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a > 0', message: a must be positive, reason: FieldValueForbidden, fieldPath: .a}]\nproperties:\n  a: {type: integer}"),
+		[]string{"ValidationMessageChanged info .spec"}, []string{"ValidationMessageChanged info .spec"}},
+	{"transition rule's optionalOldSelf set",
+		spec("type: object\nx-kubernetes-validations: [{rule: 'self.a >= oldSelf.a'}]\nproperties:\n  a: {type: integer}"),
+		spec("type: object\nx-kubernetes-validations: [{rule: '!oldSelf.hasValue() || self.a >= oldSelf.value().a', optionalOldSelf: true}]\nproperties:\n  a: {type: integer}"),
+		[]string{"ValidationRuleChanged warning .spec"}, []string{"ValidationRuleChanged warning .spec"}},
 	{"oneOf changed",
 		spec("type: object\nproperties:\n  a: {type: string}\n  b: {type: string}"),
 		spec("type: object\noneOf: [{required: [a]}, {required: [b]}]\nproperties:\n  a: {type: string}\n  b: {type: string}"),
@@ -237,7 +253,7 @@ func TestEveryPropertyCodeCovered(t *testing.T) {
 		CodeEnumValuesRemoved, CodeEnumValuesAdded, CodeDefaultChanged, CodeDefaultAdded, CodePatternChanged, CodeFormatChanged,
 		CodeNullableRemoved, CodeNullableAdded, CodeListTypeChanged, CodeListMapKeysChanged, CodeMapTypeChanged,
 		CodePreserveUnknownFieldsRemoved, CodePreserveUnknownFieldsAdded, CodeValidationRulesAdded, CodeValidationRulesRemoved,
-		CodeCompositionChanged, CodeSchemaChanged}
+		CodeValidationRuleChanged, CodeValidationMessageChanged, CodeCompositionChanged, CodeSchemaChanged}
 	for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "pattern"} {
 		codes = append(codes, Tightened(k), Loosened(k))
 	}

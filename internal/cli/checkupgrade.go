@@ -10,20 +10,26 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
 
+	"github.com/crdversion/kubectl-crdversion/internal/access"
 	"github.com/crdversion/kubectl-crdversion/internal/cireport"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"github.com/crdversion/kubectl-crdversion/internal/helmchart"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/manifest"
+	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
 	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
 	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
+	"github.com/crdversion/kubectl-crdversion/internal/usage"
 	"github.com/crdversion/kubectl-crdversion/internal/version"
 	"github.com/crdversion/kubectl-crdversion/internal/view"
 )
@@ -47,6 +53,14 @@ var checkUpgradeLong = templates.LongDesc(`
 	succeed, in order: the release's storage version added or served if
 	needed, made the storage version, every object rewritten at it and
 	status.storedVersions trimmed (migrate), then the apply.
+
+	A served version that an accepted apply would remove or unserve is judged
+	by who still calls it, from unserve's sources (every API server
+	instance's /metrics read --usage-window apart, or Prometheus; the
+	objects' managedFields; --audit-log files): clients seen, or usage that
+	cannot be seen, is an error naming the evidence and the ways out; no
+	client seen leaves the removal a warning that names the window
+	(--skip-usage-check: a warning that says it was not checked).
 
 	A Helm chart (--chart DIR|TGZ, rendered with Helm's SDK as helm template
 	renders it, with --values files) is checked the way helm upgrade applies
@@ -114,6 +128,9 @@ type CheckUpgradeFlags struct {
 	// Fleet checks the release against several contexts at once.
 	Fleet *FleetFlags
 	Allow []string
+	// Usage is the client-usage check of the served versions the release
+	// removes.
+	Usage UsageFlags
 	genericiooptions.IOStreams
 }
 
@@ -139,6 +156,7 @@ func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
 	addAllowFlag(cmd.Flags(), &fl.Allow)
 	cmd.Flags().StringVar(&fl.Release, "release", "", "The Helm release the CRDs are for (its namespace from -n): also check which installed CRDs of it the release deletes.")
 	fl.Fleet.addFlags(cmd)
+	fl.Usage.addFlags(cmd, 15*time.Second)
 }
 
 // CheckUpgradeOptions are check-upgrade's inputs, resolved once from the
@@ -165,6 +183,9 @@ type CheckUpgradeOptions struct {
 	// Contexts are the kubeconfig contexts of a fleet run; empty for one
 	// cluster.
 	Contexts []string
+	// Usage checks the clients of each served version the release would
+	// remove (against a cluster).
+	Usage UsageFlags
 
 	fleet  *FleetFlags
 	getter genericclioptions.RESTClientGetter
@@ -217,6 +238,8 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		return nil, usageErrorf(cmd, "--values are the --to chart's: --to %s is no chart", fl.To)
 	case len(fl.FromValueFiles) > 0 && (!offline || !isChart(fl.From)):
 		return nil, usageErrorf(cmd, "--from-values needs a chart in --from")
+	case offline && len(changedFlags(cmd.Flags(), append(usageFlagNames, "skip-usage-check"))) > 0:
+		return nil, usageErrorf(cmd, "the client-usage flags (--usage-window, --skip-usage-check, …) measure a cluster: --from/--to check without one")
 	case offline:
 	case len(files) == 0 && fl.Chart == "":
 		return nil, usageErrorf(cmd, "-f FILENAME, --chart CHART, or --from OLD --to NEW is required")
@@ -230,7 +253,7 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		return nil, usageErrorf(cmd, "-n/--namespace is the Helm release's namespace and needs --chart or --release: a CRD is cluster-scoped")
 	}
 	o := &CheckUpgradeOptions{Filenames: files, Recursive: fl.Recursive, ServerDryRun: fl.ServerDryRun, Chart: fl.Chart, ValueFiles: nonEmpty(fl.ValueFiles),
-		From: fl.From, To: fl.To, FromValueFiles: nonEmpty(fl.FromValueFiles),
+		From: fl.From, To: fl.To, FromValueFiles: nonEmpty(fl.FromValueFiles), Usage: fl.Usage,
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
 	var err error
 	if o.Allows, err = parseAllows(fl.Allow); err != nil {
@@ -271,9 +294,9 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 	return o, err
 }
 
-// Validate checks the options; ToOptions has checked every flag rule
-// check-upgrade has.
-func (o *CheckUpgradeOptions) Validate() error { return nil }
+// Validate checks the client-usage flags; ToOptions has checked every
+// other flag rule check-upgrade has.
+func (o *CheckUpgradeOptions) Validate() error { return o.Usage.config().Validate() }
 
 // Run reads the release, checks every CRD of it against one cluster or
 // every context of a fleet run, prints the report and returns
@@ -392,11 +415,94 @@ func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioption
 	if err != nil {
 		return nil, err
 	}
+	if err := o.judgeRemovals(ctx, c, docs, plans); err != nil {
+		return nil, err
+	}
 	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource()}
 	for _, p := range plans {
 		r.Add(p)
 	}
 	return r, nil
+}
+
+// judgeRemovals measures the client usage of every served version the
+// plans' applies would remove, in one window for all of them, from the
+// usage check's sources (unserve's), and records each verdict on its plan
+// (upgrade.Plan.JudgeRemovals); with --skip-usage-check it records that
+// they were not checked. The permissions the sources need are asked for
+// first.
+func (o *CheckUpgradeOptions) judgeRemovals(ctx context.Context, c *cluster.Client, docs []manifest.CRDDoc, plans []upgrade.Plan) error {
+	type target struct {
+		plan    *upgrade.Plan
+		version string
+	}
+	targets := map[schema.GroupVersionResource]target{}
+	var gvrs []schema.GroupVersionResource
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for i := range plans {
+		p := &plans[i]
+		vs := p.UsageTargets()
+		if len(vs) == 0 {
+			continue
+		}
+		if o.Usage.SkipUsageCheck {
+			p.RemovalsNotChecked("--skip-usage-check")
+			continue
+		}
+		for _, d := range docs {
+			if d.CRD.Name != p.Name {
+				continue
+			}
+			crds = append(crds, d.CRD)
+			for _, v := range vs {
+				gvr := cluster.GVR(d.CRD, v)
+				targets[gvr] = target{p, v}
+				gvrs = append(gvrs, gvr)
+			}
+		}
+	}
+	if len(gvrs) == 0 {
+		return nil
+	}
+	u, err := preflight.NewUsage(c, o.Usage.config(), nil)
+	if err != nil {
+		return err
+	}
+	var needs []access.Need
+	for _, crd := range crds {
+		needs = append(needs, u.Needs(crd)...)
+	}
+	if missing, _ := c.Missing(ctx, needs); len(missing) > 0 {
+		return &access.MissingError{Operation: "check-upgrade (the client usage of the served versions the release removes)", CRD: crds[0].Name, Missing: missing}
+	}
+	if len(o.Contexts) == 0 {
+		names := make([]string, len(gvrs))
+		for i, g := range gvrs {
+			names[i] = g.GroupVersion().String() + " " + g.Resource
+		}
+		fmt.Fprintf(o.ErrOut, "The release removes served versions; measuring the client usage of %s from %s…\n", strings.Join(names, ", "), u.Describe())
+		if term.IsTerminal(o.ErrOut) {
+			u.Waiting = waitProgress(o.ErrOut, o.Usage.UsageWindow)
+		}
+	}
+	as, err := u.Measure(ctx, gvrs...)
+	if err != nil {
+		return err
+	}
+	byPlan := map[*upgrade.Plan]map[string]usage.Assessment{}
+	for gvr, t := range targets {
+		if byPlan[t.plan] == nil {
+			// A target the measurement has no answer for is unknown.
+			byPlan[t.plan] = map[string]usage.Assessment{}
+		}
+		if a, ok := as[gvr]; ok {
+			byPlan[t.plan][t.version] = a
+		}
+	}
+	for p, m := range byPlan {
+		p.JudgeRemovals(m)
+	}
+	return nil
 }
 
 // helmSource is the report's account of the Helm release checked; nil

@@ -37,6 +37,8 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/e2e/apiserver"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/report"
+	"github.com/crdversion/kubectl-crdversion/internal/schemadiff"
+	"github.com/crdversion/kubectl-crdversion/internal/upgrade"
 	"github.com/crdversion/kubectl-crdversion/internal/usage"
 )
 
@@ -559,4 +561,82 @@ func TestUsagePrometheusHistory(t *testing.T) {
 	if servedOn(t, c, name, "v1beta1") {
 		t.Fatal("unserve passed but v1beta1 is still served")
 	}
+}
+
+// TestCheckUpgradeJudgesRemovedVersionsByUsage (issue 32): a release that
+// drops v1beta1 — served, never stored, so the API server accepts the
+// apply — is judged by who calls v1beta1, from the sources unserve reads.
+// A client listing it through the second instance: RemovedVersionInUse,
+// exit 1, naming that instance. No client: the removal stays a warning
+// that names the window, exit 0. A window shorter than --usage-min-window
+// cannot show "none": RemovedVersionUsageUnknown, exit 1, with the ways
+// out. --skip-usage-check: the warning says nothing was checked, exit 0.
+func TestCheckUpgradeJudgesRemovedVersionsByUsage(t *testing.T) {
+	t.Parallel()
+	h := haControlPlane(t)
+	c := haClients(h)
+	release := func(gvr schema.GroupVersionResource) (name, file string) {
+		name = gvr.Resource + "." + gvr.Group
+		crd, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := &apiextensionsv1.CustomResourceDefinition{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: crd.Spec}
+		next.Spec.Versions = slices.DeleteFunc(slices.Clone(next.Spec.Versions), func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1beta1" })
+		data, err := json.Marshal(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file = filepath.Join(t.TempDir(), "release.json")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return name, file
+	}
+	check := func(file string, code int, args ...string) upgrade.Plan {
+		t.Helper()
+		r := crdversionAt(t, h.Kubeconfig, append([]string{"check-upgrade", "-f", file, "-o", "json"}, args...)...)
+		if r.code != code {
+			t.Fatalf("check-upgrade %v: exit %d, want %d\n%s%s", args, r.code, code, r.stdout, r.stderr)
+		}
+		var rep report.UpgradeCheck
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.CRDs) != 1 {
+			t.Fatalf("%v\n%s", err, r.stdout)
+		}
+		if p := rep.CRDs[0]; p.Apply != upgrade.Accepted || !slices.Equal(p.RemovedServedVersions, []string{"v1beta1"}) {
+			t.Fatalf("plan: apply %s, removed served %v", p.Apply, p.RemovedServedVersions)
+		}
+		return rep.CRDs[0]
+	}
+	finding := func(p upgrade.Plan, code string) string {
+		t.Helper()
+		for _, f := range p.Findings {
+			if f.Code == code && f.Version == "v1beta1" {
+				return f.Message
+			}
+		}
+		t.Fatalf("no %s finding for v1beta1 in %+v", code, p.Findings)
+		return ""
+	}
+
+	used, usedFile := release(usageCRD(t, h, "upgrade-used.usage.example.com"))
+	keepListing(t, h, h.Instances[1], schema.GroupVersionResource{Group: strings.TrimPrefix(used, "crontabs."), Version: "v1beta1", Resource: "crontabs"})
+	mustContain(t, "the in-use finding", finding(check(usedFile, 1, "--usage-window=2s"), upgrade.CodeRemovedVersionInUse),
+		"clients still use upgrade-used.usage.example.com/v1beta1 crontabs (seen by: /metrics of 2 API server instance(s)", "they get 404 once it is applied")
+
+	_, noneFile := release(usageCRD(t, h, "upgrade-none.usage.example.com"))
+	// As in TestUsageHACommandsNoClient: a history within the instances'
+	// uptime.
+	p := check(noneFile, 0, "--usage-window=2s", "--usage-min-window=2s", "--usage-history=1s")
+	mustContain(t, "the removal's warning", finding(p, schemadiff.CodeVersionRemoved), "no client of upgrade-none.usage.example.com/v1beta1 crontabs seen in the last 2s")
+	for _, f := range p.Findings {
+		if f.Code == upgrade.CodeRemovedVersionInUse || f.Code == upgrade.CodeRemovedVersionUsageUnknown {
+			t.Errorf("no client, yet %s: %s", f.Code, f.Message)
+		}
+	}
+
+	mustContain(t, "the unknown finding", finding(check(noneFile, 1, "--usage-window=1s"), upgrade.CodeRemovedVersionUsageUnknown),
+		"whether clients still use upgrade-none.usage.example.com/v1beta1 crontabs is unknown", "ways out:", "--skip-usage-check")
+	mustContain(t, "the skipped warning", finding(check(noneFile, 0, "--skip-usage-check"), schemadiff.CodeVersionRemoved), "client usage NOT checked (--skip-usage-check)")
 }

@@ -154,6 +154,7 @@ func Check(live, next *apiextensionsv1.CustomResourceDefinition, source string, 
 			p.RemovedServedVersions = append(p.RemovedServedVersions, f.Version)
 		}
 	}
+	p.Findings = append(p.Findings, olderReleases(live, next)...)
 	p.Findings = append(p.Findings, migrationLosses(live, next)...)
 	p.Findings = append(p.Findings, releaseLosses(live, next)...)
 	if f, ok := caBundleFinding(live, next); ok {

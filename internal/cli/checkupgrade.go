@@ -131,6 +131,7 @@ type CheckUpgradeFlags struct {
 	// Usage is the client-usage check of the served versions the release
 	// removes.
 	Usage UsageFlags
+	RulesFlags
 	genericiooptions.IOStreams
 }
 
@@ -157,6 +158,7 @@ func (fl *CheckUpgradeFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&fl.Release, "release", "", "The Helm release the CRDs are for (its namespace from -n): also check which installed CRDs of it the release deletes.")
 	fl.Fleet.addFlags(cmd)
 	fl.Usage.addFlags(cmd, 15*time.Second)
+	fl.RulesFlags.AddFlags(cmd.Flags())
 }
 
 // CheckUpgradeOptions are check-upgrade's inputs, resolved once from the
@@ -186,6 +188,9 @@ type CheckUpgradeOptions struct {
 	// Usage checks the clients of each served version the release would
 	// remove (against a cluster).
 	Usage UsageFlags
+	// Rules adds a rulebook's verdict (--rules olm|crdify, --config) to
+	// each installed CRD's plan; nil for crdversion's own alone.
+	Rules *schemadiff.Rulebook
 
 	fleet  *FleetFlags
 	getter genericclioptions.RESTClientGetter
@@ -257,6 +262,9 @@ func (fl *CheckUpgradeFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, ar
 		fleet: fl.Fleet, getter: f, conn: connectionFlags(cmd.Flags(), fl.Fleet.enabled()), IOStreams: fl.IOStreams}
 	var err error
 	if o.Allows, err = parseAllows(fl.Allow); err != nil {
+		return nil, err
+	}
+	if o.Rules, err = fl.rulebook(cmd); err != nil {
 		return nil, err
 	}
 	if offline && isChart(fl.To) {
@@ -407,7 +415,7 @@ func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioption
 		return nil, err
 	}
 	checker := &upgrade.Checker{Cluster: c, ServerDryRun: o.ServerDryRun, FieldManager: FieldManager, PageSize: cluster.ChunkSize,
-		Apply: upgrade.ApplyCommand(o.Filenames, o.Recursive), Conn: conn, Helm: o.Helm}
+		Apply: upgrade.ApplyCommand(o.Filenames, o.Recursive), Conn: conn, Helm: o.Helm, Rules: o.Rules}
 	if o.Chart != "" {
 		checker.ApplyOf = o.applyOf
 	}
@@ -418,7 +426,7 @@ func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioption
 	if err := o.judgeRemovals(ctx, c, docs, plans); err != nil {
 		return nil, err
 	}
-	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource()}
+	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource(), Rules: o.rulesName()}
 	for _, p := range plans {
 		r.Add(p)
 	}
@@ -503,6 +511,15 @@ func (o *CheckUpgradeOptions) judgeRemovals(ctx context.Context, c *cluster.Clie
 		p.JudgeRemovals(m)
 	}
 	return nil
+}
+
+// rulesName names the rulebook that judged besides crdversion's own, for
+// the report; empty without one.
+func (o *CheckUpgradeOptions) rulesName() string {
+	if o.Rules == nil {
+		return ""
+	}
+	return o.Rules.Name
 }
 
 // helmSource is the report's account of the Helm release checked; nil
@@ -615,7 +632,7 @@ func (o *CheckUpgradeOptions) runOffline(ctx context.Context) error {
 		return fmt.Errorf("no CustomResourceDefinition in %s", o.To)
 	}
 	checker := &upgrade.Checker{Cluster: upgrade.NewOffline(old, o.Helm), Offline: true, FieldManager: FieldManager, PageSize: cluster.ChunkSize,
-		Apply: upgrade.ApplyCommand([]string{o.To}, false), Conn: o.conn, Helm: o.Helm}
+		Apply: upgrade.ApplyCommand([]string{o.To}, false), Conn: o.conn, Helm: o.Helm, Rules: o.Rules}
 	if o.Chart != "" {
 		checker.ApplyOf = o.applyOf
 	}
@@ -623,7 +640,7 @@ func (o *CheckUpgradeOptions) runOffline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource()}
+	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource(), Rules: o.rulesName()}
 	for _, p := range plans {
 		r.Add(p)
 	}

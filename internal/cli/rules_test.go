@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,5 +145,35 @@ func TestDiffRules(t *testing.T) {
 	}
 	if _, _, err := run(t, "diff", "widgets.example.com", "v1", "v2", "--rules", "olm"); err == nil || !strings.Contains(err.Error(), "--rules and --config judge a release") {
 		t.Errorf("live form with --rules: %v", err)
+	}
+}
+
+// TestCheckUpgradeRules: check-upgrade --rules olm adds OLM v1's verdict
+// to its own, offline as against a cluster: issue 32's changed default is
+// an error that names the rule; --allow default acknowledges it.
+func TestCheckUpgradeRules(t *testing.T) {
+	dir := t.TempDir()
+	oldFile, newFile := filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml")
+	for f, next := range map[string]bool{oldFile: false, newFile: true} {
+		if err := os.WriteFile(f, []byte(release32(next)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := run(t, "check-upgrade", "--from", oldFile, "--to", newFile, "--rules", "olm", "-o", "json")
+	var found *FindingsError
+	var r report.UpgradeCheck
+	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || !errors.As(err, &found) || r.Rules != "olm" || len(r.CRDs) != 1 {
+		t.Fatalf("err %v, json %v\n%s", err, jerr, out)
+	}
+	if !slices.ContainsFunc(r.CRDs[0].Findings, func(f schemadiff.Finding) bool {
+		return f.Code == schemadiff.CodeDefaultChanged && f.Severity == "error" && f.Rule == "default" && strings.Contains(f.Message, "rule default of olm makes it an error")
+	}) {
+		t.Errorf("no error-level DefaultChanged naming rule default: %+v", r.CRDs[0].Findings)
+	}
+	if _, _, err := run(t, "check-upgrade", "--from", oldFile, "--to", newFile, "--rules", "olm", "--allow", "default"); err != nil {
+		t.Errorf("--allow default: %v", err)
+	}
+	if _, _, err := run(t, "check-upgrade", "--from", oldFile, "--to", newFile); err != nil {
+		t.Errorf("crdversion's rules alone: %v", err)
 	}
 }

@@ -102,8 +102,12 @@ type UpgradeCheck struct {
 	Source string `json:"source"`
 	// Helm is the Helm release checked (--chart, --release); nil for
 	// plain manifests.
-	Helm *HelmSource    `json:"helm,omitempty"`
-	CRDs []upgrade.Plan `json:"crds"`
+	Helm *HelmSource `json:"helm,omitempty"`
+	// Rules names the rulebook whose verdict was added to crdversion's
+	// ("olm", "crdify", with " + FILE" for a configuration file); empty
+	// without one.
+	Rules string         `json:"rules,omitempty"`
+	CRDs  []upgrade.Plan `json:"crds"`
 	// Summary counts the findings of all CRDs; Incompatible is also true
 	// when a CRD would be rejected.
 	Summary Summary `json:"summary"`

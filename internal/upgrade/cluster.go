@@ -71,6 +71,9 @@ type Checker struct {
 	// Offline marks every plan Predicted: Cluster is an Offline, and no
 	// API server was asked.
 	Offline bool
+	// Rules, when set, adds a rulebook's verdict (OLM v1's, crdify's) on
+	// each installed CRD's update to the plan (Plan.JudgeBy).
+	Rules *schemadiff.Rulebook
 }
 
 // Check returns the plan of each CRD of docs, in order: Check's prediction
@@ -120,6 +123,9 @@ func (c *Checker) Check(ctx context.Context, docs []manifest.CRDDoc) ([]Plan, er
 			p.ServerMessage = "offline: no API server was asked"
 		}
 		p.Render(c.Conn)
+		if live != nil && c.Rules != nil {
+			p.JudgeBy(c.Rules, live, d.CRD)
+		}
 		if live != nil {
 			if im := immutableOf(p, live, d.CRD, c.Conn); im != nil {
 				if err := im.count(ctx, c.Cluster, live, pageSize); err != nil {

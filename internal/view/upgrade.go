@@ -15,6 +15,9 @@ import (
 // then, for each CRD that is rejected, has notable findings or could not be
 // dry-run, the reasons, the findings and the commands that make it safe.
 func UpgradeCheck(out io.Writer, r *report.UpgradeCheck) error {
+	if r.Rules != "" {
+		fmt.Fprintf(out, "Rules: crdversion's, and the verdict of %s\n\n", r.Rules)
+	}
 	w := printers.GetNewTabWriter(out)
 	fmt.Fprintln(w, "CRD\tINSTALLED\tSTORAGE\tAPPLY\tDATA LOSS\tDEFAULT VERSION\tSERVED VERSIONS REMOVED")
 	for _, p := range r.CRDs {

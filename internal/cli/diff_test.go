@@ -296,3 +296,19 @@ func TestDiffAllowCannotPassARejectedUpdate(t *testing.T) {
 		t.Errorf("summary %+v, want the two errors counted", r.Summary)
 	}
 }
+
+// TestDiffMarkdownBacktickPath: a property name with a backtick stays
+// one code span in the Markdown table (a trial found the table broken).
+func TestDiffMarkdownBacktickPath(t *testing.T) {
+	dir := t.TempDir()
+	crd := "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              \"a`b\": {type: TYPE}\n"
+	for name, typ := range map[string]string{"old.yaml": "string", "new.yaml": "integer"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Replace(crd, "TYPE", typ, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md, _, _ := run(t, "diff", "--old", filepath.Join(dir, "old.yaml"), "--new", filepath.Join(dir, "new.yaml"), "-o", "markdown")
+	if !strings.Contains(md, "| 🔴 error | v1 | `` .spec.a`b `` | TypeChanged | type |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}

@@ -63,7 +63,7 @@ func DiffMarkdown(out io.Writer, r *report.Diff) error {
 			if f.Acknowledged {
 				mark += " (acknowledged)"
 			}
-			fmt.Fprintf(out, "| %s | %s | `%s` | %s | %s | %s |\n", mark, Dash(f.Version), mdCell(f.Path), f.Code, Dash(f.Rule), mdCell(f.Message))
+			fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s |\n", mark, Dash(f.Version), mdCode(mdCell(f.Path)), f.Code, Dash(f.Rule), mdCell(f.Message))
 		}
 	}
 	return nil
@@ -77,6 +77,26 @@ func crdHeading(c report.CRDDiff) string {
 }
 
 // mdCell escapes what would break a Markdown table cell.
+// mdCode is s as a Markdown code span: fenced with one backtick more than
+// the longest run of backticks in s (a property name may hold some), and
+// padded with a space where s starts or ends with one (CommonMark).
+func mdCode(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
+
 func mdCell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

@@ -433,6 +433,10 @@ func (o *CheckUpgradeOptions) check(ctx context.Context, getter genericclioption
 	return r, nil
 }
 
+// measureSlack is the time the usage check's reads take besides its
+// window.
+const measureSlack = 5 * time.Second
+
 // judgeRemovals measures the client usage of every served version the
 // plans' applies would remove, in one window for all of them, from the
 // usage check's sources (unserve's), and records each verdict on its plan
@@ -480,8 +484,26 @@ func (o *CheckUpgradeOptions) judgeRemovals(ctx context.Context, c *cluster.Clie
 	for _, crd := range crds {
 		needs = append(needs, u.Needs(crd)...)
 	}
+	unmeasured := func(why string) {
+		done := map[*upgrade.Plan]bool{}
+		for _, t := range targets {
+			if !done[t.plan] {
+				done[t.plan] = true
+				t.plan.RemovalsUnmeasured(why)
+			}
+		}
+	}
 	if missing, _ := c.Missing(ctx, needs); len(missing) > 0 {
-		return &access.MissingError{Operation: "check-upgrade (the client usage of the served versions the release removes)", CRD: crds[0].Name, Missing: missing}
+		// What cannot be read is unknown, not a failed check: the rest
+		// of the report stands.
+		unmeasured((&access.MissingError{Operation: "the usage check", CRD: crds[0].Name, Missing: missing}).Error())
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < o.Usage.UsageWindow+measureSlack {
+		// A fleet run gives each cluster --cluster-timeout: a window that
+		// does not fit would make the whole cluster unreachable.
+		unmeasured(fmt.Sprintf("the --usage-window of %s does not fit in the %s left for this cluster (--cluster-timeout)", o.Usage.UsageWindow, time.Until(deadline).Round(time.Second)))
+		return nil
 	}
 	if len(o.Contexts) == 0 {
 		names := make([]string, len(gvrs))
@@ -494,8 +516,12 @@ func (o *CheckUpgradeOptions) judgeRemovals(ctx context.Context, c *cluster.Clie
 		}
 	}
 	as, err := u.Measure(ctx, gvrs...)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
-		return err
+		unmeasured(err.Error())
+		return nil
 	}
 	byPlan := map[*upgrade.Plan]map[string]usage.Assessment{}
 	for gvr, t := range targets {

@@ -179,7 +179,7 @@ func TestFleet(t *testing.T) {
 		case c.Context == "down" && (c.Check != nil || c.Reach != reach.Unreachable):
 			t.Errorf("down: %+v", c)
 		case want != "" && (c.Check == nil || c.Check.CRDs[0].Apply != want):
-			t.Errorf("%s: %+v, want %s", c.Context, c.Check, want)
+			t.Errorf("%s: %+v, want %s\n%s", c.Context, c.Check, want, up.stdout)
 		}
 	}
 	upText := run("check-upgrade", "-f", releaseFile, "--contexts", "pending,migrated")

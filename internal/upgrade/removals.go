@@ -60,6 +60,16 @@ func (p *Plan) JudgeRemovals(as map[string]usage.Assessment) {
 	schemadiff.Sort(p.Findings)
 }
 
+// RemovalsUnmeasured records for each of UsageTargets that its client
+// usage could not be measured (why: missing permissions, a source that
+// failed): RemovedVersionUsageUnknown, an error, with the ways on.
+func (p *Plan) RemovalsUnmeasured(why string) {
+	for _, v := range p.UsageTargets() {
+		p.addRemovalFinding(CodeRemovedVersionUsageUnknown, v, fmt.Sprintf("served version %s is removed by the release, and its client usage could not be measured: %s; ways out: remove that cause and re-run; once you know by other means that no client uses %s: --skip-usage-check", v, why, v))
+	}
+	schemadiff.Sort(p.Findings)
+}
+
 // RemovalsNotChecked says on each removal's warning that its client
 // usage was not checked, and why (--skip-usage-check).
 func (p *Plan) RemovalsNotChecked(why string) {

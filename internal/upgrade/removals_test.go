@@ -94,3 +94,19 @@ func TestJudgeRemovals(t *testing.T) {
 		t.Errorf("a rejected apply has usage targets %v", p.UsageTargets())
 	}
 }
+
+// TestRemovalsUnmeasured: a measurement that could not run leaves each
+// removed served version unknown, an error that says why.
+func TestRemovalsUnmeasured(t *testing.T) {
+	live := crdtest.New("crontabs.stable.example.com").Kind("CronTab").
+		Version("v1beta1", crdtest.Served, crdtest.Fields("image")).Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).Stored("v1").CRD()
+	next := crdtest.New("crontabs.stable.example.com").Kind("CronTab").Version("v1", crdtest.Served, crdtest.Storage, crdtest.Fields("image")).CRD()
+	p := Check(live, next, "r.yaml", ApplyCommand([]string{"r.yaml"}, false))
+	p.RemovalsUnmeasured("get on /metrics is forbidden")
+	if got := codesAt(p, "v1beta1"); !slices.Equal(got, []string{CodeRemovedVersionUsageUnknown + " error", schemadiff.CodeVersionRemoved + " warning"}) {
+		t.Errorf("%q", got)
+	}
+	if !strings.Contains(p.Findings[0].Message, "could not be measured: get on /metrics is forbidden") {
+		t.Errorf("%s", p.Findings[0].Message)
+	}
+}

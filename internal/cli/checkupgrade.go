@@ -75,8 +75,9 @@ var checkUpgradeLong = templates.LongDesc(`
 
 	Offline, for a pull request's pipeline, --from OLD --to NEW (each a
 	manifest file or directory, or a chart) checks NEW against OLD without a
-	cluster: OLD stands for the installed CRDs (status.storedVersions taken
-	as OLD's storage version alone), every verdict is marked predicted, no
+	cluster: OLD stands for the installed CRDs (status.storedVersions is
+	OLD's own when its manifest has a status, else its storage version
+	alone), every verdict is marked predicted, no
 	dry run is sent, and object counts are unknown. With -o sarif or -o
 	junit the findings go to code scanning or test reports; on GitHub
 	Actions they also annotate the files.
@@ -665,6 +666,9 @@ func (o *CheckUpgradeOptions) runOffline(ctx context.Context) error {
 	plans, err := checker.Check(ctx, docs)
 	if err != nil {
 		return err
+	}
+	for i := range plans {
+		plans[i].RemovalsNotChecked("offline: no cluster to ask; check-upgrade -f against the cluster measures it")
 	}
 	r := &report.UpgradeCheck{Source: o.source(), Helm: o.helmSource(), Rules: o.rulesName()}
 	for _, p := range plans {

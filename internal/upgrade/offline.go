@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,10 +22,11 @@ var ErrNoCluster = errors.New("offline: no cluster to ask")
 // pipeline: the CRDs of the previous release stand for the installed
 // ones. What it cannot know is not guessed as a pass:
 //
-//   - status.storedVersions is taken to be the previous release's storage
+//   - status.storedVersions is the previous manifest's own when it has
+//     one (a CRD dumped from a cluster), else taken to be its storage
 //     version alone, the least the API server records (a version that
 //     was the storage version before it, still listed on a live cluster,
-//     is not seen);
+//     is not seen), always with the storage version in it;
 //   - there is no server dry run (Checker.Offline marks every plan
 //     predicted), and no API server version;
 //   - objects cannot be counted: a deletion's or an immutable change's
@@ -45,9 +47,10 @@ func NewOffline(old []manifest.CRDDoc, release *HelmRelease) *Offline {
 	for _, d := range old {
 		c := d.CRD.DeepCopy()
 		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(c)
-		c.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
-		if v := lifecycle.StorageVersion(c); v != "" {
-			c.Status.StoredVersions = []string{v}
+		stored := c.Status.StoredVersions
+		c.Status = apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: slices.Clone(stored)}
+		if v := lifecycle.StorageVersion(c); v != "" && !slices.Contains(c.Status.StoredVersions, v) {
+			c.Status.StoredVersions = append(c.Status.StoredVersions, v)
 		}
 		if release != nil && release.Name != "" && d.HelmOrigin != manifest.HelmCRDsDir {
 			if c.Annotations == nil {

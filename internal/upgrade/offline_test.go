@@ -69,3 +69,20 @@ func TestOffline(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineStoredVersionsFromTheManifest: a previous manifest with a
+// status (a CRD dumped from a cluster) keeps its storedVersions, so a
+// release that drops a stored version is rejected offline as on the
+// cluster (a trial found it accepted).
+func TestOfflineStoredVersionsFromTheManifest(t *testing.T) {
+	oldW := crdtest.New("widgets.example.com").Kind("Widget").Version("v1alpha1", crdtest.Served).Version("v1", crdtest.Served, crdtest.Storage).Stored("v1alpha1", "v1").CRD()
+	newW := crdtest.New("widgets.example.com").Kind("Widget").Version("v1", crdtest.Served, crdtest.Storage).CRD()
+	c := &Checker{Cluster: NewOffline([]manifest.CRDDoc{{CRD: oldW, Source: "old.yaml"}}, nil), Offline: true}
+	plans, err := c.Check(context.Background(), []manifest.CRDDoc{{CRD: newW, Source: "new.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := plans[0]; p.Apply != Rejected || !slices.Equal(p.StoredVersions, []string{"v1alpha1", "v1"}) {
+		t.Errorf("apply %s, storedVersions %v; want Rejected, [v1alpha1 v1]", p.Apply, p.StoredVersions)
+	}
+}

@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/crdversion/kubectl-crdversion/internal/gitrev"
@@ -52,6 +53,9 @@ func DiffManifests(ctx context.Context, in ManifestDiff) (*report.Diff, error) {
 		}
 	}
 	var oldPaths []string
+	// A revision's files are read from a temporary directory; errors
+	// name them as git:REF:PATH.
+	var named []string
 	for _, o := range olds {
 		if !gitrev.Is(o) {
 			oldPaths = append(oldPaths, o)
@@ -63,10 +67,11 @@ func DiffManifests(ctx context.Context, in ManifestDiff) (*report.Diff, error) {
 		}
 		defer func() { _ = tree.Remove() }()
 		oldPaths = append(oldPaths, tree.Paths...)
+		named = append(named, tree.Dir+string(filepath.Separator), gitrev.Prefix+tree.Ref+":")
 	}
 	oldDocs, err := manifest.ReadCRDsOf(oldPaths, recursive)
 	if err != nil {
-		return nil, fmt.Errorf("--old: %w", err)
+		return nil, fmt.Errorf("--old: %s", strings.NewReplacer(named...).Replace(err.Error()))
 	}
 	newDocs, err := manifest.ReadCRDsOf(news, recursive)
 	if err != nil {

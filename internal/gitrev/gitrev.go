@@ -13,7 +13,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -72,14 +75,12 @@ func Read(ctx context.Context, spec string, paths []string) (*Tree, error) {
 	top = strings.TrimSpace(top)
 	t := &Tree{Spec: spec, Ref: ref}
 	if ref == LatestTag {
-		tag, err := git(ctx, "describe", "--tags", "--abbrev=0", "HEAD")
-		if err != nil {
-			return nil, fmt.Errorf("%s: no tag reachable from HEAD (a shallow clone? git fetch --tags --unshallow): %w", spec, err)
+		if t.Ref, err = latestTag(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", spec, err)
 		}
-		t.Ref = strings.TrimSpace(tag)
 	}
 	if _, err := git(ctx, "rev-parse", "--verify", "--quiet", t.Ref+"^{commit}"); err != nil {
-		return nil, fmt.Errorf("%s: revision %s is not in this clone (in a shallow clone, fetch it first: git fetch --deepen=1, or git fetch origin tag NAME)", spec, t.Ref)
+		return nil, fmt.Errorf("%s: %s", spec, missingRevision(ctx, t.Ref))
 	}
 	var rels []string
 	for _, p := range paths {
@@ -105,6 +106,50 @@ func Read(ctx context.Context, spec string, paths []string) (*Tree, error) {
 	}
 	return t, nil
 }
+
+// latestTag is the newest tag reachable from HEAD, the release before
+// it: when HEAD itself is tagged (a pipeline of a tag's push), the newest
+// tag before that one, so that a release is never compared with itself.
+func latestTag(ctx context.Context) (string, error) {
+	tag, err := git(ctx, "describe", "--tags", "--abbrev=0", "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("no tag reachable from HEAD (a shallow clone? git fetch --tags --unshallow): %w", err)
+	}
+	tag = strings.TrimSpace(tag)
+	head, err1 := git(ctx, "rev-parse", "HEAD^{commit}")
+	tagged, err2 := git(ctx, "rev-parse", tag+"^{commit}")
+	if err1 != nil || err2 != nil || head != tagged {
+		return tag, nil
+	}
+	prev, err := git(ctx, "describe", "--tags", "--abbrev=0", tag+"^")
+	if err != nil {
+		return "", fmt.Errorf("HEAD is the tag %s and no tag before it is reachable (a first release, or a shallow clone: git fetch --tags --unshallow); give the baseline as git:REF", tag)
+	}
+	return strings.TrimSpace(prev), nil
+}
+
+// missingRevision says that ref is not in the clone, and how to fetch it
+// with its own name: deepen by the count of HEAD~N, or fetch the tag or
+// branch (a shallow clone has neither until asked).
+func missingRevision(ctx context.Context, ref string) string {
+	msg := fmt.Sprintf("revision %s is not in this clone", ref)
+	shallow, _ := git(ctx, "rev-parse", "--is-shallow-repository")
+	if strings.TrimSpace(shallow) != "true" {
+		return msg
+	}
+	if m := headRelative.FindStringSubmatch(ref); m != nil {
+		n := 1
+		if m[1] != "" {
+			n, _ = strconv.Atoi(m[1])
+		}
+		return fmt.Sprintf("%s, a shallow clone: fetch more history first (git fetch --deepen=%d)", msg, n)
+	}
+	name := strings.TrimPrefix(ref, "origin/")
+	return fmt.Sprintf("%s, a shallow clone: fetch it first — a tag: git fetch --depth=1 origin tag %s; a branch: git fetch --depth=1 origin %s:refs/remotes/origin/%s, then --old git:origin/%s", msg, name, name, name, name)
+}
+
+// headRelative matches HEAD~N, HEAD^ and HEAD~ (N in the group).
+var headRelative = regexp.MustCompile(`^HEAD(?:~(\d*)|\^)$`)
 
 // repoPath is p (relative to the current directory, or absolute) relative
 // to the repository's top directory, in git's slash form.
@@ -152,7 +197,7 @@ func extract(ctx context.Context, top, ref, rel, dir string) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	n, readErr := untar(out, dir)
+	n, links, readErr := untar(out, dir)
 	_, _ = io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
 		if strings.Contains(stderr.String(), "did not match any files") {
@@ -160,41 +205,109 @@ func extract(ctx context.Context, top, ref, rel, dir string) (int, error) {
 		}
 		return 0, fmt.Errorf("git archive: %s", firstLine(stderr.String(), err))
 	}
-	return n, readErr
+	if readErr != nil {
+		return n, readErr
+	}
+	// A symlinked manifest (a chart's crds/ linking the CRD files) is
+	// read as the file it names at the same revision.
+	for name, target := range links {
+		data, err := followLink(ctx, top, ref, name, target)
+		if err != nil {
+			return n, err
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return n, err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
-func untar(r io.Reader, dir string) (int, error) {
+// followLink reads, at ref, the file that the symlink name (target its
+// link text) names, following links up to a depth of 8. A link out of
+// the repository, or to a directory, is an error that says so.
+func followLink(ctx context.Context, top, ref, name, target string) ([]byte, error) {
+	at := name
+	for range 8 {
+		if path.IsAbs(target) {
+			return nil, fmt.Errorf("%s is a symlink to %s, outside the repository", name, target)
+		}
+		at = path.Join(path.Dir(at), target)
+		if at == ".." || strings.HasPrefix(at, "../") {
+			return nil, fmt.Errorf("%s is a symlink that leaves the repository (%s)", name, at)
+		}
+		cmd := exec.CommandContext(ctx, "git", "ls-tree", ref, "--", at)
+		cmd.Dir = top
+		entry, err := cmd.Output()
+		if err != nil || len(entry) == 0 {
+			return nil, fmt.Errorf("%s is a symlink to %s, which %s does not have", name, at, ref)
+		}
+		mode, _, _ := strings.Cut(string(entry), " ")
+		blob := exec.CommandContext(ctx, "git", "cat-file", "-p", ref+":"+at)
+		blob.Dir = top
+		switch mode {
+		case "120000":
+			link, err := blob.Output()
+			if err != nil {
+				return nil, fmt.Errorf("reading the symlink %s at %s: %w", at, ref, err)
+			}
+			target = string(link)
+		case "100644", "100755":
+			data, err := blob.Output()
+			if err != nil {
+				return nil, fmt.Errorf("reading %s at %s: %w", at, ref, err)
+			}
+			return data, nil
+		default:
+			return nil, fmt.Errorf("%s is a symlink to the directory %s, which is not followed: give it as the PATH (git:%s:%s)", name, at, ref, at)
+		}
+	}
+	return nil, fmt.Errorf("%s: too many levels of symlinks", name)
+}
+
+// untar writes the regular files of a git archive below dir, counts
+// them, and returns its symlinks (archive path to link text).
+func untar(r io.Reader, dir string) (int, map[string]string, error) {
 	tr := tar.NewReader(r)
 	n := 0
+	links := map[string]string{}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return n, nil
+			return n, links, nil
 		}
 		if err != nil {
-			return n, err
+			return n, links, err
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			links[h.Name] = h.Linkname
+			continue
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
 		name := filepath.FromSlash(h.Name)
 		if !filepath.IsLocal(name) {
-			return n, fmt.Errorf("git archive: path %q leaves the tree", h.Name)
+			return n, links, fmt.Errorf("git archive: path %q leaves the tree", h.Name)
 		}
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return n, err
+			return n, links, err
 		}
 		f, err := os.Create(p)
 		if err != nil {
-			return n, err
+			return n, links, err
 		}
 		_, err = io.Copy(f, tr)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return n, err
+			return n, links, err
 		}
 		n++
 	}

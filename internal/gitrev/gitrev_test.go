@@ -93,21 +93,86 @@ func TestRead(t *testing.T) {
 	}
 
 	for spec, want := range map[string]string{
-		"git:HEAD~2:crd":    "revision HEAD~2 is not in this clone (in a shallow clone, fetch it first",
+		"git:HEAD~2:crd":    "revision HEAD~2 is not in this clone, a shallow clone: fetch more history first (git fetch --deepen=2)",
 		"git:HEAD:nothing":  "HEAD has no file at config/nothing",
 		"git:HEAD:/etc":     "/etc is outside the repository",
 		"git:HEAD:":         "empty PATH",
 		"git:":              "no revision",
 		"git:HEAD":          "no PATH, and no --new path",
-		"git:no-such-ref:x": "revision no-such-ref is not in this clone",
+		"git:no-such-ref:x": "a tag: git fetch --depth=1 origin tag no-such-ref; a branch: git fetch --depth=1 origin no-such-ref:refs/remotes/origin/no-such-ref",
 	} {
 		if _, err := Read(ctx, spec, nil); err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), spec+": ") {
 			t.Errorf("%s: error %v, want %q", spec, err, want)
 		}
 	}
 
+	// The advice works: after the deepen it names, the revision is read.
+	gitIn(t, clone, "fetch", "-q", "--deepen=2")
+	if tree, err := Read(ctx, "git:HEAD~2:crd", nil); err != nil || read(t, filepath.Join(tree.Paths[0], "a.yaml")) != "a: one\n" {
+		t.Errorf("after git fetch --deepen=2: %v", err)
+	} else {
+		_ = tree.Remove()
+	}
+
+	// HEAD tagged (a tag's pipeline): latest-tag is the tag before it,
+	// never the release itself.
+	gitIn(t, clone, "tag", "v0.3.0")
+	if tree, err := Read(ctx, "git:latest-tag", []string{"crd/a.yaml"}); err != nil || tree.Ref != "v0.2.0" {
+		t.Errorf("latest-tag on a tagged HEAD: %+v, %v", tree, err)
+	} else {
+		_ = tree.Remove()
+	}
+
 	t.Chdir(t.TempDir())
 	if _, err := Read(ctx, "git:HEAD:x", nil); err == nil || !strings.Contains(err.Error(), "not inside a git work tree") {
 		t.Errorf("outside a repository: %v", err)
+	}
+}
+
+// TestReadSymlinks: a symlinked manifest (a chart's crds/ linking the
+// CRD file elsewhere in the repository) is read as the file it names at
+// the revision, in a directory and as PATH itself; a link out of the
+// repository or to a directory is an error that says so.
+func TestReadSymlinks(t *testing.T) {
+	src := t.TempDir()
+	gitIn(t, src, "init", "-q")
+	write(t, filepath.Join(src, "config", "crd", "a.yaml"), "a: at the revision\n")
+	write(t, filepath.Join(src, "chart", "crds", "own.yaml"), "own: yes\n")
+	for link, target := range map[string]string{"chart/crds/a.yaml": "../../config/crd/a.yaml", "chart/crds/chain.yaml": "a.yaml",
+		"bad/out.yaml": "../../outside.yaml", "bad/dir": "../config/crd"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn(t, src, "add", ".")
+	gitIn(t, src, "commit", "-qm", "one")
+	write(t, filepath.Join(src, "config", "crd", "a.yaml"), "a: changed since\n")
+	t.Chdir(src)
+	ctx := context.Background()
+
+	tree, err := Read(ctx, "git:HEAD:chart/crds", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tree.Remove() }()
+	for name, want := range map[string]string{"a.yaml": "a: at the revision\n", "chain.yaml": "a: at the revision\n", "own.yaml": "own: yes\n"} {
+		if got := read(t, filepath.Join(tree.Paths[0], name)); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	link, err := Read(ctx, "git:HEAD:chart/crds/a.yaml", nil)
+	if err != nil || read(t, link.Paths[0]) != "a: at the revision\n" {
+		t.Errorf("PATH a symlink: %v", err)
+	}
+	if link != nil {
+		_ = link.Remove()
+	}
+	for spec, want := range map[string]string{"git:HEAD:bad/out.yaml": "leaves the repository", "git:HEAD:bad/dir": "is a symlink to the directory config/crd"} {
+		if _, err := Read(ctx, spec, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", spec, err, want)
+		}
 	}
 }

@@ -144,7 +144,12 @@ func (r *Rulebook) Configure(data []byte, source string) error {
 		}
 		return fmt.Errorf("%s: %s: enforcement %q is not Error, Warn or None", source, what, string(e))
 	}
+	seen := map[string]bool{}
 	for _, v := range c.Validations {
+		if seen[v.Name] {
+			return fmt.Errorf("%s: rule %q is configured twice", source, v.Name)
+		}
+		seen[v.Name] = true
 		if !slices.Contains(judgedRules, v.Name) {
 			return fmt.Errorf("%s: unknown rule %q (the rules are %s)", source, v.Name, strings.Join(judgedRules, ", "))
 		}
@@ -349,12 +354,13 @@ func (r *Rulebook) compareVersions(a, b *apiextensionsv1.CustomResourceDefinitio
 		if equality.Semantic.DeepEqual(o, n) {
 			continue
 		}
-		add := func(rule, code, format string, args ...any) {
+		addAt := func(at, rule, code, format string, args ...any) {
 			if sev, ok := r.severity(rule); ok {
-				out = append(out, Finding{Code: code, Severity: sev, Path: p, Message: fmt.Sprintf(format, args...), Rule: rule})
+				out = append(out, Finding{Code: code, Severity: sev, Path: at, Message: fmt.Sprintf(format, args...), Rule: rule})
 			}
 		}
-		r.judgeNode(o, n, add)
+		add := func(rule, code, format string, args ...any) { addAt(p, rule, code, format, args...) }
+		r.judgeNode(p, o, n, add, addAt)
 		if !equality.Semantic.DeepEqual(o, n) {
 			add("unhandled", CodeUnhandledChange, "changed where no rule judges: %s", strings.Join(keywordsDiffering(o, n), ", "))
 		}
@@ -364,10 +370,13 @@ func (r *Rulebook) compareVersions(a, b *apiextensionsv1.CustomResourceDefinitio
 
 type ruleAdd func(rule, code, format string, args ...any)
 
-// judgeNode runs each property rule on a node pair and clears what the
-// rule judged from both, so that what is left differs only where no rule
-// looked.
-func (r *Rulebook) judgeNode(o, n *apiextensionsv1.JSONSchemaProps, add ruleAdd) {
+// ruleAddAt is a ruleAdd at another path than the node's.
+type ruleAddAt func(path, rule, code, format string, args ...any)
+
+// judgeNode runs each property rule on a node pair at path and clears
+// what the rule judged from both, so that what is left differs only where
+// no rule looked.
+func (r *Rulebook) judgeNode(path string, o, n *apiextensionsv1.JSONSchemaProps, add ruleAdd, addAt ruleAddAt) {
 	switch od, nd := o.Default, n.Default; {
 	case od == nil && nd != nil:
 		add("default", CodeDefaultAdded, "default %s added", nd.Raw)
@@ -389,8 +398,10 @@ func (r *Rulebook) judgeNode(o, n *apiextensionsv1.JSONSchemaProps, add ruleAdd)
 	}
 	o.Enum, n.Enum = nil, nil
 
-	if added := sets.List(sets.New(n.Required...).Difference(sets.New(o.Required...))); len(added) > 0 {
-		add("required", CodeRequiredAdded, "newly required: %s", strings.Join(added, ", "))
+	// crdify reports the node's new required fields together; one
+	// finding per field, at the field, lets --allow name each.
+	for _, f := range sets.List(sets.New(n.Required...).Difference(sets.New(o.Required...))) {
+		addAt(childPath(strings.TrimSuffix(path, "."), f), "required", CodeRequiredAdded, "newly required")
 	}
 	o.Required, n.Required = nil, nil
 

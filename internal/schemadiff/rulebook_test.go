@@ -94,8 +94,8 @@ func TestRulebookPropertyRules(t *testing.T) {
 			[]string{"maxProperties error .spec.m"}, []string{"maxProperties error .spec.m"}},
 		{"minProperties increased", "type: object\nproperties:\n  m: {type: object, minProperties: 1, additionalProperties: {type: string}}", "type: object\nproperties:\n  m: {type: object, minProperties: 2, additionalProperties: {type: string}}",
 			[]string{"minProperties error .spec.m"}, []string{"minProperties error .spec.m"}},
-		{"required added", str, "type: object\nrequired: [f]\nproperties:\n  f: {type: string}",
-			[]string{"required error .spec"}, []string{"required error .spec"}},
+		{"required added", str, "type: object\nrequired: [f, g]\nproperties:\n  f: {type: string}\n  g: {type: string}",
+			[]string{"required error .spec.f", "required error .spec.g"}, []string{"required error .spec.f", "required error .spec.g"}},
 		{"required removed", "type: object\nrequired: [f]\nproperties:\n  f: {type: string}", str, nil, nil},
 		{"type changed", str, "type: object\nproperties:\n  f: {type: integer}",
 			[]string{"type error .spec.f"}, []string{"type error .spec.f"}},
@@ -285,6 +285,7 @@ func TestRulebookConfigure(t *testing.T) {
 		{"validations:\n- {name: pattern, enforcement: Error, configuration: {additionPolicy: Allow}}\n", "", "the rule's options are removalPolicy"},
 		{"unhandled: Warn\n", "", `unknown field "unhandled"`},
 		{"conversion: Webhook\n", "", `conversion "Webhook" is not None or Ignore`},
+		{"validations:\n- {name: default, enforcement: None}\n- {name: default, enforcement: Error}\n", "", `rule "default" is configured twice`},
 	}
 	for _, c := range cases {
 		r := book(t, RulesCrdify)

@@ -484,31 +484,10 @@ func withoutChildren(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSc
 // keywordsDiffering names the JSON keywords whose values differ between
 // two nodes.
 func keywordsDiffering(a, b *apiextensionsv1.JSONSchemaProps) []string {
-	as, bs := keywords(a), keywords(b)
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(mergeKeys(as, bs))) {
-		if !bytes.Equal(as[k], bs[k]) {
-			out = append(out, k)
-		}
+	if out := keysDiffering(a, b); len(out) > 0 {
+		return out
 	}
-	if len(out) == 0 {
-		out = []string{"an empty value set or unset"}
-	}
-	return out
-}
-
-func keywords(s *apiextensionsv1.JSONSchemaProps) map[string]json.RawMessage {
-	m := map[string]json.RawMessage{}
-	if b, err := json.Marshal(s); err == nil {
-		_ = json.Unmarshal(b, &m)
-	}
-	return m
-}
-
-func mergeKeys(a, b map[string]json.RawMessage) map[string]json.RawMessage {
-	out := maps.Clone(a)
-	maps.Copy(out, b)
-	return out
+	return []string{"an empty value set or unset"}
 }
 
 // flatten lists every schema node of a version by path: the root ("."),

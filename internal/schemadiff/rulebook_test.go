@@ -2,7 +2,6 @@ package schemadiff
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -20,16 +19,7 @@ import (
 
 // judged renders findings as "rule severity path" (with " @version").
 func judged(fs []Finding) []string {
-	out := []string{}
-	for _, f := range fs {
-		s := fmt.Sprintf("%s %s %s", f.Rule, f.Severity, f.Path)
-		if f.Version != "" {
-			s += " @" + f.Version
-		}
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return renderBy(fs, func(f Finding) string { return f.Rule })
 }
 
 func oneVersion(t *testing.T, s string) *apiextensionsv1.CustomResourceDefinition {

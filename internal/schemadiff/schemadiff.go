@@ -786,16 +786,20 @@ func rest(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
 
 // restDiff names the top-level JSON keys in which rest(old) and rest(new) differ.
 func restDiff(old, new *apiextensionsv1.JSONSchemaProps) []string {
+	prose := []string{"description", "title", "example", "externalDocs"}
+	return slices.DeleteFunc(keysDiffering(rest(old), rest(new)), func(k string) bool { return slices.Contains(prose, k) })
+}
+
+// keysDiffering names, sorted, the JSON keywords whose values differ
+// between two schema nodes (set on one side only included).
+func keysDiffering(old, new *apiextensionsv1.JSONSchemaProps) []string {
 	toMap := func(s *apiextensionsv1.JSONSchemaProps) map[string]any {
 		b, _ := json.Marshal(s)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
-		for _, k := range []string{"description", "title", "example", "externalDocs"} {
-			delete(m, k)
-		}
 		return m
 	}
-	o, n := toMap(rest(old)), toMap(rest(new))
+	o, n := toMap(old), toMap(new)
 	var keys []string
 	for k := range o {
 		if !reflect.DeepEqual(o[k], n[k]) {

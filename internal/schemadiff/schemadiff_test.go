@@ -39,9 +39,15 @@ func indent(s, prefix string) string {
 
 // want is "Code severity path".
 func render(fs []Finding) []string {
+	return renderBy(fs, func(f Finding) string { return f.Code })
+}
+
+// renderBy renders findings as "NAME severity path" (with " @version"),
+// sorted, NAME what name gives (the code, the rule).
+func renderBy(fs []Finding, name func(Finding) string) []string {
 	out := make([]string, 0, len(fs))
 	for _, f := range fs {
-		s := fmt.Sprintf("%s %s %s", f.Code, f.Severity, f.Path)
+		s := fmt.Sprintf("%s %s %s", name(f), f.Severity, f.Path)
 		if f.Version != "" {
 			s += " @" + f.Version
 		}

@@ -75,6 +75,14 @@ type ObjectLoss struct {
 	Paths []string `json:"paths"`
 }
 
+// ObjectWrite is an object's last write: its resourceVersion (the etcd
+// revision of the write) and the paths a check names in it.
+type ObjectWrite struct {
+	Object          string   `json:"object"`
+	ResourceVersion string   `json:"resourceVersion"`
+	Paths           []string `json:"paths"`
+}
+
 func (l ObjectLoss) String() string { return l.Object + ": " + strings.Join(l.Paths, ", ") }
 
 // DefaultCheckConcurrency is the number of objects CheckObjects checks at
@@ -210,6 +218,11 @@ type ObjectsCheck struct {
 	// CheckObjectsOptions.Recorded is set: what they were written with is
 	// not known.
 	Unrecorded []string `json:"unrecorded,omitempty"`
+	// WholeRecorded are the objects that hold data their managedFields
+	// record only as a whole (WholeRecorded), when
+	// CheckObjectsOptions.Recorded is set: with the resourceVersion of
+	// their last write, for the CRD as it was then (Client.CRDAt).
+	WholeRecorded []ObjectWrite `json:"wholeRecorded,omitempty"`
 	// ElapsedSeconds and ObjectsPerSecond time the check.
 	ElapsedSeconds   float64 `json:"elapsedSeconds"`
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
@@ -329,6 +342,7 @@ func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomRe
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
 	}
 	sort.Strings(out.Unrecorded)
+	sort.Slice(out.WholeRecorded, func(i, j int) bool { return out.WholeRecorded[i].Object < out.WholeRecorded[j].Object })
 	sort.Strings(out.GenerationChanged)
 	for _, s := range [][]ObjectLoss{out.Lost, out.Changed, out.Set, out.NullsDropped, out.NotRoundTripped, out.RecordedMissing} {
 		sort.Slice(s, func(i, j int) bool { return s[i].Object < s[j].Object })
@@ -347,6 +361,9 @@ type objectFinding struct {
 	lost, notBack, recordedMissing                            []string
 	changes                                                   Changes
 	unrecorded                                                bool
+	// whole are the paths WholeRecorded names, of the write at rv.
+	whole []string
+	rv    string
 	// dryRun is set by judgeRead when it sent the dry-run update after
 	// all (an object invalid as new).
 	dryRun bool
@@ -394,6 +411,9 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 	}
 	if f.unrecorded {
 		out.Unrecorded = append(out.Unrecorded, name)
+	}
+	if len(f.whole) > 0 {
+		out.WholeRecorded = append(out.WholeRecorded, ObjectWrite{Object: name, ResourceVersion: f.rv, Paths: f.whole})
 	}
 }
 
@@ -576,6 +596,7 @@ func compareFinding(f *objectFinding, u, at *unstructured.Unstructured, answered
 		var recorded bool
 		f.recordedMissing, recorded = RecordedMissingThrough(u, at.Object, o.Recorded, o.RecordedThrough)
 		f.unrecorded = !recorded
+		f.whole, f.rv = WholeRecorded(u, o.RecordedThrough), u.GetResourceVersion()
 	}
 }
 

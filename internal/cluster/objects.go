@@ -31,6 +31,22 @@ func (c *Client) GetCRD(ctx context.Context, name string) (*apiextensionsv1.Cust
 	return c.CRDs.Get(ctx, name, metav1.GetOptions{})
 }
 
+// CRDAt reads the CustomResourceDefinition named name as it was at etcd
+// revision rv (a list of that one name with resourceVersionMatch=Exact):
+// its schemas when an object whose resourceVersion is rv was last
+// written. nil, nil when it did not exist then. The API server answers
+// 410 Gone (apierrors.IsResourceExpired) once etcd has compacted rv —
+// kube-apiserver compacts every 5 minutes (--etcd-compaction-interval) —
+// and Forbidden without list on customresourcedefinitions.
+func (c *Client) CRDAt(ctx context.Context, name, rv string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	list, err := c.CRDs.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name,
+		ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if err != nil || len(list.Items) == 0 {
+		return nil, err
+	}
+	return &list.Items[0], nil
+}
+
 // DryRunCreateCRD asks the API server to admit and validate crd as a new
 // CRD without persisting it (dryRun=All), as fieldManager; crd's
 // resourceVersion and status are left out, as a create by kubectl apply

@@ -91,25 +91,92 @@ func coveredBy(path string, patterns []string) bool {
 	return false
 }
 
+// WholeRecorded returns the paths (schema.Prune's notation, list elements
+// as "[*]") at which u's managedFields entries written through apiVersion
+// ("group/version"; "" for all) record a field as a whole — an atomic list
+// or map (x-kubernetes-list-type or x-kubernetes-map-type atomic, and a
+// list of objects without a list type) — where u, as read, holds a map
+// (empty too: a read may have pruned every field of it) or a list with a
+// map or list in it: data whose fields no
+// entry names, so RecordedMissing cannot tell a field pruned on read
+// there from one never written (B10). Metadata, apiVersion and kind are
+// left out (no schema prunes them). Sorted, each once.
+func WholeRecorded(u *unstructured.Unstructured, apiVersion string) []string {
+	found := map[string]bool{}
+	for _, e := range u.GetManagedFields() {
+		if e.FieldsV1 == nil || apiVersion != "" && e.APIVersion != apiVersion {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if raw := e.FieldsV1.GetRawBytes(); len(raw) == 0 || set.FromJSON(bytes.NewReader(raw)) != nil {
+			continue
+		}
+		set.Leaves().Iterate(func(p fieldpath.Path) {
+			if len(p) == 0 || p[0].FieldName != nil && (*p[0].FieldName == "metadata" || *p[0].FieldName == "apiVersion" || *p[0].FieldName == "kind") {
+				return
+			}
+			v, ok := fieldValue(u.Object, p)
+			if !ok || !composite(v) {
+				return
+			}
+			shown := ""
+			for i := range p {
+				shown = appendStep(shown, p[i])
+			}
+			found[shown] = true
+		})
+	}
+	out := make([]string, 0, len(found))
+	for p := range found {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// composite reports whether v can hold fields a schema prunes: a map
+// (an empty one too: pruning on read may have emptied it), or a list with
+// a map or a list in it (pruning drops fields, not list elements).
+func composite(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		return true
+	case []any:
+		for _, e := range t {
+			switch e.(type) {
+			case map[string]any, []any:
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // holds reports whether obj has a value at p: field names are map keys,
 // keyed list elements are found by their key fields, set elements by
 // value, and indexes by position.
 func holds(obj any, p fieldpath.Path) bool {
+	_, ok := fieldValue(obj, p)
+	return ok
+}
+
+// fieldValue is the value of obj at p (see holds).
+func fieldValue(obj any, p fieldpath.Path) (any, bool) {
 	cur := obj
 	for _, pe := range p {
 		switch {
 		case pe.FieldName != nil:
 			m, ok := cur.(map[string]any)
 			if !ok {
-				return false
+				return nil, false
 			}
 			if cur, ok = m[*pe.FieldName]; !ok {
-				return false
+				return nil, false
 			}
 		case pe.Key != nil:
 			l, ok := cur.([]any)
 			if !ok {
-				return false
+				return nil, false
 			}
 			cur = nil
 			for _, e := range l {
@@ -120,12 +187,12 @@ func holds(obj any, p fieldpath.Path) bool {
 				}
 			}
 			if cur == nil {
-				return false
+				return nil, false
 			}
 		case pe.Value != nil:
 			l, ok := cur.([]any)
 			if !ok {
-				return false
+				return nil, false
 			}
 			want, found := (*pe.Value).Unstructured(), false
 			for _, e := range l {
@@ -135,17 +202,17 @@ func holds(obj any, p fieldpath.Path) bool {
 				}
 			}
 			if !found {
-				return false
+				return nil, false
 			}
 		case pe.Index != nil:
 			l, ok := cur.([]any)
 			if !ok || *pe.Index >= len(l) {
-				return false
+				return nil, false
 			}
 			cur = l[*pe.Index]
 		}
 	}
-	return true
+	return cur, true
 }
 
 func keyMatches(m map[string]any, key value.FieldList) bool {

@@ -45,3 +45,32 @@ func TestRecordedMissing(t *testing.T) {
 		})
 	}
 }
+
+func TestWholeRecorded(t *testing.T) {
+	entry := func(apiVersion, raw string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: apiVersion, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(raw)}
+	}
+	// items is an atomic list, cfg an atomic map, names an atomic list of
+	// strings, ports a keyed list whose elements hold an atomic map.
+	fields := `{"f:metadata":{"f:labels":{}},"f:spec":{"f:other":{},"f:items":{},"f:cfg":{},"f:empty":{},"f:names":{},"f:ports":{"k:{\"port\":80}":{".":{},"f:port":{},"f:opts":{}}}}}`
+	obj := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"a": "b"}},
+		"spec": map[string]any{
+			"other": "x",
+			"items": []any{map[string]any{"name": "a"}},
+			"cfg":   map[string]any{"a": "1"},
+			"empty": map[string]any{},
+			"names": []any{"a", "b"},
+			"ports": []any{map[string]any{"port": int64(80), "opts": map[string]any{"k": "v"}}},
+		},
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{entry("example.com/v1", fields), entry("example.com/v2", `{"f:spec":{"f:renamed":{}}}`)})
+	want := []string{".spec.cfg", ".spec.empty", ".spec.items", ".spec.ports[*].opts"}
+	if got := WholeRecorded(u, ""); !slices.Equal(got, want) {
+		t.Errorf("WholeRecorded = %q, want %q (a map emptied by pruning too; not metadata, scalars or a list of strings)", got, want)
+	}
+	if got := WholeRecorded(u, "example.com/v2"); len(got) != 0 {
+		t.Errorf("WholeRecorded through v2 = %q, want none (its entry names nothing the object holds)", got)
+	}
+}

@@ -64,6 +64,10 @@ func (f *fake) Writers(_ context.Context, gvr schema.GroupVersionResource) usage
 	return usage.SourceReport{Source: usage.SourceManagedFields, Name: "managedFields of " + gvr.Resource}
 }
 
+func (f *fake) CRDAt(context.Context, string, string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return nil, nil
+}
+
 func (f *fake) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
 	return nil, nil
 }

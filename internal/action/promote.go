@@ -31,6 +31,8 @@ type PromoteCluster interface {
 	// AdmissionRules are the cluster's webhook and policy rules, which
 	// decide whether reads measure the promotion (loss.Checker).
 	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
+	// CRDAt reads the CRD as it was at an object's last write (loss.History).
+	loss.History
 	// WebhookRoundTrip sends every object through the conversion webhook
 	// and back from the client (loss.RoundTripper).
 	loss.RoundTripper

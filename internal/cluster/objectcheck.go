@@ -596,7 +596,10 @@ func compareFinding(f *objectFinding, u, at *unstructured.Unstructured, answered
 		var recorded bool
 		f.recordedMissing, recorded = RecordedMissingThrough(u, at.Object, o.Recorded, o.RecordedThrough)
 		f.unrecorded = !recorded
-		f.whole, f.rv = WholeRecorded(u, o.RecordedThrough), u.GetResourceVersion()
+		// Every entry: one written through another version names data
+		// the read at From holds at the same path just as well, and the
+		// CRD's history judges it precisely.
+		f.whole, f.rv = WholeRecorded(u, ""), u.GetResourceVersion()
 	}
 }
 

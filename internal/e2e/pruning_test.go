@@ -226,6 +226,14 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 	if lossChecker.readPasses.Load() == 0 || lossChecker.readObjects.Load() == 0 {
 		t.Error("no loss measurement pass compared its reads with its dry runs")
 	}
+	// Every storage switch here comes after the objects were written, so
+	// each object holding an atomic list or map is judged by the CRD as it
+	// was at its write (B10): without such reads, the count of false
+	// refusals below says nothing about that evidence.
+	t.Logf("loss measurement: %d reads of a CRD as it was at an object's last write", lossChecker.historyReads.Load())
+	if lossChecker.historyReads.Load() == 0 {
+		t.Error("no object of the corpus was judged by the CRD's history (data recorded as a whole, B10)")
+	}
 
 	sort.Slice(results, func(i, k int) bool {
 		a, b := results[i], results[k]
@@ -305,6 +313,14 @@ func TestPruningPredictionMatchesAPIServer(t *testing.T) {
 type countingChecker struct {
 	*cluster.Client
 	readPasses, readObjects atomic.Int64
+	// historyReads counts the reads of a CRD as it was at an object's
+	// last write (B10's evidence for data recorded as a whole).
+	historyReads atomic.Int64
+}
+
+func (c *countingChecker) CRDAt(ctx context.Context, name, rv string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	c.historyReads.Add(1)
+	return c.Client.CRDAt(ctx, name, rv)
 }
 
 func (c *countingChecker) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o cluster.CheckObjectsOptions) (*cluster.ObjectsCheck, error) {

@@ -39,6 +39,9 @@ type Checker interface {
 	// (cluster.Client.AdmissionRules): whether anything acts on the
 	// rewrite, which only a dry run then measures.
 	AdmissionRules(ctx context.Context) ([]references.AdmissionRule, error)
+	// History reads the CRD as it was when an object was last written,
+	// for data managedFields record only as a whole (B10).
+	History
 }
 
 // Options are Measure's client options.
@@ -193,6 +196,8 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	// the two compared whole.
 	storagePass := webhook && writes == storage && writeActors(ctx, c, crd, sv, stored) != ""
 	hidden := map[string][]string{}
+	hiddenWhole := map[string][]string{} // inside atomic lists and maps
+	history := &crdHistory{h: c, name: crd.Name}
 	unrecorded := map[string]string{} // object -> the version read at
 	objects := refusedObjects{}
 	seenAll := true
@@ -267,7 +272,25 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 		found.Lost, accepted = Accept(found.Lost, o.Accepted, accepted)
 		found.Changed, accepted = Accept(found.Changed, o.Accepted, accepted)
 		found.RecordedMissing, accepted = Accept(found.RecordedMissing, o.Accepted, accepted)
+		whole, err := judgeWhole(ctx, history, crd, stored, found.WholeRecorded)
+		if err != nil {
+			return err
+		}
+		whole.Hidden, accepted = Accept(whole.Hidden, o.Accepted, accepted)
+		whole.Unknown, accepted = Accept(whole.Unknown, o.Accepted, accepted)
 		acceptedAll = append(acceptedAll, accepted...)
+		for _, l := range whole.Hidden {
+			hiddenWhole[l.Object] = append(hiddenWhole[l.Object], l.Paths...)
+		}
+		objects.paths(from, whole.Hidden, func(o *result.RefusedObject, p []string) { o.Hidden = append(o.Hidden, p...) })
+		if len(whole.Unknown) > 0 {
+			seenAll = false
+			unmeasured = append(unmeasured, fmt.Sprintf("%d object(s) read at %s hold data inside lists or maps that their managedFields record only as a whole (atomic), where a schema narrowed after their last write would hide fields from every read: %s; if no schema of the versions they may be stored at was ever wider there, accept what may be hidden with %s",
+				len(whole.Unknown), from, wholeUnknownText(whole, 10), AcceptFlag(whole.Unknown)))
+			for _, l := range whole.Unknown {
+				objects.at(from, l.Object).Unmeasured = whole.Why[l.Object] + " (data recorded only as a whole at " + strings.Join(l.Paths, ", ") + ")"
+			}
+		}
 		if len(accepted) > 0 {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("accepted (--allow-pruning=%s): the rewrite loses or changes, for good, %s",
 				strings.Join(o.Accepted, ","), describeLosses(accepted, 10)))
@@ -348,9 +371,16 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			WayOut:       "make them readable (the conversion webhook, your permissions) and run again (an answer marked not judged needs only a re-run), or pass --allow-pruning to accept what cannot be measured",
 			DetailsTitle: "Not measured", Details: unmeasured})
 	}
-	if len(refusals) == 0 && len(hidden) > 0 {
+	if len(refusals) == 0 && (len(hidden) > 0 || len(hiddenWhole) > 0) {
+		var details []string
+		if len(hidden) > 0 {
+			details = append(details, hiddenText(storage, predicted, hidden))
+		}
+		if len(hiddenWhole) > 0 {
+			details = append(details, hiddenWholeText(storage, hiddenWhole))
+		}
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
-			WayOut: "keep the fields as the lines above say, or accept losing exactly these with " + objects.acceptFlag(kept) + idleText, Details: []string{hiddenText(storage, predicted, hidden)}})
+			WayOut: "keep the fields as the lines above say, or accept losing exactly these with " + objects.acceptFlag(kept) + idleText, Details: details})
 	}
 	if len(refusals) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",
@@ -557,6 +587,18 @@ func hiddenText(storage string, predicted []lifecycle.Loss, hidden map[string][]
 	}
 	return fmt.Sprintf("%d object(s) hold fields that their managedFields record and that neither the read nor %s's answer shows: %s (%s); declare the fields again in the schema of %s, the version they are stored at, so that reads show them and the measurement compares them (a field pruned as it was written stays absent, and nothing is lost)",
 		len(found.Lost), storage, found.Describe(10), strings.Join(why, "; "), strings.Join(stored, " or "))
+}
+
+// hiddenWholeText says which objects hold, inside data their
+// managedFields record only as a whole, fields the schema of the version
+// they are stored at kept when they were last written and prunes now.
+func hiddenWholeText(storage string, hidden map[string][]string) string {
+	found := &cluster.ObjectsCheck{}
+	for _, n := range slices.Sorted(maps.Keys(hidden)) {
+		found.Lost = append(found.Lost, cluster.ObjectLoss{Object: n, Paths: slices.Compact(slices.Sorted(slices.Values(hidden[n])))})
+	}
+	return fmt.Sprintf("%d object(s) hold lists or maps that their managedFields record only as a whole (atomic), written while the schema of the version they are stored at declared more inside them than it does now (the CRD as it was at their last write, read from the API server): %s may be in etcd, hidden from every read, and rewriting them at %s erases whatever is there for good; declare the fields again in that version's schema (reads then show them, and the measurement compares them), or accept losing them",
+		len(found.Lost), found.Describe(10), storage)
 }
 
 // Refusal is Measure's refusal with every object behind it (a

@@ -30,6 +30,19 @@ type fakeChecker struct {
 	rulesErr error
 	reads    []bool
 	dryRun   map[string]*cluster.ObjectsCheck
+	// history answers CRDAt by revision (historyErr, when set, instead);
+	// historyAsked records the revisions asked for.
+	history      map[string]*apiextensionsv1.CustomResourceDefinition
+	historyErr   error
+	historyAsked []string
+}
+
+func (f *fakeChecker) CRDAt(_ context.Context, _, rv string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	f.historyAsked = append(f.historyAsked, rv)
+	if f.historyErr != nil {
+		return nil, f.historyErr
+	}
+	return f.history[rv], nil
 }
 
 func (f *fakeChecker) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {

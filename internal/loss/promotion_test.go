@@ -25,6 +25,10 @@ type optionsChecker struct {
 	found *cluster.ObjectsCheck
 }
 
+func (f *optionsChecker) CRDAt(context.Context, string, string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return nil, nil
+}
+
 func (f *optionsChecker) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
 	return nil, nil
 }

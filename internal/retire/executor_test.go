@@ -142,6 +142,10 @@ func (f *fakeCluster) CleanManagedFields(_ context.Context, _ *apiextensionsv1.C
 	return &ManagedFieldsCleanup{Rewritten: len(objs), Relabeled: len(objs)}, nil
 }
 
+func (f *fakeCluster) CRDAt(context.Context, string, string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return nil, nil
+}
+
 func (f *fakeCluster) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
 	return nil, nil
 }

@@ -305,6 +305,11 @@ func (f *Fake) WebhookRoundTrip(context.Context, *apiextensionsv1.CustomResource
 	return f.RoundTrips, nil
 }
 
+// CRDAt answers that the CRD's history is not kept (not logged: a read).
+func (f *Fake) CRDAt(context.Context, string, string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return nil, nil
+}
+
 // AdmissionRules returns Admission (not logged: a read).
 func (f *Fake) AdmissionRules(context.Context) ([]references.AdmissionRule, error) {
 	return f.Admission, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
+	"github.com/crdversion/kubectl-crdversion/internal/schema"
 )
 
 // ObjectProblem is an object that a check at some version failed for.
@@ -141,6 +143,9 @@ type CheckObjectsOptions struct {
 	// RecordedThrough limits Recorded to the managedFields entries written
 	// through this group/version ("" for all; see RecordedMissingThrough).
 	RecordedThrough string
+	// defaulted are the paths any version's schema defaults (set by
+	// CheckObjects for Unaccounted).
+	defaulted []string
 	// Reads compares each object read at From with the same object read
 	// at To — a second paged list beside the first, joined by key — in
 	// place of the dry-run update: the API server converts, prunes and
@@ -245,6 +250,9 @@ type ObjectsCheck struct {
 // Nothing is persisted.
 func (c *Client) CheckObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, o CheckObjectsOptions) (*ObjectsCheck, error) {
 	start := time.Now()
+	for i := range crd.Spec.Versions {
+		o.defaulted = append(o.defaulted, schema.DefaultPaths(schema.Of(&crd.Spec.Versions[i]))...)
+	}
 	from, to := c.Dynamic.Resource(GVR(crd, o.From)), c.Dynamic.Resource(GVR(crd, o.To))
 	through := to
 	if o.Through != "" {
@@ -598,8 +606,11 @@ func compareFinding(f *objectFinding, u, at *unstructured.Unstructured, answered
 		f.unrecorded = !recorded
 		// Every entry: one written through another version names data
 		// the read at From holds at the same path just as well, and the
-		// CRD's history judges it precisely.
-		f.whole, f.rv = WholeRecorded(u, ""), u.GetResourceVersion()
+		// CRD's history judges it precisely. A top-level field holding
+		// data no entry records counts as recorded as a whole: those
+		// managedFields cannot show what a read hides there either.
+		f.whole = slices.Compact(slices.Sorted(slices.Values(append(WholeRecorded(u, ""), Unaccounted(u, o.defaulted)...))))
+		f.rv = u.GetResourceVersion()
 	}
 }
 

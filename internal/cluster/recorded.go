@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -162,57 +164,118 @@ func holds(obj any, p fieldpath.Path) bool {
 
 // fieldValue is the value of obj at p (see holds).
 func fieldValue(obj any, p fieldpath.Path) (any, bool) {
-	cur := obj
+	v, _, ok := locate(obj, p)
+	return v, ok
+}
+
+// locate is the value of obj at p and its concrete path (field names as
+// schema.ChildPath writes them, list elements by their index: ".spec.ports[0]").
+func locate(obj any, p fieldpath.Path) (any, string, bool) {
+	cur, path := obj, ""
 	for _, pe := range p {
-		switch {
-		case pe.FieldName != nil:
+		if pe.FieldName != nil {
 			m, ok := cur.(map[string]any)
 			if !ok {
-				return nil, false
+				return nil, "", false
 			}
 			if cur, ok = m[*pe.FieldName]; !ok {
-				return nil, false
+				return nil, "", false
 			}
+			path = schema.ChildPath(path, *pe.FieldName)
+			continue
+		}
+		l, ok := cur.([]any)
+		if !ok {
+			return nil, "", false
+		}
+		at := -1
+		switch {
 		case pe.Key != nil:
-			l, ok := cur.([]any)
-			if !ok {
-				return nil, false
-			}
-			cur = nil
-			for _, e := range l {
+			at = slices.IndexFunc(l, func(e any) bool {
 				m, ok := e.(map[string]any)
-				if ok && keyMatches(m, *pe.Key) {
-					cur = m
-					break
-				}
-			}
-			if cur == nil {
-				return nil, false
-			}
+				return ok && keyMatches(m, *pe.Key)
+			})
 		case pe.Value != nil:
-			l, ok := cur.([]any)
-			if !ok {
-				return nil, false
+			want := (*pe.Value).Unstructured()
+			at = slices.IndexFunc(l, func(e any) bool { return sameValue(e, want) })
+		case pe.Index != nil && *pe.Index < len(l):
+			at = *pe.Index
+		}
+		if at < 0 {
+			return nil, "", false
+		}
+		cur, path = l[at], path+"["+strconv.Itoa(at)+"]"
+	}
+	return cur, path, true
+}
+
+// Unaccounted returns the top-level fields of u (".spec", ".status"; not
+// metadata, apiVersion or kind) under which u, as read, holds a value
+// that no managedFields entry records, neither the field itself nor one
+// above it — leaving out values at defaulted (paths in schema.Prune's
+// notation that a schema defaults: the API server may have set them on
+// read). Every write since Kubernetes 1.18 records the fields it set, so
+// managedFields that do not account for the data were rewritten by a
+// client, or began after the object was written: they cannot show a
+// field a narrowed schema hides either (B10). nil when u has no
+// managedFields entry with fields (RecordedMissing's recorded is false).
+func Unaccounted(u *unstructured.Unstructured, defaulted []string) []string {
+	var covered []string
+	for _, e := range u.GetManagedFields() {
+		set := &fieldpath.Set{}
+		if e.FieldsV1 == nil || len(e.FieldsV1.GetRawBytes()) == 0 || set.FromJSON(bytes.NewReader(e.FieldsV1.GetRawBytes())) != nil {
+			continue
+		}
+		set.Leaves().Iterate(func(p fieldpath.Path) {
+			if _, at, ok := locate(u.Object, p); ok {
+				covered = append(covered, at)
 			}
-			want, found := (*pe.Value).Unstructured(), false
-			for _, e := range l {
-				if sameValue(e, want) {
-					cur, found = e, true
-					break
-				}
-			}
-			if !found {
-				return nil, false
-			}
-		case pe.Index != nil:
-			l, ok := cur.([]any)
-			if !ok || *pe.Index >= len(l) {
-				return nil, false
-			}
-			cur = l[*pe.Index]
+		})
+	}
+	if len(covered) == 0 {
+		return nil
+	}
+	var out []string
+	for _, k := range sortedKeys(u.Object) {
+		if k == "metadata" || k == "apiVersion" || k == "kind" {
+			continue
+		}
+		if top := schema.ChildPath("", k); !accounted(u.Object[k], top, covered, defaulted) {
+			out = append(out, top)
 		}
 	}
-	return cur, true
+	return out
+}
+
+// accounted reports whether every value at or below path (v) lies at or
+// under a path of covered, or under a defaulted one.
+func accounted(v any, path string, covered, defaulted []string) bool {
+	if schema.Under(covered, path) || schema.Under(defaulted, path) {
+		return true
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		if len(t) == 0 {
+			return false
+		}
+		for k, e := range t {
+			if !accounted(e, schema.ChildPath(path, k), covered, defaulted) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if len(t) == 0 {
+			return false
+		}
+		for i, e := range t {
+			if !accounted(e, path+"["+strconv.Itoa(i)+"]", covered, defaulted) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func keyMatches(m map[string]any, key value.FieldList) bool {

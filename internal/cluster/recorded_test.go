@@ -74,3 +74,49 @@ func TestWholeRecorded(t *testing.T) {
 		t.Errorf("WholeRecorded through v2 = %q, want none (its entry names nothing the object holds)", got)
 	}
 }
+
+func TestUnaccounted(t *testing.T) {
+	obj := func() map[string]any {
+		return map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": "o", "labels": map[string]any{"x": "y"}},
+			"spec": map[string]any{
+				"image": "nginx",
+				"ports": []any{map[string]any{"port": int64(80), "name": "http"}},
+				"cfg":   map[string]any{"a": "1"},
+				"mode":  "fast",
+			},
+			"status": map[string]any{"ready": true},
+		}
+	}
+	with := func(raw ...string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: obj()}
+		var entries []metav1.ManagedFieldsEntry
+		for _, r := range raw {
+			entries = append(entries, metav1.ManagedFieldsEntry{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(r)})
+		}
+		u.SetManagedFields(entries)
+		return u
+	}
+	all := `{"f:spec":{"f:image":{},"f:ports":{"k:{\"port\":80}":{".":{},"f:port":{},"f:name":{}}},"f:cfg":{}}}`
+	status := `{"f:status":{"f:ready":{}}}`
+	for _, tc := range []struct {
+		name      string
+		u         *unstructured.Unstructured
+		defaulted []string
+		want      []string
+	}{
+		{"every value recorded, a default set on read", with(all, status), []string{".spec.mode"}, nil},
+		{"an unrecorded default", with(all, status), nil, []string{".spec"}},
+		{"status written by nobody recorded", with(all), []string{".spec.mode"}, []string{".status"}},
+		{"rewritten to name one field", with(`{"f:spec":{"f:image":{}}}`, status), []string{".spec.mode"}, []string{".spec"}},
+		{"a keyed element's field not recorded", with(`{"f:spec":{"f:image":{},"f:ports":{"k:{\"port\":80}":{".":{},"f:port":{}}},"f:cfg":{}}}`, status), []string{".spec.mode"}, []string{".spec"}},
+		{"no managedFields", with(), nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Unaccounted(tc.u, tc.defaulted); !slices.Equal(got, tc.want) {
+				t.Errorf("Unaccounted = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // atomicCRD is B10's CRD: v1 (the storage version) and v2 served, both
@@ -135,4 +136,73 @@ func TestMigrateUnknownWhenTheCRDHistoryIsCompacted(t *testing.T) {
 		"migrate", crd.Name)
 	r := succeeds(t, "migrate", crd.Name, flag)
 	mustContain(t, "migrate "+flag, r.stdout+r.stderr, "accepted (--allow-pruning=.spec.cfg,.spec.items)")
+}
+
+// TestMigrateWhenManagedFieldsDoNotAccountForTheData (B10): a client
+// rewrote o1's managedFields to name .spec.image alone; then a release
+// dropped .spec.legacy from v1's schema. etcd keeps legacy, every read
+// hides it, and no managedFields entry names it, so the recorded paths
+// (B15) cannot see it. managedFields that leave data the object holds
+// unrecorded (.spec.cronSpec) count as recording .spec as a whole: the
+// CRD's history shows v1 declared legacy at o1's last write, and migrate
+// refuses, naming it; nothing changed, and the value reads back.
+func TestMigrateWhenManagedFieldsDoNotAccountForTheData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClients(t)
+	wide := crontab("rewritten-fields.example.com", apiextensionsv1.NamespaceScoped)
+	wide.Spec.Versions = append(wide.Spec.Versions, crontabVersion("v2", true, false))
+	for i := range wide.Spec.Versions {
+		wide.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"].Properties["legacy"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	}
+	crd := createCRD(t, c, wide)
+	u := cronTabObject("o1", map[string]any{"image": "nginx:1", "cronSpec": "* * * * *", "legacy": "precious"}, nil)
+	u.SetAPIVersion(crd.Spec.Group + "/v1")
+	u.SetKind("CronTab")
+	res := resource(c, crd, "v1", "default")
+	if _, err := res.Create(ctx, u, metav1.CreateOptions{FieldManager: "e2e"}); err != nil {
+		t.Fatal(err)
+	}
+	patch := `{"metadata":{"managedFields":[{"manager":"rewriter","operation":"Update","apiVersion":"` + crd.Spec.Group + `/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:image":{}}}}]}}`
+	if _, err := res.Patch(ctx, "o1", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setLegacy := func(declared bool) { declareSpecField(t, c, crd.Name, "legacy", declared) }
+	legacy := func() string {
+		got, err := res.Get(ctx, "o1", metav1.GetOptions{})
+		if err != nil {
+			return "unreadable"
+		}
+		v, _, _ := unstructured.NestedString(got.Object, "spec", "legacy")
+		return v
+	}
+	setLegacy(false)
+	waitFor(t, "reads at v1 that prune .spec.legacy", func() (bool, error) { return legacy() == "", nil })
+	got, err := res.Get(ctx, "o1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf := got.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "rewriter" {
+		t.Fatalf("managedFields %+v, want the rewriter's entry alone", mf)
+	}
+	crd = setStorage(t, c, crd.Name, "v2")
+	refuses(t, c, []string{crd.Name}, []string{"loses data that no read shows", "default/o1: .spec.legacy"}, "migrate", crd.Name)
+	setLegacy(true)
+	waitFor(t, ".spec.legacy read back", func() (bool, error) { return legacy() == "precious", nil })
+}
+
+// declareSpecField declares (or, with declared false, drops) spec.FIELD, a
+// string, in the schema of the CRD's first version (v1), as a release
+// that adds or removes a field would.
+func declareSpecField(t *testing.T, c clients, name, field string, declared bool) {
+	t.Helper()
+	updateCRD(t, c, name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		if declared {
+			spec.Properties[field] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		} else {
+			delete(spec.Properties, field)
+		}
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	})
 }

@@ -203,17 +203,7 @@ func TestMigrateKeepsFieldsOnlyManagedFieldsRecord(t *testing.T) {
 	if _, err := resource(c, crd, "v1", "default").Create(context.Background(), u, metav1.CreateOptions{FieldManager: "e2e"}); err != nil {
 		t.Fatal(err)
 	}
-	setLegacy := func(declared bool) {
-		updateCRD(t, c, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
-			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-			if declared {
-				spec.Properties["legacy"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-			} else {
-				delete(spec.Properties, "legacy")
-			}
-			crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-		})
-	}
+	setLegacy := func(declared bool) { declareSpecField(t, c, crd.Name, "legacy", declared) }
 	setLegacy(false)
 	waitFor(t, "reads that prune .spec.legacy", func() (bool, error) {
 		got, err := resource(c, crd, "v1", "default").Get(context.Background(), "kept", metav1.GetOptions{})

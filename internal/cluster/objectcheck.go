@@ -80,9 +80,25 @@ type ObjectLoss struct {
 // ObjectWrite is an object's last write: its resourceVersion (the etcd
 // revision of the write) and the paths a check names in it.
 type ObjectWrite struct {
-	Object          string   `json:"object"`
-	ResourceVersion string   `json:"resourceVersion"`
-	Paths           []string `json:"paths"`
+	Object          string `json:"object"`
+	ResourceVersion string `json:"resourceVersion"`
+	// WrittenAt is the latest time its managedFields entries record
+	// (LastWritten); zero without one.
+	WrittenAt time.Time `json:"writtenAt,omitzero"`
+	Paths     []string  `json:"paths"`
+}
+
+// LastWritten is the latest time u's managedFields entries record (each
+// entry's time is its manager's last change, to the second); zero when
+// none records one.
+func LastWritten(u metav1.Object) time.Time {
+	var last time.Time
+	for _, e := range u.GetManagedFields() {
+		if e.Time != nil && e.Time.After(last) {
+			last = e.Time.Time
+		}
+	}
+	return last
 }
 
 func (l ObjectLoss) String() string { return l.Object + ": " + strings.Join(l.Paths, ", ") }
@@ -370,8 +386,9 @@ type objectFinding struct {
 	changes                                                   Changes
 	unrecorded                                                bool
 	// whole are the paths WholeRecorded names, of the write at rv.
-	whole []string
-	rv    string
+	whole     []string
+	rv        string
+	writtenAt time.Time
 	// dryRun is set by judgeRead when it sent the dry-run update after
 	// all (an object invalid as new).
 	dryRun bool
@@ -421,7 +438,7 @@ func (f objectFinding) into(out *ObjectsCheck, name string) {
 		out.Unrecorded = append(out.Unrecorded, name)
 	}
 	if len(f.whole) > 0 {
-		out.WholeRecorded = append(out.WholeRecorded, ObjectWrite{Object: name, ResourceVersion: f.rv, Paths: f.whole})
+		out.WholeRecorded = append(out.WholeRecorded, ObjectWrite{Object: name, ResourceVersion: f.rv, WrittenAt: f.writtenAt, Paths: f.whole})
 	}
 }
 
@@ -610,7 +627,7 @@ func compareFinding(f *objectFinding, u, at *unstructured.Unstructured, answered
 		// data no entry records counts as recorded as a whole: those
 		// managedFields cannot show what a read hides there either.
 		f.whole = slices.Compact(slices.Sorted(slices.Values(append(WholeRecorded(u, ""), Unaccounted(u, o.defaulted)...))))
-		f.rv = u.GetResourceVersion()
+		f.rv, f.writtenAt = u.GetResourceVersion(), LastWritten(u)
 	}
 }
 

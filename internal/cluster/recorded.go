@@ -217,8 +217,8 @@ func locate(obj any, p fieldpath.Path) (any, string, bool) {
 // read). Every write since Kubernetes 1.18 records the fields it set, so
 // managedFields that do not account for the data were rewritten by a
 // client, or began after the object was written: they cannot show a
-// field a narrowed schema hides either (B10). nil when u has no
-// managedFields entry with fields (RecordedMissing's recorded is false).
+// field a narrowed schema hides either (B10). Without any entry, every
+// top-level field holding data is unaccounted.
 func Unaccounted(u *unstructured.Unstructured, defaulted []string) []string {
 	var covered []string
 	for _, e := range u.GetManagedFields() {
@@ -231,9 +231,6 @@ func Unaccounted(u *unstructured.Unstructured, defaulted []string) []string {
 				covered = append(covered, at)
 			}
 		})
-	}
-	if len(covered) == 0 {
-		return nil
 	}
 	var out []string
 	for _, k := range sortedKeys(u.Object) {

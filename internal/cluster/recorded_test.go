@@ -111,7 +111,7 @@ func TestUnaccounted(t *testing.T) {
 		{"status written by nobody recorded", with(all), []string{".spec.mode"}, []string{".status"}},
 		{"rewritten to name one field", with(`{"f:spec":{"f:image":{}}}`, status), []string{".spec.mode"}, []string{".spec"}},
 		{"a keyed element's field not recorded", with(`{"f:spec":{"f:image":{},"f:ports":{"k:{\"port\":80}":{".":{},"f:port":{}}},"f:cfg":{}}}`, status), []string{".spec.mode"}, []string{".spec"}},
-		{"no managedFields", with(), nil, nil},
+		{"no managedFields", with(), []string{".spec.mode"}, []string{".spec", ".status"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Unaccounted(tc.u, tc.defaulted); !slices.Equal(got, tc.want) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +45,7 @@ type crdHistory struct {
 	h      History
 	name   string
 	states []crdState
+	absent map[string]bool // revisions at which the CRD did not exist
 }
 
 type crdState struct {
@@ -59,28 +62,52 @@ func (c *crdHistory) at(ctx context.Context, rv string) (*apiextensionsv1.Custom
 			return c.states[i].crd, nil
 		}
 	}
+	if c.absent[rv] {
+		return nil, nil
+	}
 	crd, err := c.h.CRDAt(ctx, c.name, rv)
-	if err != nil || crd == nil {
-		return crd, err
+	if err != nil {
+		return nil, err
+	}
+	if crd == nil {
+		if c.absent == nil {
+			c.absent = map[string]bool{}
+		}
+		c.absent[rv] = true
+		return nil, nil
 	}
 	c.states = append(c.states, crdState{since: crd.ResourceVersion, until: rv, crd: crd})
 	return crd, nil
 }
 
+// ApplyLag is how long an API server is assumed to take to apply a CRD
+// change to the objects it stores: it rebuilds a CRD's storage, with the
+// new schemas, once its informer sees the CRD written — usually within a
+// second, on each API server instance on its own. An object written less
+// than ApplyLag after a CRD change may have been pruned with the schemas
+// before it.
+const ApplyLag = time.Minute
+
+// maxStates bounds how many states of the CRD one object is judged under
+// (the states within ApplyLag before its write, and the one before them).
+const maxStates = 20
+
 // judgeWhole judges the objects of writes (each holding, at its Paths,
-// data its managedFields record only as a whole): such data can hide a
-// field pruned on read only where the schema of a version it may be
-// stored at (stored) closes an object there now (schema.PrunesWithin), and
-// only if that schema was wider when the object was last written — every
-// write prunes with the schemas in force, so an object written after the
-// CRD last changed hides nothing. The evidence, in order: the CRD never
-// changed (metadata.generation 1: objects are deleted with their CRD, so
-// none predates it); the object's resourceVersion is newer than the CRD's;
-// else the CRD as it was at the object's revision (h), whose schemas of
-// the versions it then listed in status.storedVersions are compared with
-// today's (schema.Prune) within the object's whole-recorded paths. A
-// revision etcd compacted, or a read refused, leaves the object unknown.
-// Errors the API server did not answer are returned.
+// data its managedFields record only as a whole, or not at all): such
+// data can hide a field pruned on read only where the schema of a version
+// it may be stored at (stored) closes an object there now
+// (schema.PrunesWithin), and only if a schema in force when the object
+// was last written was wider — every write prunes with the schemas the
+// API server applies. The evidence, in order: the CRD never changed
+// (metadata.generation 1: objects are deleted with their CRD, so none
+// predates it); the object was written after the CRD's last write, by
+// resourceVersion, and more than ApplyLag after it by their managedFields
+// times; else the CRD as it was at the object's revision (h) and, while
+// that state began less than ApplyLag before the write (or either time is
+// unknown), the states before it: the schemas of the versions each listed
+// in status.storedVersions are compared with today's (schema.Prune) within
+// the object's paths. A revision etcd compacted, or a read refused, leaves
+// the object unknown. Errors the API server did not answer are returned.
 func judgeWhole(ctx context.Context, h *crdHistory, crd *apiextensionsv1.CustomResourceDefinition, stored []string, writes []cluster.ObjectWrite) (wholeVerdict, error) {
 	out := wholeVerdict{Why: map[string]string{}}
 	if crd.Generation <= 1 {
@@ -93,6 +120,10 @@ func judgeWhole(ctx context.Context, h *crdHistory, crd *apiextensionsv1.CustomR
 		c, err := resourceversion.CompareResourceVersion(writes[i].ResourceVersion, writes[j].ResourceVersion)
 		return err == nil && c > 0
 	})
+	unknown := func(w cluster.ObjectWrite, paths []string, why string) {
+		out.Unknown = append(out.Unknown, cluster.ObjectLoss{Object: w.Object, Paths: paths})
+		out.Why[w.Object] = why
+	}
 	for _, w := range writes {
 		paths := slices.DeleteFunc(slices.Clone(w.Paths), func(p string) bool {
 			return !slices.ContainsFunc(stored, func(v string) bool {
@@ -103,36 +134,66 @@ func judgeWhole(ctx context.Context, h *crdHistory, crd *apiextensionsv1.CustomR
 		if len(paths) == 0 {
 			continue
 		}
+		newer := false
 		if c, err := resourceversion.CompareResourceVersion(w.ResourceVersion, crd.ResourceVersion); err == nil && c > 0 {
-			continue
-		}
-		then, err := h.at(ctx, w.ResourceVersion)
-		if err != nil {
-			if _, answered := err.(apierrors.APIStatus); !answered {
-				return out, err
+			if settled(crd, w.WrittenAt) {
+				continue
 			}
-			why := "the CRD as it was at its last write (resourceVersion " + w.ResourceVersion + ") cannot be read: " + err.Error()
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				why = "it was last written (resourceVersion " + w.ResourceVersion + ") before the CRD's last change, and etcd no longer keeps the CRD as it was then (compacted)"
-			}
-			out.Unknown = append(out.Unknown, cluster.ObjectLoss{Object: w.Object, Paths: paths})
-			out.Why[w.Object] = why
-			continue
+			newer = true
 		}
-		if then == nil {
-			out.Unknown = append(out.Unknown, cluster.ObjectLoss{Object: w.Object, Paths: paths})
-			out.Why[w.Object] = "the API server lists no such CRD at its last write (resourceVersion " + w.ResourceVersion + ")"
+		var states []*apiextensionsv1.CustomResourceDefinition
+		rv, why := w.ResourceVersion, ""
+		for len(states) < maxStates {
+			var then *apiextensionsv1.CustomResourceDefinition
+			if newer && len(states) == 0 {
+				then = crd
+			} else {
+				var err error
+				if then, err = h.at(ctx, rv); err != nil {
+					if _, answered := err.(apierrors.APIStatus); !answered {
+						return out, err
+					}
+					why = "the CRD as it was at its last write (resourceVersion " + rv + ") cannot be read: " + err.Error()
+					if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+						why = "it was last written (resourceVersion " + w.ResourceVersion + ") before the CRD's last change took effect, and etcd no longer keeps the CRD as it was then (compacted)"
+					}
+					break
+				}
+			}
+			if then == nil {
+				why = "the API server lists no such CRD at resourceVersion " + rv
+				break
+			}
+			states = append(states, then)
+			if then.Generation <= 1 || settled(then, w.WrittenAt) {
+				break
+			}
+			// The write may have been pruned with the state before.
+			n, err := strconv.ParseUint(then.ResourceVersion, 10, 64)
+			if err != nil || n == 0 {
+				why = "the CRD's state before resourceVersion " + then.ResourceVersion + " cannot be named"
+				break
+			}
+			rv = strconv.FormatUint(n-1, 10)
+		}
+		if why == "" && len(states) == maxStates {
+			why = fmt.Sprintf("it may have been written under any of more than %d states of the CRD (its managedFields give no time of writing)", maxStates)
+		}
+		if why != "" {
+			unknown(w, paths, why)
 			continue
 		}
 		var hidden []string
-		for _, v := range then.Status.StoredVersions {
-			old, cur := lifecycle.FindVersion(then, v), lifecycle.FindVersion(crd, v)
-			if old == nil || cur == nil {
-				continue
-			}
-			for _, p := range schema.Prune(schema.Of(old), schema.Of(cur)) {
-				if p.Reason != schema.ReasonNull && schema.Under(paths, p.Path) && !slices.Contains(hidden, p.Path) {
-					hidden = append(hidden, p.Path)
+		for _, then := range states {
+			for _, v := range then.Status.StoredVersions {
+				old, cur := lifecycle.FindVersion(then, v), lifecycle.FindVersion(crd, v)
+				if old == nil || cur == nil {
+					continue
+				}
+				for _, p := range schema.Prune(schema.Of(old), schema.Of(cur)) {
+					if p.Reason != schema.ReasonNull && schema.Under(paths, p.Path) && !slices.Contains(hidden, p.Path) {
+						hidden = append(hidden, p.Path)
+					}
 				}
 			}
 		}
@@ -144,6 +205,15 @@ func judgeWhole(ctx context.Context, h *crdHistory, crd *apiextensionsv1.CustomR
 	sort.Slice(out.Hidden, func(i, j int) bool { return out.Hidden[i].Object < out.Hidden[j].Object })
 	sort.Slice(out.Unknown, func(i, j int) bool { return out.Unknown[i].Object < out.Unknown[j].Object })
 	return out, nil
+}
+
+// settled reports whether an object written at writtenAt was written more
+// than ApplyLag after the write that made crd what it is (the latest time
+// its managedFields record): the API server had applied that state. False
+// when either time is unknown.
+func settled(crd *apiextensionsv1.CustomResourceDefinition, writtenAt time.Time) bool {
+	changed := cluster.LastWritten(crd)
+	return !writtenAt.IsZero() && !changed.IsZero() && writtenAt.After(changed.Add(ApplyLag))
 }
 
 // wholeUnknownText says why the objects of v.Unknown cannot be measured.

@@ -197,6 +197,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 	storagePass := webhook && writes == storage && writeActors(ctx, c, crd, sv, stored) != ""
 	hidden := map[string][]string{}
 	hiddenWhole := map[string][]string{} // inside atomic lists and maps
+	wholeUnknown := 0                    // lines of unmeasured about them
 	history := &crdHistory{h: c, name: crd.Name}
 	unrecorded := map[string]string{} // object -> the version read at
 	objects := refusedObjects{}
@@ -277,14 +278,20 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			return err
 		}
 		whole.Hidden, accepted = Accept(whole.Hidden, o.Accepted, accepted)
-		whole.Unknown, accepted = Accept(whole.Unknown, o.Accepted, accepted)
-		acceptedAll = append(acceptedAll, accepted...)
+		var acceptedUnknown []cluster.ObjectLoss
+		whole.Unknown, acceptedUnknown = Accept(whole.Unknown, o.Accepted, nil)
+		acceptedAll = append(append(acceptedAll, accepted...), acceptedUnknown...)
+		if len(acceptedUnknown) > 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("accepted (--allow-pruning=%s), not measured: whatever a narrowed schema hides inside these lists or maps is lost for good, if anything is: %s",
+				strings.Join(o.Accepted, ","), describeLosses(acceptedUnknown, 10)))
+		}
 		for _, l := range whole.Hidden {
 			hiddenWhole[l.Object] = append(hiddenWhole[l.Object], l.Paths...)
 		}
 		objects.paths(from, whole.Hidden, func(o *result.RefusedObject, p []string) { o.Hidden = append(o.Hidden, p...) })
 		if len(whole.Unknown) > 0 {
 			seenAll = false
+			wholeUnknown++
 			unmeasured = append(unmeasured, fmt.Sprintf("%d object(s) read at %s hold data inside lists or maps that their managedFields record only as a whole (atomic), where a schema narrowed after their last write would hide fields from every read: %s; if no schema of the versions they may be stored at was ever wider there, accept what may be hidden with %s",
 				len(whole.Unknown), from, wholeUnknownText(whole, 10), AcceptFlag(whole.Unknown)))
 			for _, l := range whole.Unknown {
@@ -367,8 +374,13 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			DetailsTitle: "Each object sent migrate's update as a server-side dry run", Details: refused})
 	}
 	if len(unmeasured) > 0 {
+		wayOut := "make them readable (the conversion webhook, your permissions) and run again (an answer marked not judged needs only a re-run), or pass --allow-pruning to accept what cannot be measured"
+		if len(unmeasured) == wholeUnknown {
+			// A re-run cannot bring back a compacted history.
+			wayOut = "accept what may be hidden with the --allow-pruning the details name, if no release ever declared more inside those lists or maps than today's schema (kubectl crdversion diff between the releases shows it); or, where the history could not be read for a permission, grant list on customresourcedefinitions and run again"
+		}
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "what the migration loses is unknown for objects that could not be measured",
-			WayOut:       "make them readable (the conversion webhook, your permissions) and run again (an answer marked not judged needs only a re-run), or pass --allow-pruning to accept what cannot be measured",
+			WayOut:       wayOut,
 			DetailsTitle: "Not measured", Details: unmeasured})
 	}
 	if len(refusals) == 0 && (len(hidden) > 0 || len(hiddenWhole) > 0) {
@@ -380,7 +392,7 @@ func Measure(ctx context.Context, c Checker, crd *apiextensionsv1.CustomResource
 			details = append(details, hiddenWholeText(storage, hiddenWhole))
 		}
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data that no read shows",
-			WayOut: "keep the fields as the lines above say, or accept losing exactly these with " + objects.acceptFlag(kept) + idleText, Details: details})
+			WayOut: "keep the fields as the details say, or accept losing exactly these with " + objects.acceptFlag(kept) + idleText, Details: details})
 	}
 	if len(refusals) > 0 {
 		return nil, objects.refusal(&lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Reason: "rewriting the objects at " + storage + " loses data",

@@ -124,13 +124,22 @@ func judgeWhole(ctx context.Context, h *crdHistory, crd *apiextensionsv1.CustomR
 		out.Unknown = append(out.Unknown, cluster.ObjectLoss{Object: w.Object, Paths: paths})
 		out.Why[w.Object] = why
 	}
-	for _, w := range writes {
-		paths := slices.DeleteFunc(slices.Clone(w.Paths), func(p string) bool {
-			return !slices.ContainsFunc(stored, func(v string) bool {
+	// Whether a stored version's schema closes an object at or below a
+	// path: the same few paths recur in every object.
+	closes := map[string]bool{}
+	closed := func(p string) bool {
+		c, ok := closes[p]
+		if !ok {
+			c = slices.ContainsFunc(stored, func(v string) bool {
 				cur := lifecycle.FindVersion(crd, v)
 				return cur != nil && schema.PrunesWithin(schema.Of(cur), p)
 			})
-		})
+			closes[p] = c
+		}
+		return c
+	}
+	for _, w := range writes {
+		paths := slices.DeleteFunc(slices.Clone(w.Paths), func(p string) bool { return !closed(p) })
 		if len(paths) == 0 {
 			continue
 		}

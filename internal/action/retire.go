@@ -15,6 +15,7 @@ import (
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/loss"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
+	"github.com/crdversion/kubectl-crdversion/internal/migrate/result"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
 	"github.com/crdversion/kubectl-crdversion/internal/references"
 	"github.com/crdversion/kubectl-crdversion/internal/retire"
@@ -63,6 +64,10 @@ type Retire struct {
 	Admission AdmissionLister
 
 	scanUsed bool
+	// measured are the passes of the last loss measurement (the plan's
+	// dry run measures; the run itself measures again only where the
+	// schemas predict a loss): reported with the run that follows it.
+	measured []result.Measurement
 }
 
 // AdmissionRules lists the admission rules (r.Admission).
@@ -258,6 +263,11 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	case measured != nil:
 		res.Warnings = append(slices.Clone(measured.Warnings), res.Warnings...)
 	}
+	if measured != nil {
+		r.measured = measured.Passes
+	}
+	// The measurement the run rests on, its own or its plan's dry run's.
+	res.Measured = r.measured
 	m := &retire.Migration{StorageVersion: res.StorageVersion, Total: res.Total, Rewritten: res.Rewritten, Current: res.Current,
 		Conflicts: res.Conflicts, Deleted: res.Deleted, Failed: res.Failed, Complete: res.Complete,
 		StoredBefore: res.Trim.Before, StoredAfter: res.Trim.After, Trimmed: res.Trim.Trimmed, Reason: res.Trim.Reason, Report: res}

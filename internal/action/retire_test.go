@@ -157,3 +157,28 @@ func TestRetireMigrateNamesWhatItAccepts(t *testing.T) {
 		t.Errorf("bare --allow-pruning: %v, warnings %v", err, m.Report.(*migrate.Result).Warnings)
 	}
 }
+
+// TestRetireReportsThePlansMeasurement (issue 30): the plan's dry run
+// measures the loss; the run that follows measures again only where the
+// schemas predict one, and its report carries the measurement it rests on,
+// so that retire's lines say how the objects were measured (by reads or
+// by dry runs, and why), as migrate's do.
+func TestRetireReportsThePlansMeasurement(t *testing.T) {
+	f := actiontest.New(settled())
+	f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")}
+	r := &Retire{Cluster: f, Engine: migrate.Options{FieldManager: "m"}}
+	if _, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunServer); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(f.Calls)
+	m, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(f.Calls[calls:], actiontest.Objects+"@v1->v2") {
+		t.Errorf("the run measured again: %v", f.Calls[calls:])
+	}
+	if got := m.Report.(*migrate.Result).Measured; len(got) != 1 || got[0].From != "v1" || got[0].Objects != 2 {
+		t.Errorf("Measured %+v, want the plan's pass at v1 over 2 objects", got)
+	}
+}

@@ -253,18 +253,9 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	// removed when Migrate returns, whatever the outcome (an interrupted
 	// run included: Release does not use the cancelled ctx).
 	var own *fairness.Level
-	if o.OwnPriorityLevel > 0 && !server && o.Client.DryRun != lifecycle.DryRunClient {
+	if !server {
 		var err error
-		own, err = fairness.Acquire(ctx, c, fairness.Options{CRD: crd.Name, Shares: o.OwnPriorityLevel,
-			Resource: schema.GroupVersionResource{Group: crd.Spec.Group, Version: lifecycle.StorageVersion(crd), Resource: crd.Spec.Names.Plural},
-			DryRun:   o.Client.DryRun == lifecycle.DryRunServer})
-		var nl *fairness.NotLandingError
-		if errors.As(err, &nl) {
-			return nil, &lifecycle.RefusalError{Operation: "migrate", CRD: crd.Name, Err: err,
-				Reason: nl.Error(), Details: []string{"a priority level of its own (--own-priority-level) cannot hold this run", nl.Why()},
-				WayOut: "run as another identity, or without --own-priority-level"}
-		}
-		if err != nil {
+		if own, err = acquireOwnLevel(ctx, c, crd, "migrate", o.OwnPriorityLevel, o.Client.DryRun); err != nil {
 			return nil, err
 		}
 		defer func() { _ = own.Release(ctx, c) }()
@@ -309,29 +300,68 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	case o.Client.DryRun == lifecycle.DryRunClient && !o.AllowPruning:
 		warnings = []string{NotMeasuredWarning}
 	}
-	if o.OwnPriorityLevel > 0 && !server && o.Client.DryRun == lifecycle.DryRunClient {
-		warnings = append(warnings, OwnLevelNotCreatedWarning)
-	}
-	if own != nil {
-		if err := own.Release(ctx, c); err != nil {
-			warnings = append(warnings, err.Error())
-		}
-		out.Result.OwnPriorityLevel = &own.OwnPriorityLevel
-		if p := out.Result.PriorityAndFairness; p != nil && own.FlowSchemaUID != "" &&
-			p.FlowSchemaUID == own.FlowSchemaUID && p.PriorityLevelUID == own.PriorityLevelUID {
-			// The run landed in its own level, removed by now: the names
-			// are the level's, not unknown.
-			p.FlowSchema, p.PriorityLevel, p.Unresolved = own.Name, own.Name, ""
-		}
-	} else if p := out.Result.PriorityAndFairness; p != nil && fairness.IsName(p.FlowSchema) {
-		warnings = append(warnings, fmt.Sprintf("the run's requests landed in %s, the priority level of a run with --own-priority-level that did not remove it (killed?): it holds every request of this identity to %s; re-run with --own-priority-level to remove it first, or: kubectl delete flowschema %s; kubectl delete prioritylevelconfiguration %s",
-			p.FlowSchema, crd.Spec.Names.Plural, p.FlowSchema, p.FlowSchema))
+	if !server {
+		warnings = append(warnings, releaseOwnLevel(ctx, c, crd, own, o.OwnPriorityLevel, o.Client.DryRun, out.Result)...)
 	}
 	out.Result.Warnings = append(warnings, out.Result.Warnings...)
 	if tooMany, _ := c.TooManyRequests(); observed && !server {
 		out.Result.TooManyRequests = tooMany - tooManyAtStart
 	}
 	return out, nil
+}
+
+// acquireOwnLevel creates the run's own priority level of shares nominal
+// concurrency shares for the client engine's requests to crd's storage
+// version (fairness.Acquire; server-side dry runs under
+// lifecycle.DryRunServer), or returns nil when shares is 0 or nothing is sent
+// (a client dry run). A level that would not hold the run's requests is a
+// *lifecycle.RefusalError of operation. The caller releases the level
+// (Release does not use ctx's cancellation: an interrupted run removes it
+// too) and reports it with releaseOwnLevel.
+func acquireOwnLevel(ctx context.Context, c fairness.Cluster, crd *apiextensionsv1.CustomResourceDefinition, operation string, shares int32, dryRun lifecycle.DryRun) (*fairness.Level, error) {
+	if shares <= 0 || dryRun == lifecycle.DryRunClient {
+		return nil, nil
+	}
+	own, err := fairness.Acquire(ctx, c, fairness.Options{CRD: crd.Name, Shares: shares,
+		Resource: schema.GroupVersionResource{Group: crd.Spec.Group, Version: lifecycle.StorageVersion(crd), Resource: crd.Spec.Names.Plural},
+		DryRun:   dryRun == lifecycle.DryRunServer})
+	var nl *fairness.NotLandingError
+	if errors.As(err, &nl) {
+		return nil, &lifecycle.RefusalError{Operation: operation, CRD: crd.Name, Err: err,
+			Reason: nl.Error(), Details: []string{"a priority level of its own (--own-priority-level) cannot hold this run", nl.Why()},
+			WayOut: "run as another identity, or without --own-priority-level"}
+	}
+	return own, err
+}
+
+// releaseOwnLevel removes own (acquireOwnLevel's level, nil for none) once
+// the client engine's run res is over, records it in res (the names of
+// the level the run's requests landed in, which is gone by now), and
+// returns the warnings: the level not removed, nothing created under a
+// client dry run given shares, or the run's requests landing in the level
+// of an earlier run that was killed before it removed it (and how to
+// remove that one).
+func releaseOwnLevel(ctx context.Context, c fairness.Cluster, crd *apiextensionsv1.CustomResourceDefinition, own *fairness.Level, shares int32, dryRun lifecycle.DryRun, res *migrate.Result) []string {
+	var warnings []string
+	if shares > 0 && dryRun == lifecycle.DryRunClient {
+		warnings = append(warnings, OwnLevelNotCreatedWarning)
+	}
+	if own != nil {
+		if err := own.Release(ctx, c); err != nil {
+			warnings = append(warnings, err.Error())
+		}
+		res.OwnPriorityLevel = &own.OwnPriorityLevel
+		if p := res.PriorityAndFairness; p != nil && own.FlowSchemaUID != "" &&
+			p.FlowSchemaUID == own.FlowSchemaUID && p.PriorityLevelUID == own.PriorityLevelUID {
+			// The run landed in its own level, removed by now: the names
+			// are the level's, not unknown.
+			p.FlowSchema, p.PriorityLevel, p.Unresolved = own.Name, own.Name, ""
+		}
+	} else if p := res.PriorityAndFairness; p != nil && fairness.IsName(p.FlowSchema) {
+		warnings = append(warnings, fmt.Sprintf("the run's requests landed in %s, the priority level of a run with --own-priority-level that did not remove it (killed?): it holds every request of this identity to %s; re-run with --own-priority-level to remove it first, or: kubectl delete flowschema %s; kubectl delete prioritylevelconfiguration %s",
+			p.FlowSchema, crd.Spec.Names.Plural, p.FlowSchema, p.FlowSchema))
+	}
+	return warnings
 }
 
 // OwnLevelNotCreatedWarning is the warning of a client dry run given

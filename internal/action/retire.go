@@ -50,6 +50,10 @@ type Retire struct {
 	// CrossCheck is MigrateOptions.CrossCheck for the migration's
 	// measurement.
 	CrossCheck bool
+	// OwnPriorityLevel is MigrateOptions.OwnPriorityLevel for the
+	// migration (its measurement included): above 0, the shares of a
+	// priority level of its own, created for it and removed after it.
+	OwnPriorityLevel int32
 	// Progress, when set, starts a progress display for the migration of
 	// the CRD named crd: the function the engine reports to, and the one
 	// that ends the display. Server-side dry runs of the migration show
@@ -207,6 +211,9 @@ func (r *Retire) MigrateNeeds(crd *apiextensionsv1.CustomResourceDefinition, old
 	if !r.AllowPruning && loss.ChecksValidity(crd, []string{old}) {
 		needs = append(needs, access.MigrateValidity(crd)...)
 	}
+	if r.OwnPriorityLevel > 0 {
+		needs = append(needs, access.OwnPriorityLevel()...)
+	}
 	return needs
 }
 
@@ -219,6 +226,13 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	if err := breakGlassRefusal(crd); err != nil {
 		return nil, err
 	}
+	// The priority level holds the measurement's requests too, as
+	// migrate's; removed when Migrate returns, whatever the outcome.
+	own, err := acquireOwnLevel(ctx, r.Cluster, crd, "retire", r.OwnPriorityLevel, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = own.Release(ctx, r.Cluster) }()
 	var measured *LossMeasurement
 	if !r.AllowPruning {
 		// What the migration would lose, as migrate refuses it: while the
@@ -229,7 +243,6 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		// names — looked for again by the run itself, after the unserve
 		// (the objects' managedFields read at the storage version).
 		if !dryRun.Persists() || len(lifecycle.MigrationLosses(crd)) > 0 {
-			var err error
 			// old too: a status.storedVersions without it is a claim
 			// (B24), and an object still stored there is read at old
 			// and compared with what the rewrite keeps of it.
@@ -268,6 +281,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	}
 	// The measurement the run rests on, its own or its plan's dry run's.
 	res.Measured = r.measured
+	res.Warnings = append(res.Warnings, releaseOwnLevel(ctx, r.Cluster, crd, own, r.OwnPriorityLevel, dryRun, res)...)
 	m := &retire.Migration{StorageVersion: res.StorageVersion, Total: res.Total, Rewritten: res.Rewritten, Current: res.Current,
 		Conflicts: res.Conflicts, Deleted: res.Deleted, Failed: res.Failed, Complete: res.Complete,
 		StoredBefore: res.Trim.Before, StoredAfter: res.Trim.After, Trimmed: res.Trim.Trimmed, Reason: res.Trim.Reason, Report: res}

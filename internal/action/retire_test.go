@@ -182,3 +182,35 @@ func TestRetireReportsThePlansMeasurement(t *testing.T) {
 		t.Errorf("Measured %+v, want the plan's pass at v1 over 2 objects", got)
 	}
 }
+
+// TestRetireMigratesInItsOwnLevel (issue 30): retire --migrate
+// --own-priority-level runs the migration, its loss measurement included,
+// in a priority level of its own, as migrate does: created before the
+// measurement, removed after the engine, named in the report; its
+// permission check asks for the level's create and delete.
+func TestRetireMigratesInItsOwnLevel(t *testing.T) {
+	f := actiontest.New(settled())
+	f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")}
+	var during []string
+	f.Engine = func(bool, migrate.Options) (*migrate.Result, error) {
+		for n := range f.FlowSchemas {
+			during = append(during, n)
+		}
+		return &migrate.Result{StorageVersion: "v2", Engine: migrate.EngineClient, Complete: true, Counts: migrate.Counts{Total: 2, Rewritten: 2}}, nil
+	}
+	r := &Retire{Cluster: f, OwnPriorityLevel: 2, Engine: migrate.Options{FieldManager: "m"}}
+	needs := r.MigrateNeeds(settled(), "v1")
+	for _, verb := range []string{"create", "delete"} {
+		if !slices.ContainsFunc(needs, func(n access.Need) bool { return n.Verb == verb && n.Resource == "flowschemas" }) {
+			t.Errorf("MigrateNeeds %v: want %s flowschemas", needs, verb)
+		}
+	}
+	m, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := m.Report.(*migrate.Result).OwnPriorityLevel
+	if len(during) != 1 || own == nil || own.Name != during[0] || own.Shares != 2 || !own.Removed || len(f.FlowSchemas) != 0 {
+		t.Errorf("levels during the engine %v, reported %+v, left %v: want one, named, of 2 shares, removed", during, own, f.FlowSchemas)
+	}
+}

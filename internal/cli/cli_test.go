@@ -251,6 +251,8 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"migrate", "x.example.com", "--engine", "server", "--concurrency", "3"}, "--concurrency applies to --engine=client only"},
 		{[]string{"migrate", "x.example.com", "--chunk-size", "0"}, "--chunk-size must be positive"},
 		{[]string{"retire", "x.example.com", "v1", "--allow-pruning"}, "--allow-pruning applies to --migrate only"},
+		{[]string{"retire", "x.example.com", "v1", "--own-priority-level"}, "--own-priority-level applies to --migrate only"},
+		{[]string{"retire", "x.example.com", "v1", "--migrate", "--own-priority-level=0"}, "--own-priority-level must be positive"},
 		{[]string{"migrate", "x.example.com", "--concurrency", "0"}, "--concurrency must be positive"},
 		{[]string{"migrate", "x.example.com", "--allow-pruning=spec.hostPort"}, `"spec.hostPort" is not a JSON path from the object's root`},
 		{[]string{"migrate", "x.example.com", "--allow-pruning=.spec.x,.spec.*"}, `".spec.*" is not a JSON path from the object's root`},

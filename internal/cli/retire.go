@@ -17,6 +17,7 @@ import (
 
 	"github.com/crdversion/kubectl-crdversion/internal/action"
 	"github.com/crdversion/kubectl-crdversion/internal/cluster"
+	"github.com/crdversion/kubectl-crdversion/internal/fairness"
 	"github.com/crdversion/kubectl-crdversion/internal/lifecycle"
 	"github.com/crdversion/kubectl-crdversion/internal/migrate"
 	"github.com/crdversion/kubectl-crdversion/internal/preflight"
@@ -78,6 +79,9 @@ type RetireFlags struct {
 	// writes in flight, field manager.
 	Engine   migrate.Options
 	Progress bool
+	// OwnPriorityLevel is --own-priority-level: the shares of the
+	// migration's own priority level (0: none).
+	OwnPriorityLevel int32
 	// Fleet runs retire in several clusters, each independently.
 	Fleet *FleetFlags
 	genericiooptions.IOStreams
@@ -112,6 +116,8 @@ func (fl *RetireFlags) AddFlags(cmd *cobra.Command) {
 	f.Int64Var(&fl.Engine.ChunkSize, "chunk-size", fl.Engine.ChunkSize, "Objects per list page.")
 	f.IntVar(&fl.Engine.Concurrency, "concurrency", fl.Engine.Concurrency, "Writes in flight at once (migration and managedFields clean-up).")
 	f.BoolVar(&fl.Progress, "progress", fl.Progress, "Show a progress bar while migrating (on a terminal only).")
+	f.Int32Var(&fl.OwnPriorityLevel, "own-priority-level", 0, fmt.Sprintf("With --migrate: run the migration, its loss measurement included, in a priority level of API Priority and Fairness of its own, of this many nominal concurrency shares (alone: %d), at the fixed --concurrency, as kubectl crdversion migrate --own-priority-level does: a FlowSchema and a PriorityLevelConfiguration created for it and removed after it. Needs create and delete on flowschemas and prioritylevelconfigurations; not for system:masters, which APF exempts.", fairness.DefaultShares))
+	f.Lookup("own-priority-level").NoOptDefVal = fmt.Sprint(fairness.DefaultShares)
 	addVersionOrderFlag(f, &fl.VersionOrder)
 }
 
@@ -130,6 +136,9 @@ type RetireOptions struct {
 	// version drops; AllowPruningPaths accepts losing these paths only.
 	AllowPruning      bool
 	AllowPruningPaths []string
+	// OwnPriorityLevel is action.Retire.OwnPriorityLevel; the writes then
+	// go at the fixed --concurrency (Engine.MaxLatency 0).
+	OwnPriorityLevel int32
 
 	// fleet and contexts: the clusters of a fleet run (--contexts,
 	// --all-contexts); client the cluster otherwise.
@@ -180,12 +189,24 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	if (fl.AllowPruning.all || len(fl.AllowPruning.paths) > 0) && !fl.Migrate {
 		return nil, usageErrorf(cmd, "--allow-pruning applies to --migrate only (retire rewrites no object without it)")
 	}
+	if cmd.Flags().Changed("own-priority-level") {
+		switch {
+		case !fl.Migrate:
+			return nil, usageErrorf(cmd, "--own-priority-level applies to --migrate only (retire rewrites no object without it)")
+		case fl.OwnPriorityLevel <= 0:
+			return nil, fmt.Errorf("--own-priority-level must be positive (nominal concurrency shares), got %d", fl.OwnPriorityLevel)
+		}
+	}
 	dryRun, err := dryRunFlag(cmd)
 	if err != nil {
 		return nil, err
 	}
 	o := &RetireOptions{CRD: args[0], Version: args[1], DryRun: dryRun, Usage: fl.UsageFlags.config(), Engine: fl.Engine,
-		Progress: fl.Progress, AllowPruning: fl.AllowPruning.all, AllowPruningPaths: fl.AllowPruning.paths, log: fl.Out, refresh: refreshCommand(cmd.Flags()), IOStreams: fl.IOStreams}
+		Progress: fl.Progress, AllowPruning: fl.AllowPruning.all, AllowPruningPaths: fl.AllowPruning.paths, OwnPriorityLevel: fl.OwnPriorityLevel, log: fl.Out, refresh: refreshCommand(cmd.Flags()), IOStreams: fl.IOStreams}
+	if fl.OwnPriorityLevel > 0 {
+		// The priority level, not a latency budget, spares the others.
+		o.Engine.MaxLatency = 0
+	}
 	o.Retire = retire.Options{DryRun: dryRun,
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
 		SkipReferenceCheck: fl.SkipReferenceCheck, RepairReferences: fl.RepairReferences,
@@ -251,7 +272,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
 	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths,
-		CrossCheck: crossCheckFile() != "",
+		CrossCheck: crossCheckFile() != "", OwnPriorityLevel: o.OwnPriorityLevel,
 		References: referenceFinder(c, errOut), Patcher: cluster.ReferencePatcher{Client: c, FieldManager: o.Engine.FieldManager}, Admission: c}
 	if progress {
 		u.Waiting = waitProgress(errOut, o.Usage.Window)

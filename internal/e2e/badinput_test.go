@@ -122,6 +122,7 @@ func badInputs(crd, only string, f badInputFiles) []badInput {
 		{name: "chunk size zero for doctor", args: []string{"doctor", crd, "--chunk-size", "0"}, code: 2, want: "--chunk-size must be positive"},
 		{name: "concurrency zero", args: []string{"migrate", crd, "--concurrency", "0"}, want: "--concurrency must be positive, got 0"},
 		{name: "own priority level of zero shares", args: []string{"migrate", crd, "--own-priority-level=0"}, want: "--own-priority-level must be positive (nominal concurrency shares), got 0"},
+		{name: "own priority level of retire without --migrate", args: []string{"retire", crd, "v1", "--own-priority-level"}, want: "--own-priority-level applies to --migrate only (retire rewrites no object without it)"},
 		{name: "own priority level with the server engine", args: []string{"migrate", crd, "--own-priority-level", "--engine=server"}, want: "--own-priority-level applies to --engine=client only"},
 		{name: "concurrency zero for retire", args: []string{"retire", crd, "v1", "--concurrency", "0"}, want: "--concurrency must be positive, got 0"},
 		// B22: ten million workers held 23 GB and never finished.

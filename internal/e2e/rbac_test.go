@@ -116,7 +116,7 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 		{"crdversion-migrate", lifecycle.StateS2, lifecycle.StateS3, [][]string{{"migrate", "CRD"}}},
 		{"crdversion-unserve", lifecycle.StateS4, lifecycle.StateS5, [][]string{{"unserve", "CRD", "v1", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}}},
 		{"crdversion-retire", lifecycle.StateS2, lifecycle.StateS6, [][]string{
-			{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"},
+			{"retire", "CRD", "v1", "--migrate", "--own-priority-level", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"},
 		}},
 		{"crdversion-diff", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"diff", "CRD", "v1", "v2"}}},
 		{"crdversion-check-upgrade", lifecycle.StateS1, lifecycle.StateS1, [][]string{{"check-upgrade", "CRD", "-f", "FILE"}}},
@@ -171,6 +171,9 @@ func TestRBACRolesOfTheDocs(t *testing.T) {
 				// dry-running every object (the rules' comments say so).
 				if migrates := tc.role == "crdversion-migrate" || args[0] == "retire"; migrates && !strings.Contains(r.stdout, "(no dry run: nothing acts on the write)") {
 					t.Errorf("%s as the role's user did not measure by reads:\n%s", args[0], r.stdout)
+				}
+				if slices.Contains(args, "--own-priority-level") && !strings.Contains(r.stdout, "(fixed: its own priority level spares the other clients)") {
+					t.Errorf("%s --own-priority-level as the role's user did not run in its own priority level:\n%s", args[0], r.stdout)
 				}
 				if tc.role == "crdversion-promote-storage" && !strings.Contains(r.stdout, "measured by reads") {
 					t.Errorf("promote-storage as the role's user did not measure by reads:\n%s", r.stdout)
@@ -246,7 +249,8 @@ func TestEachPermissionIsNeeded(t *testing.T) {
 		{"crdversion-migrate", lifecycle.StateS2, []string{"migrate", "CRD", "--own-priority-level"}},
 		{"crdversion-migrate-server", lifecycle.StateS2, []string{"migrate", "CRD", "--engine=server"}},
 		{"crdversion-unserve", lifecycle.StateS4, []string{"unserve", "CRD", "v1", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}},
-		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}},
+		// With --own-priority-level, as migrate's.
+		{"crdversion-retire", lifecycle.StateS2, []string{"retire", "CRD", "v1", "--migrate", "--own-priority-level", "--clean-managed-fields", "--usage-window=1s", "--usage-min-window=1s", "--usage-history=0"}},
 	}
 	// Either is enough to count the API server instances (the identity
 	// leases, else the kubernetes Service's EndpointSlices); Services and

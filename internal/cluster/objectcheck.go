@@ -618,15 +618,17 @@ func compareFinding(f *objectFinding, u, at *unstructured.Unstructured, answered
 		f.lost = LostPaths(u.Object, at.Object)
 	}
 	if len(o.Recorded) > 0 {
+		// One parse of the managedFields for the three judgements.
+		entries := parseRecorded(u)
 		var recorded bool
-		f.recordedMissing, recorded = RecordedMissingThrough(u, at.Object, o.Recorded, o.RecordedThrough)
+		f.recordedMissing, recorded = recordedMissing(entries, u, at.Object, o.Recorded, o.RecordedThrough)
 		f.unrecorded = !recorded
 		// Every entry: one written through another version names data
 		// the read at From holds at the same path just as well, and the
 		// CRD's history judges it precisely. A top-level field holding
 		// data no entry records counts as recorded as a whole: those
 		// managedFields cannot show what a read hides there either.
-		f.whole = slices.Compact(slices.Sorted(slices.Values(append(WholeRecorded(u, ""), Unaccounted(u, o.defaulted)...))))
+		f.whole = slices.Compact(slices.Sorted(slices.Values(append(wholeRecorded(entries, u, ""), unaccounted(entries, u, o.defaulted)...))))
 		f.rv, f.writtenAt = u.GetResourceVersion(), LastWritten(u)
 	}
 }

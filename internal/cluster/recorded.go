@@ -39,21 +39,45 @@ func RecordedMissing(u *unstructured.Unstructured, at map[string]any, within []s
 // conversion webhook a version may name the same data otherwise, and only
 // the entries of the version at is read at can be compared with it.
 func RecordedMissingThrough(u *unstructured.Unstructured, at map[string]any, within []string, apiVersion string) (missing []string, recorded bool) {
-	found := map[string]bool{}
+	return recordedMissing(parseRecorded(u), u, at, within, apiVersion)
+}
+
+// recordedEntry is one managedFields entry with fields, parsed: the
+// apiVersion it was written through and the leaves of its fieldsV1 set.
+type recordedEntry struct {
+	apiVersion string
+	leaves     []fieldpath.Path
+}
+
+// parseRecorded parses each of u's managedFields entries once, for the
+// judgements of one object (RecordedMissingThrough, WholeRecorded,
+// Unaccounted); an entry without fields, or whose fieldsV1 does not parse,
+// is left out.
+func parseRecorded(u *unstructured.Unstructured) []recordedEntry {
+	var out []recordedEntry
 	for _, e := range u.GetManagedFields() {
-		if e.FieldsV1 == nil || apiVersion != "" && e.APIVersion != apiVersion {
-			continue
-		}
-		raw := e.FieldsV1.GetRawBytes()
-		if len(raw) == 0 {
+		if e.FieldsV1 == nil {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(raw)); err != nil {
+		if raw := e.FieldsV1.GetRawBytes(); len(raw) == 0 || set.FromJSON(bytes.NewReader(raw)) != nil {
+			continue
+		}
+		entry := recordedEntry{apiVersion: e.APIVersion}
+		set.Leaves().Iterate(func(p fieldpath.Path) { entry.leaves = append(entry.leaves, p.Copy()) })
+		out = append(out, entry)
+	}
+	return out
+}
+
+func recordedMissing(entries []recordedEntry, u *unstructured.Unstructured, at map[string]any, within []string, apiVersion string) (missing []string, recorded bool) {
+	found := map[string]bool{}
+	for _, e := range entries {
+		if apiVersion != "" && e.apiVersion != apiVersion {
 			continue
 		}
 		recorded = true
-		set.Leaves().Iterate(func(p fieldpath.Path) {
+		for _, p := range e.leaves {
 			under, shown := "", ""
 			for i := range p {
 				shown = appendStep(shown, p[i])
@@ -66,7 +90,7 @@ func RecordedMissingThrough(u *unstructured.Unstructured, at map[string]any, wit
 			if under != "" && !holds(at, p) && !holds(u.Object, p) {
 				found[shown] = true
 			}
-		})
+		}
 	}
 	for p := range found {
 		missing = append(missing, p)
@@ -104,29 +128,29 @@ func coveredBy(path string, patterns []string) bool {
 // there from one never written (B10). Metadata, apiVersion and kind are
 // left out (no schema prunes them). Sorted, each once.
 func WholeRecorded(u *unstructured.Unstructured, apiVersion string) []string {
+	return wholeRecorded(parseRecorded(u), u, apiVersion)
+}
+
+func wholeRecorded(entries []recordedEntry, u *unstructured.Unstructured, apiVersion string) []string {
 	found := map[string]bool{}
-	for _, e := range u.GetManagedFields() {
-		if e.FieldsV1 == nil || apiVersion != "" && e.APIVersion != apiVersion {
+	for _, e := range entries {
+		if apiVersion != "" && e.apiVersion != apiVersion {
 			continue
 		}
-		set := &fieldpath.Set{}
-		if raw := e.FieldsV1.GetRawBytes(); len(raw) == 0 || set.FromJSON(bytes.NewReader(raw)) != nil {
-			continue
-		}
-		set.Leaves().Iterate(func(p fieldpath.Path) {
+		for _, p := range e.leaves {
 			if len(p) == 0 || p[0].FieldName != nil && (*p[0].FieldName == "metadata" || *p[0].FieldName == "apiVersion" || *p[0].FieldName == "kind") {
-				return
+				continue
 			}
 			v, ok := fieldValue(u.Object, p)
 			if !ok || !composite(v) {
-				return
+				continue
 			}
 			shown := ""
 			for i := range p {
 				shown = appendStep(shown, p[i])
 			}
 			found[shown] = true
-		})
+		}
 	}
 	out := make([]string, 0, len(found))
 	for p := range found {
@@ -220,17 +244,17 @@ func locate(obj any, p fieldpath.Path) (any, string, bool) {
 // field a narrowed schema hides either (B10). Without any entry, every
 // top-level field holding data is unaccounted.
 func Unaccounted(u *unstructured.Unstructured, defaulted []string) []string {
+	return unaccounted(parseRecorded(u), u, defaulted)
+}
+
+func unaccounted(entries []recordedEntry, u *unstructured.Unstructured, defaulted []string) []string {
 	var covered []string
-	for _, e := range u.GetManagedFields() {
-		set := &fieldpath.Set{}
-		if e.FieldsV1 == nil || len(e.FieldsV1.GetRawBytes()) == 0 || set.FromJSON(bytes.NewReader(e.FieldsV1.GetRawBytes())) != nil {
-			continue
-		}
-		set.Leaves().Iterate(func(p fieldpath.Path) {
+	for _, e := range entries {
+		for _, p := range e.leaves {
 			if _, at, ok := locate(u.Object, p); ok {
 				covered = append(covered, at)
 			}
-		})
+		}
 	}
 	var out []string
 	for _, k := range sortedKeys(u.Object) {

@@ -35,7 +35,7 @@ GOTESTSUM := $(BIN)/gotestsum
 export GOTESTSUM
 
 .PHONY: help faults all build sandbox demo test test-short unit integration check lint race race-unit race-faults fmt tidy clean \
-	bench bench-references krew-manifest krew-check docs
+	bench bench-promote bench-references krew-manifest krew-check docs
 
 all: build
 
@@ -166,6 +166,11 @@ ROUNDS ?= 4
 IDENTITIES ?= admin,user,serviceaccount
 bench:
 	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ROUNDS=$(ROUNDS) CRDVERSION_BENCH_IDENTITIES=$(IDENTITIES) CRDVERSION_BENCH_ONLY_MIGRATE=$(ONLY_MIGRATE) go test -run '^$$' -bench BenchmarkMigrate -benchtime 1x -timeout 300m .
+
+## bench-promote: promote-storage's object preflight against a bare loop of its own requests, as each identity of
+## IDENTITIES, N objects, ROUNDS rounds (the verdict: the geometric mean of each round's loop/preflight, target ≥ 0.8)
+bench-promote:
+	cd internal/e2e && CRDVERSION_BENCH_OBJECTS=$(N) CRDVERSION_BENCH_ROUNDS=$(ROUNDS) CRDVERSION_BENCH_IDENTITIES=$(IDENTITIES) go test -run '^$$' -bench BenchmarkPromoteStoragePreflight -benchtime 1x -timeout 120m .
 
 ## bench-references: the references inventory (status --references as a user) over objects of KINDS kinds (default
 ## 50) at each size of INVENTORY (default 10000,100000): wall time, objects/s, LIST requests, peak RSS, CPU

@@ -74,6 +74,13 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
+	if spec := os.Getenv("CRDVERSION_BENCH_PROMOTE"); spec != "" {
+		// BenchmarkPromoteStoragePreflight's phases, each a process of its own.
+		if err := promoteProcess(spec); err != nil {
+			panic(err)
+		}
+		return
+	}
 	if name := os.Getenv("CRDVERSION_MF_BENCH_SCAN"); name != "" {
 		// BenchmarkManagedFieldsScan's scan, run as a process of its own.
 		if err := scanProcess(name); err != nil {

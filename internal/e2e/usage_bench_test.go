@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdversion/kubectl-crdversion/internal/cluster"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -121,14 +119,11 @@ func BenchmarkManagedFieldsScan(b *testing.B) {
 // scanned, the stale ones, its peak heap in use (sampled every 5 ms) and
 // its peak RSS (VmHWM), both in MiB.
 func scanProcess(name string) error {
-	kubeconfig := os.Getenv("KUBECONFIG")
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &kubeconfig
-	cl, err := cluster.New(flags)
+	cl, err := envClient()
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err != nil {
 		return err
 	}

@@ -157,10 +157,11 @@ faults:
 	grep -E '^--- (PASS|FAIL)' $(CURDIR)/bin/faults.log | awk '{sub(":", "", $$2); n[$$3" "$$2]++} END {for (k in n) print n[k], k}' | sort -k2; \
 	echo "log: bin/faults.log"; exit $$rc
 
-## bench: migrate (default, --max-speed, and in a bounded priority level) vs. a sequential loop vs. the API server's
-## ceiling, as each identity of IDENTITIES (admin, user, serviceaccount: exempt, global-default, workload-low), with a
-## foreground probe's latency idle and per phase (N objects, default 10000; N=100000 on request), in ROUNDS rounds
-## (default 4; the verdicts are geometric means of each round's ratios); ONLY_MIGRATE=1 runs migrate once as admin
+## bench: migrate (default with its loss measurement, without it, --max-speed, --own-priority-level) vs. a
+## sequential loop vs. the API server's ceiling, as each identity of IDENTITIES (admin, user, serviceaccount: exempt,
+## global-default, workload-low), with a foreground probe's latency idle and per phase (N objects, default 10000;
+## N=100000 on request), in ROUNDS rounds (default 4; the verdicts are geometric means of each round's ratios);
+## ONLY_MIGRATE=1 runs migrate once as admin
 N ?= 10000
 ROUNDS ?= 4
 IDENTITIES ?= admin,user,serviceaccount

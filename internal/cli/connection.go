@@ -51,7 +51,8 @@ func changedFlags(fs *pflag.FlagSet, names []string) []lifecycle.Flag {
 			}
 			continue
 		}
-		out = append(out, lifecycle.Flag{Name: name, Value: f.Value.String()})
+		// A flag whose value is optional takes it only after "=".
+		out = append(out, lifecycle.Flag{Name: name, Value: f.Value.String(), Joined: f.NoOptDefVal != ""})
 	}
 	return out
 }

@@ -210,7 +210,7 @@ func (fl *RetireFlags) ToOptions(f cmdutil.Factory, cmd *cobra.Command, args []s
 	o.Retire = retire.Options{DryRun: dryRun,
 		SkipUsageCheck: fl.SkipUsageCheck, Migrate: fl.Migrate, CleanManagedFields: fl.CleanManagedFields, VersionOrder: fl.VersionOrder,
 		SkipReferenceCheck: fl.SkipReferenceCheck, RepairReferences: fl.RepairReferences,
-		UsageFlags: usageFlagsGiven(cmd.Flags()), Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
+		Carried: append(usageFlagsGiven(cmd.Flags()), changedFlags(cmd.Flags(), []string{"own-priority-level"})...), Global: connectionFlags(cmd.Flags(), fl.Fleet.enabled())}
 	human := humanPrinter(printRetireLogged)
 	if fl.Fleet.enabled() {
 		human = humanPrinter(view.FleetRetire)

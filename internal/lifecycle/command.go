@@ -23,10 +23,12 @@ type Command struct {
 
 // Flag is one flag of a Command. Name is without dashes ("from", "p");
 // one-letter names render with one dash. An empty Value is a boolean flag
-// that is set (--migrate).
+// that is set (--migrate). Joined renders the value after "=": a flag
+// whose value is optional (--own-priority-level=3) takes it only so.
 type Flag struct {
-	Name  string `json:"name"`
-	Value string `json:"value,omitempty"`
+	Name   string `json:"name"`
+	Value  string `json:"value,omitempty"`
+	Joined bool   `json:"joined,omitempty"`
 }
 
 // Tools of a Command.
@@ -67,7 +69,12 @@ func Kubectl(verb string, args ...string) Command {
 // With returns c with the flag name=value appended (value "" for a set
 // boolean flag).
 func (c Command) With(name, value string) Command {
-	c.Flags = append(append([]Flag(nil), c.Flags...), Flag{Name: name, Value: value})
+	return c.WithFlag(Flag{Name: name, Value: value})
+}
+
+// WithFlag returns c with f added after its flags.
+func (c Command) WithFlag(f Flag) Command {
+	c.Flags = append(append([]Flag(nil), c.Flags...), f)
 	return c
 }
 
@@ -130,11 +137,12 @@ func appendFlags(parts []string, flags []Flag) []string {
 		if len(f.Name) == 1 {
 			dash = "-"
 		}
-		switch f.Value {
-		case "":
+		switch {
+		case f.Value == "":
 			parts = append(parts, dash+f.Name)
-		case "true", "false":
-			// A boolean flag takes its value only after "=".
+		case f.Joined || f.Value == "true" || f.Value == "false":
+			// A boolean flag, and one whose value is optional, take
+			// their value only after "=".
 			parts = append(parts, dash+f.Name+"="+f.Value)
 		default:
 			parts = append(parts, dash+f.Name, f.Value)

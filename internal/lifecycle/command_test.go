@@ -22,6 +22,10 @@ func TestCommandRender(t *testing.T) {
 			`kubectl --context west patch crd c --type merge -p '{"spec":{"preserveUnknownFields":false}}'`},
 		{"boolean flags", []Command{Crdversion("add-version", "c", "v1").With("from", "v2").With("served", "false").With("dry-run", "")}, nil,
 			"kubectl crdversion add-version c v1 --from v2 --served=false --dry-run"},
+		// "--own-priority-level 3" is the flag at its default and an
+		// argument "3".
+		{"a flag whose value is optional", []Command{Crdversion("retire", "c", "v1").With("migrate", "")}, []Flag{{Name: "own-priority-level", Value: "3", Joined: true}},
+			"kubectl crdversion --own-priority-level=3 retire c v1 --migrate"},
 		{"a placeholder stays readable", []Command{Crdversion("add-version", "c", "<new-version>")}, nil,
 			"kubectl crdversion add-version c <new-version>"},
 		{"a quote inside a value", []Command{Crdversion("deprecate", "c", "v1").With("warning", "don't")}, nil,

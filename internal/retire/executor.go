@@ -35,11 +35,12 @@ type Options struct {
 	// VersionOrder is the order of the CRD's versions the user gave,
 	// oldest first (--version-order; see lifecycle.Order).
 	VersionOrder []string
-	// UsageFlags are the usage check's flags the run was given
-	// (--usage-window, --usage-history, --prometheus-url, --audit-log, …),
-	// in order: every retire command the run prints carries them, so that
-	// a pasted re-run looks at the same sources over the same spans.
-	UsageFlags []lifecycle.Flag
+	// Carried are the flags the run was given that every retire command
+	// it prints carries, in order: the usage check's (--usage-window,
+	// --usage-history, --prometheus-url, --audit-log, …), so that a pasted
+	// re-run looks at the same sources over the same spans, and
+	// --own-priority-level, so that it migrates the same way.
+	Carried []lifecycle.Flag
 	// Global are the connection flags every printed command carries (see
 	// lifecycle.Command.Render).
 	Global []lifecycle.Flag
@@ -103,7 +104,7 @@ type Executor struct {
 func (e *Executor) Run(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, old string, opts Options) (*Result, error) {
 	r := &run{e: e, opts: opts, old: old, crd: crd, res: &Result{},
 		facts: Facts{SkipUsage: opts.SkipUsageCheck, Migrate: opts.Migrate, CleanManagedFields: opts.CleanManagedFields, VersionOrder: opts.VersionOrder,
-			UsageFlags: opts.UsageFlags, SkipReferences: opts.SkipReferenceCheck, RepairReferences: opts.RepairReferences},
+			Carried: opts.Carried, SkipReferences: opts.SkipReferenceCheck, RepairReferences: opts.RepairReferences},
 		found:    map[StepID]string{},
 		observed: map[StepID][]string{},
 		did:      map[StepID][]string{},
@@ -547,7 +548,7 @@ func (r *run) take(ctx context.Context, s Step, total int) error {
 // rerun is the command that resumes this run.
 func (r *run) rerun() string {
 	return command(r.crd.Name, r.old, choices{migrate: r.opts.Migrate, clean: r.opts.CleanManagedFields, skip: r.opts.SkipUsageCheck,
-		repairRefs: r.opts.RepairReferences, skipRefs: r.opts.SkipReferenceCheck, order: r.opts.VersionOrder, usage: r.opts.UsageFlags}, "").Render(r.opts.Global)
+		repairRefs: r.opts.RepairReferences, skipRefs: r.opts.SkipReferenceCheck, order: r.opts.VersionOrder, carried: r.opts.Carried}, "").Render(r.opts.Global)
 }
 
 // failed records a step that failed while taken (or while the API server

@@ -92,7 +92,7 @@ func (p *planner) version() *apiextensionsv1.CustomResourceDefinitionVersion {
 // it.
 func (p *planner) retire(flag string) []lifecycle.Command {
 	return []lifecycle.Command{command(p.name, p.old, choices{migrate: p.f.Migrate, clean: p.f.CleanManagedFields, skip: p.f.SkipUsage,
-		repairRefs: p.f.RepairReferences, skipRefs: p.f.SkipReferences, order: p.f.VersionOrder, usage: p.f.UsageFlags}, flag)}
+		repairRefs: p.f.RepairReferences, skipRefs: p.f.SkipReferences, order: p.f.VersionOrder, carried: p.f.Carried}, flag)}
 }
 
 // choices are the flags of a retire run that every retire command it
@@ -101,7 +101,7 @@ type choices struct {
 	migrate, clean, skip bool
 	repairRefs, skipRefs bool
 	order                []string
-	usage                []lifecycle.Flag
+	carried              []lifecycle.Flag
 }
 
 // command is "retire CRD OLD" with the flags of c, and flag (a boolean
@@ -122,8 +122,8 @@ func command(crd, old string, c choices, flag string) lifecycle.Command {
 	if len(c.order) > 0 {
 		cmd = cmd.With("version-order", strings.Join(c.order, ","))
 	}
-	for _, f := range c.usage {
-		cmd = cmd.With(f.Name, f.Value)
+	for _, f := range c.carried {
+		cmd = cmd.WithFlag(f)
 	}
 	return cmd
 }

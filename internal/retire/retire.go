@@ -142,9 +142,9 @@ type Facts struct {
 	// oldest first (--version-order): it tells whether OLD is older than
 	// the storage version when their names do not (see lifecycle.Order).
 	VersionOrder []string
-	// UsageFlags are the usage check's flags the run was given, carried
-	// by the retire commands the plan prints (see Options.UsageFlags).
-	UsageFlags []lifecycle.Flag
+	// Carried are the flags the run was given that the retire commands
+	// the plan prints carry (see Options.Carried).
+	Carried []lifecycle.Flag
 	// References is the inventory of the owner references and scale
 	// targets that name OLD
 	// (every listable resource read); SkipReferences records

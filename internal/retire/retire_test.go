@@ -121,9 +121,16 @@ func TestPlan(t *testing.T) {
 		// looks at the same sources over the same spans (a window of 1m
 		// typed as such, repeated --audit-log files each).
 		{"S3, in use, given usage flags", s3(), Facts{References: noRefs(), Usage: inUse, StaleManagedFields: none(),
-			UsageFlags: []lifecycle.Flag{{Name: "usage-window", Value: "1m"}, {Name: "usage-history", Value: "0"}, {Name: "audit-log", Value: "a.log"}, {Name: "audit-log", Value: "b.log"}}},
+			Carried: []lifecycle.Flag{{Name: "usage-window", Value: "1m"}, {Name: "usage-history", Value: "0"}, {Name: "audit-log", Value: "a.log"}, {Name: "audit-log", Value: "b.log"}}},
 			"1=blocked 2=done 3=to do 4=done 5=done 6=done 7=blocked 8=info", 1,
 			"kubectl crdversion retire crontabs.stable.example.com v1 --usage-window 1m --usage-history 0 --audit-log a.log --audit-log b.log"},
+		// Trial: and --own-priority-level, after "=" (its value is
+		// optional: "--own-priority-level 3" is the default and an
+		// argument).
+		{"S2 without --migrate, given --own-priority-level", s2, Facts{References: noRefs(), Usage: notInUse(), StaleManagedFields: none(),
+			Carried: []lifecycle.Flag{{Name: "own-priority-level", Value: "3", Joined: true}}},
+			"1=done 2=done 3=to do 4=done 5=blocked 6=done 7=blocked 8=info", 5,
+			"kubectl crdversion retire crontabs.stable.example.com v1 --migrate --own-priority-level=3"},
 		{"S5, stale managedFields, clean", s5, Facts{References: noRefs(), StaleManagedFields: stale, CleanManagedFields: true}, "1=done 2=done 3=done 4=done 5=done 6=to do 7=to do 8=info", 6, "4 object(s)"},
 		// Issue 33: a manager that wrote through v1 inside the window or
 		// the history span is a client; its entries are not relabelled,

@@ -255,7 +255,7 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 	var own *fairness.Level
 	if !server {
 		var err error
-		if own, err = acquireOwnLevel(ctx, c, crd, "migrate", o.OwnPriorityLevel, o.Client.DryRun); err != nil {
+		if own, err = acquireOwnLevel(ctx, c, crd, "migrate", o.OwnPriorityLevel, o.Client.DryRun, false); err != nil {
 			return nil, err
 		}
 		defer func() { _ = own.Release(ctx, c) }()
@@ -313,18 +313,19 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 // acquireOwnLevel creates the run's own priority level of shares nominal
 // concurrency shares for the client engine's requests to crd's storage
 // version (fairness.Acquire; server-side dry runs under
-// lifecycle.DryRunServer), or returns nil when shares is 0 or nothing is sent
-// (a client dry run). A level that would not hold the run's requests is a
+// lifecycle.DryRunServer; planned: a dry run that plans a run without one,
+// which removes a killed run's leftover first — fairness.Options.Planned),
+// or returns nil when shares is 0 or nothing is sent (a client dry run). A level that would not hold the run's requests is a
 // *lifecycle.RefusalError of operation. The caller releases the level
 // (Release does not use ctx's cancellation: an interrupted run removes it
 // too) and reports it with releaseOwnLevel.
-func acquireOwnLevel(ctx context.Context, c fairness.Cluster, crd *apiextensionsv1.CustomResourceDefinition, operation string, shares int32, dryRun lifecycle.DryRun) (*fairness.Level, error) {
+func acquireOwnLevel(ctx context.Context, c fairness.Cluster, crd *apiextensionsv1.CustomResourceDefinition, operation string, shares int32, dryRun lifecycle.DryRun, planned bool) (*fairness.Level, error) {
 	if shares <= 0 || dryRun == lifecycle.DryRunClient {
 		return nil, nil
 	}
 	own, err := fairness.Acquire(ctx, c, fairness.Options{CRD: crd.Name, Shares: shares,
 		Resource: schema.GroupVersionResource{Group: crd.Spec.Group, Version: lifecycle.StorageVersion(crd), Resource: crd.Spec.Names.Plural},
-		DryRun:   dryRun == lifecycle.DryRunServer})
+		DryRun:   dryRun == lifecycle.DryRunServer, Planned: planned})
 	var nl *fairness.NotLandingError
 	if errors.As(err, &nl) {
 		return nil, &lifecycle.RefusalError{Operation: operation, CRD: crd.Name, Err: err,

@@ -54,6 +54,11 @@ type Retire struct {
 	// migration (its measurement included): above 0, the shares of a
 	// priority level of its own, created for it and removed after it.
 	OwnPriorityLevel int32
+	// DryRun is the retire command's own (--dry-run): under
+	// lifecycle.DryRunNone the migration's server-side dry run plans the
+	// run that follows (a killed run's priority level, which that run
+	// removes first, does not refuse it).
+	DryRun lifecycle.DryRun
 	// Progress, when set, starts a progress display for the migration of
 	// the CRD named crd: the function the engine reports to, and the one
 	// that ends the display. Server-side dry runs of the migration show
@@ -68,9 +73,9 @@ type Retire struct {
 	Admission AdmissionLister
 
 	scanUsed bool
-	// measured are the passes of the last loss measurement (the plan's
-	// dry run measures; the run itself measures again only where the
-	// schemas predict a loss): reported with the run that follows it.
+	// measured are the latest loss measurement's pass at each version
+	// (the plan's dry run measures; the run itself measures again only
+	// where the schemas predict a loss): reported with the run.
 	measured []result.Measurement
 }
 
@@ -228,7 +233,7 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	}
 	// The priority level holds the measurement's requests too, as
 	// migrate's; removed when Migrate returns, whatever the outcome.
-	own, err := acquireOwnLevel(ctx, r.Cluster, crd, "retire", r.OwnPriorityLevel, dryRun)
+	own, err := acquireOwnLevel(ctx, r.Cluster, crd, "retire", r.OwnPriorityLevel, dryRun, dryRun == lifecycle.DryRunServer && r.DryRun == lifecycle.DryRunNone)
 	if err != nil {
 		return nil, err
 	}
@@ -277,10 +282,20 @@ func (r *Retire) Migrate(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		res.Warnings = append(slices.Clone(measured.Warnings), res.Warnings...)
 	}
 	if measured != nil {
-		r.measured = measured.Passes
+		// The latest pass at each version: the run measures again where
+		// the schemas predict a loss, after the unserve, when its pass
+		// reads at the storage version alone.
+		for _, p := range measured.Passes {
+			if i := slices.IndexFunc(r.measured, func(q result.Measurement) bool { return q.From == p.From && q.Through == p.Through }); i >= 0 {
+				r.measured[i] = p
+			} else {
+				r.measured = append(r.measured, p)
+			}
+		}
 	}
-	// The measurement the run rests on, its own or its plan's dry run's.
-	res.Measured = r.measured
+	// The measurements the run rests on: its plan's dry run's (the old
+	// version read while still served) and its own.
+	res.Measured = slices.Clone(r.measured)
 	res.Warnings = append(res.Warnings, releaseOwnLevel(ctx, r.Cluster, crd, own, r.OwnPriorityLevel, dryRun, res)...)
 	m := &retire.Migration{StorageVersion: res.StorageVersion, Total: res.Total, Rewritten: res.Rewritten, Current: res.Current,
 		Conflicts: res.Conflicts, Deleted: res.Deleted, Failed: res.Failed, Complete: res.Complete,

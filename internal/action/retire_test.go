@@ -160,26 +160,40 @@ func TestRetireMigrateNamesWhatItAccepts(t *testing.T) {
 
 // TestRetireReportsThePlansMeasurement (issue 30): the plan's dry run
 // measures the loss; the run that follows measures again only where the
-// schemas predict one, and its report carries the measurement it rests on,
-// so that retire's lines say how the objects were measured (by reads or
-// by dry runs, and why), as migrate's do.
+// schemas predict one, and its report carries the measurements it rests
+// on, so that retire's lines say how the objects were measured (by reads
+// or by dry runs, and why), as migrate's do. A later measurement once
+// the old version is unserved reads at the storage version only, and the
+// report keeps the old version's pass of the one before (trial: it showed
+// only "read at v2 and at v2").
 func TestRetireReportsThePlansMeasurement(t *testing.T) {
+	unserved := crdtest.New("widgets.example.com").Version("v1").
+		Version("v2", crdtest.Served, crdtest.Storage).Stored("v1", "v2").CRD()
 	f := actiontest.New(settled())
-	f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1")}
+	f.Checks = map[string]*cluster.ObjectsCheck{"v1": clean("v1"), "v2": clean("v2")}
 	r := &Retire{Cluster: f, Engine: migrate.Options{FieldManager: "m"}}
-	if _, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunServer); err != nil {
-		t.Fatal(err)
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{settled(), unserved} {
+		if _, err := r.Migrate(context.Background(), crd, "v1", lifecycle.DryRunServer); err != nil {
+			t.Fatal(err)
+		}
 	}
 	calls := len(f.Calls)
-	m, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunNone)
+	m, err := r.Migrate(context.Background(), unserved, "v1", lifecycle.DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(f.Calls[calls:], actiontest.Objects+"@v1->v2") {
+	if slices.ContainsFunc(f.Calls[calls:], func(c string) bool { return strings.HasPrefix(c, actiontest.Objects) }) {
 		t.Errorf("the run measured again: %v", f.Calls[calls:])
 	}
-	if got := m.Report.(*migrate.Result).Measured; len(got) != 1 || got[0].From != "v1" || got[0].Objects != 2 {
-		t.Errorf("Measured %+v, want the plan's pass at v1 over 2 objects", got)
+	var from []string
+	for _, p := range m.Report.(*migrate.Result).Measured {
+		from = append(from, p.From)
+		if p.Objects != 2 {
+			t.Errorf("pass %+v, want 2 objects", p)
+		}
+	}
+	if !slices.Equal(from, []string{"v1", "v2"}) {
+		t.Errorf("passes read at %v, want the plan's at v1 and the latest at v2", from)
 	}
 }
 
@@ -211,6 +225,32 @@ func TestRetireMigratesInItsOwnLevel(t *testing.T) {
 	}
 	own := m.Report.(*migrate.Result).OwnPriorityLevel
 	if len(during) != 1 || own == nil || own.Name != during[0] || own.Shares != 2 || !own.Removed || len(f.FlowSchemas) != 0 {
-		t.Errorf("levels during the engine %v, reported %+v, left %v: want one, named, of 2 shares, removed", during, own, f.FlowSchemas)
+		t.Fatalf("levels during the engine %v, reported %+v, left %v: want one, named, of 2 shares, removed", during, own, f.FlowSchemas)
+	}
+
+	// A killed run left its level (trial: every later retire was blocked
+	// in its plan's dry run, which found the objects, so the run that
+	// removes them first never came). The plan of a run without --dry-run
+	// goes on and names the leftover; retire --dry-run=server refuses as
+	// migrate --dry-run=server does; the run removes it first.
+	f.FlowSchemas[own.Name], f.PriorityLevels = true, map[string]bool{own.Name: true}
+	dry := &Retire{Cluster: f, OwnPriorityLevel: 2, DryRun: lifecycle.DryRunServer, Engine: migrate.Options{FieldManager: "m"}}
+	if _, err := dry.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunServer); err == nil || !strings.Contains(err.Error(), "a killed run of this migration left it") {
+		t.Errorf("retire --dry-run=server over a leftover: %v, want the refusal naming it", err)
+	}
+	r = &Retire{Cluster: f, OwnPriorityLevel: 2, Engine: migrate.Options{FieldManager: "m"}}
+	plan, err := r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunServer)
+	if err != nil {
+		t.Fatalf("the plan's dry run over a leftover: %v", err)
+	}
+	if got := plan.Report.(*migrate.Result).OwnPriorityLevel; got == nil || !got.LeftoverRemoved {
+		t.Errorf("the plan's level %+v, want the leftover named as removed first", got)
+	}
+	m, err = r.Migrate(context.Background(), settled(), "v1", lifecycle.DryRunNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own := m.Report.(*migrate.Result).OwnPriorityLevel; own == nil || !own.LeftoverRemoved || !own.Removed || len(f.FlowSchemas)+len(f.PriorityLevels) != 0 {
+		t.Errorf("the run after a killed one: %+v, left %v %v; want the leftover removed first and its own after", own, f.FlowSchemas, f.PriorityLevels)
 	}
 }

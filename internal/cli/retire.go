@@ -272,7 +272,7 @@ func (o *RetireOptions) retire(ctx context.Context, c *cluster.Client, crd *apie
 		return &report.Retire{CRD: crd.Name, Version: o.Version}, err
 	}
 	rc := &action.Retire{Cluster: action.Live{Client: c}, Usage: u, ManagedFields: mf, Engine: o.Engine, AllowPruning: o.AllowPruning, AllowPruningPaths: o.AllowPruningPaths,
-		CrossCheck: crossCheckFile() != "", OwnPriorityLevel: o.OwnPriorityLevel,
+		CrossCheck: crossCheckFile() != "", OwnPriorityLevel: o.OwnPriorityLevel, DryRun: o.DryRun,
 		References: referenceFinder(c, errOut), Patcher: cluster.ReferencePatcher{Client: c, FieldManager: o.Engine.FieldManager}, Admission: c}
 	if progress {
 		u.Waiting = waitProgress(errOut, o.Usage.Window)

@@ -103,6 +103,12 @@ type Options struct {
 	// validates and authorizes them, nothing is kept, and the run's
 	// requests land where they always do.
 	DryRun bool
+	// Planned, with DryRun, says that the dry run plans a run without
+	// one, which removes what a killed run left before it creates its own
+	// (retire's server-side dry run of every step before it takes them):
+	// an object of the run's name that exists is then what that run
+	// removes — reported as LeftoverRemoved — not a refusal.
+	Planned bool
 	// LandingWait bounds the wait for a request to land in the new
 	// FlowSchema (DefaultLandingWait when 0).
 	LandingWait time.Duration
@@ -253,10 +259,17 @@ func Acquire(ctx context.Context, c Cluster, o Options) (*Level, error) {
 		}
 		l.LeftoverRemoved = fsFound || plFound
 	}
-	if l.PriorityLevelUID, err = c.CreatePriorityLevel(ctx, pl, o.DryRun); err != nil {
+	removedFirst := func(err error) bool {
+		if o.DryRun && o.Planned && apierrors.IsAlreadyExists(err) {
+			l.LeftoverRemoved = true
+			return true
+		}
+		return false
+	}
+	if l.PriorityLevelUID, err = c.CreatePriorityLevel(ctx, pl, o.DryRun); err != nil && !removedFirst(err) {
 		return nil, createError("PriorityLevelConfiguration", l.Name, o.DryRun, err)
 	}
-	if l.FlowSchemaUID, err = c.CreateFlowSchema(ctx, fs, o.DryRun); err != nil {
+	if l.FlowSchemaUID, err = c.CreateFlowSchema(ctx, fs, o.DryRun); err != nil && !removedFirst(err) {
 		return nil, errors.Join(createError("FlowSchema", l.Name, o.DryRun, err), l.Release(ctx, c))
 	}
 	if o.DryRun {

@@ -52,6 +52,9 @@ func (r *recorder) CreateFlowSchema(_ context.Context, fs *flowcontrolv1.FlowSch
 	if r.createErr != nil {
 		return "", r.createErr
 	}
+	if _, ok := r.fs[fs.Name]; ok {
+		return "", apierrors.NewAlreadyExists(flowcontrolv1.Resource("flowschemas"), fs.Name)
+	}
 	if dryRun {
 		return "", nil
 	}
@@ -153,6 +156,15 @@ func TestAcquireAndRelease(t *testing.T) {
 	r.pl[name] = "uid-killed"
 	if _, err := Acquire(ctx, r, Options{CRD: "widgets.example.com", Resource: widgets, DryRun: true}); err == nil || !strings.Contains(err.Error(), "a killed run of this migration left it") {
 		t.Fatalf("dry run over a leftover: %v", err)
+	}
+	// The same in the dry run that plans a run without one (retire's):
+	// that run removes them first, so the plan goes on, says so, and
+	// removes nothing itself.
+	r = fresh()
+	r.fs[name], r.pl[name] = "uid-killed", "uid-killed"
+	l, err = Acquire(ctx, r, Options{CRD: "widgets.example.com", Resource: widgets, DryRun: true, Planned: true})
+	if err != nil || !l.LeftoverRemoved || r.fs[name] != "uid-killed" || r.pl[name] != "uid-killed" {
+		t.Fatalf("planned dry run over a leftover: %v, %+v, objects %v %v; want no error, the leftover named and kept", err, l, r.fs, r.pl)
 	}
 
 	r = fresh()

@@ -122,8 +122,13 @@ func (f *Fake) WhoAmI(context.Context) (string, []string, error) {
 	return "alice", f.Groups, nil
 }
 
-// CreatePriorityLevel records pl (not in a dry run).
+// CreatePriorityLevel records pl (not in a dry run); one of its name that
+// exists is refused AlreadyExists, as the API server refuses it (a dry run
+// too).
 func (f *Fake) CreatePriorityLevel(_ context.Context, pl *flowcontrolv1.PriorityLevelConfiguration, dryRun bool) (string, error) {
+	if f.PriorityLevels[pl.Name] {
+		return "", apierrors.NewAlreadyExists(flowcontrolv1.Resource("prioritylevelconfigurations"), pl.Name)
+	}
 	if dryRun {
 		f.log(CreateLevel + DryRunSuffix)
 		return "", nil
@@ -137,8 +142,11 @@ func (f *Fake) CreatePriorityLevel(_ context.Context, pl *flowcontrolv1.Priority
 }
 
 // CreateFlowSchema records fs (not in a dry run); its uid is "uid-" and
-// its name.
+// its name. One of its name that exists is refused AlreadyExists.
 func (f *Fake) CreateFlowSchema(_ context.Context, fs *flowcontrolv1.FlowSchema, dryRun bool) (string, error) {
+	if f.FlowSchemas[fs.Name] {
+		return "", apierrors.NewAlreadyExists(flowcontrolv1.Resource("flowschemas"), fs.Name)
+	}
 	if dryRun {
 		f.log(CreateFlowSchema + DryRunSuffix)
 		return "", nil

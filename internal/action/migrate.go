@@ -315,7 +315,8 @@ func Migrate(ctx context.Context, c MigrateCluster, crd *apiextensionsv1.CustomR
 // version (fairness.Acquire; server-side dry runs under
 // lifecycle.DryRunServer; planned: a dry run that plans a run without one,
 // which removes a killed run's leftover first — fairness.Options.Planned),
-// or returns nil when shares is 0 or nothing is sent (a client dry run). A level that would not hold the run's requests is a
+// or returns nil when shares is 0 or nothing is sent (a client dry run).
+// A level that would not hold the run's requests is a
 // *lifecycle.RefusalError of operation. The caller releases the level
 // (Release does not use ctx's cancellation: an interrupted run removes it
 // too) and reports it with releaseOwnLevel.

@@ -577,7 +577,7 @@ func (c *Client) checkObject(ctx context.Context, from, to, through dynamic.Reso
 // being deleted), or forbidden. Errors the API server did not answer are
 // returned.
 func createDryRun(ctx context.Context, to dynamic.ResourceInterface, at *unstructured.Unstructured, fieldManager string, f *objectFinding) error {
-	_, err := to.Create(ctx, validationCandidate(at), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+	_, err := to.Create(ctx, AsNewObject(at), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
 	if err == nil {
 		return nil
 	}
@@ -721,11 +721,11 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// validationCandidate is u as a new object: same content, its own name and
+// AsNewObject is u as a new object: same content, its own name and
 // namespace (a rule on metadata.name judges the object's name, not one the
 // check made up), no server-set metadata. Its dry-run create is answered
 // AlreadyExists once everything else accepted it.
-func validationCandidate(u *unstructured.Unstructured) *unstructured.Unstructured {
+func AsNewObject(u *unstructured.Unstructured) *unstructured.Unstructured {
 	c := u.DeepCopy()
 	c.SetResourceVersion("")
 	c.SetUID("")

@@ -232,13 +232,7 @@ func bareLoop(ctx context.Context, dyn dynamic.Interface, crd *apiextensionsv1.C
 				}
 				u = got
 			}
-			c := u.DeepCopy()
-			c.SetResourceVersion("")
-			c.SetUID("")
-			c.SetManagedFields(nil)
-			c.SetCreationTimestamp(metav1.Time{})
-			c.SetGeneration(0)
-			if _, err := res.Create(wctx, c, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "kubectl-crdversion"}); !apierrors.IsAlreadyExists(err) {
+			if _, err := res.Create(wctx, cluster.AsNewObject(u), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "kubectl-crdversion"}); !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("the dry-run create of %s/%s: want AlreadyExists, got %v", u.GetNamespace(), u.GetName(), err)
 			}
 			created.Add(1)
